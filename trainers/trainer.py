@@ -1,0 +1,295 @@
+"""The interface every trainer implements, and the bookkeeping they all share.
+
+The controller drives each trainer with the same calls, once per environment step::
+
+    actions, memories, values, outputs = trainer.take_action(all_info)
+    new_info = env.step(action=..., memory=..., value=...)          # controller, not trainer
+    trainer.add_experiences(all_info, new_info, outputs)
+    trainer.process_experiences(new_info)
+    if training and trainer.is_ready_update():
+        trainer.update_model()
+    trainer.write_summary(lesson)
+    trainer.increment_step(n_agent_steps); trainer.update_last_reward()
+
+and ``trainer.end_episode()`` after a global reset. A trainer never sees a socket: it gets
+``BrainInfo`` objects and the ``BrainParameters`` of the scene. It builds all its TensorFlow ops
+in ``__init__`` (inside ``tf.compat.v1.variable_scope(graph_scope)`` of the one shared graph); the
+controller finalizes the graph before the loop, so an op created later fails loudly.
+
+Steps are **agent steps**: one environment step of a brain with 12 agents adds 12. ``max_steps``
+and ``summary_freq`` count the same unit.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.exception import UnityException
+
+logger = logging.getLogger("unityagents")
+
+
+class UnityTrainerException(UnityException):
+    """A trainer was misconfigured or asked to do something it cannot do."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One hyperparameter a trainer accepts in ``trainer_configurations.yaml``.
+
+    :param kind: ``int``, ``float``, ``bool``, ``str`` or ``list``. Floats accept ints and
+        YAML-1.1 strings such as ``1.0e6``; ints accept integral floats (``1.0e6`` again).
+    :param default: used when neither the brain's block nor ``default:`` sets the key; ``None``
+        with ``required=True`` means the key must be given.
+    :param check: ``(predicate, description)``; the description completes "must be ...".
+    """
+
+    kind: type
+    default: Any = None
+    required: bool = False
+    doc: str = ""
+    check: Optional[Tuple[Callable[[Any], bool], str]] = None
+
+
+def positive(x) -> bool:
+    return x > 0
+
+
+def non_negative(x) -> bool:
+    return x >= 0
+
+
+def unit_interval(x) -> bool:
+    return 0.0 <= x <= 1.0
+
+
+#: Keys every trainer understands. Subclasses extend this with ``{**Trainer.hyperparameters, ...}``.
+COMMON_HYPERPARAMETERS: Dict[str, Param] = {
+    "trainer": Param(str, None, doc="trainer type; defaults to ppo (or ghost/imitation from is_ghost/is_imitation)"),
+    "is_ghost": Param(bool, False, doc="seed-compatible alias for trainer: ghost"),
+    "is_imitation": Param(bool, False, doc="seed-compatible alias for trainer: imitation"),
+    "max_steps": Param(float, 5.0e5, check=(positive, "> 0"), doc="agent steps to train for"),
+    "summary_freq": Param(int, 10000, check=(positive, "> 0"), doc="agent steps between console/TensorBoard summaries"),
+}
+
+
+class Trainer:
+    """Base class of all trainers (built-in and plugins).
+
+    :param sess: the run's one ``tf.compat.v1.Session``; ``sess.graph`` is the graph to build in.
+    :param brains: every subscribed brain of the scene (``env.brains``), so that ghost and
+        imitation trainers can look at the brain they copy or imitate.
+    :param brain_name: the External brain this trainer drives.
+    :param trainer_parameters: validated hyperparameters plus ``graph_scope`` and
+        ``summary_path`` (added by the controller).
+    :param training: False when ``learn.py`` runs without ``--train`` (inference only).
+    :param seed: seeds the trainer's own NumPy generator.
+    """
+
+    trainer_type: ClassVar[str] = "base"
+    hyperparameters: ClassVar[Dict[str, Param]] = COMMON_HYPERPARAMETERS
+
+    def __init__(
+        self,
+        sess,
+        brains: Mapping[str, BrainParameters],
+        brain_name: str,
+        trainer_parameters: Dict[str, Any],
+        training: bool,
+        seed: int = 0,
+    ):
+        if hasattr(brains, "brains"):  # the seed passed the environment itself
+            brains = brains.brains
+        self.sess = sess
+        self.brains = dict(brains)
+        self.brain_name = brain_name
+        self.brain: BrainParameters = self.brains[brain_name]
+        self.trainer_parameters = trainer_parameters
+        self.is_training = training
+        self.rng = np.random.default_rng(seed)
+        self.stats: Dict[str, List[float]] = {}
+        self.step = 0
+        self.last_reward = 0.0
+        self._summary_writer = None
+        self._last_summary_step = 0
+        self._start_time = time.time()
+        self._start_step = 0
+
+    # ----------------------------------------------------------------- seed surface: properties
+    @property
+    def parameters(self) -> Dict[str, Any]:
+        """The trainer's hyperparameters."""
+        return self.trainer_parameters
+
+    @property
+    def graph_scope(self) -> Optional[str]:
+        """The scope the trainer's graph lives in ('' when alone); None if it exports nothing."""
+        return self.trainer_parameters.get("graph_scope", "")
+
+    @property
+    def get_max_steps(self) -> float:
+        return float(self.trainer_parameters["max_steps"])
+
+    @property
+    def get_step(self) -> int:
+        return self.step
+
+    @property
+    def get_last_reward(self) -> float:
+        return self.last_reward
+
+    @property
+    def should_still_train(self) -> bool:
+        """Whether the controller's loop must keep running for this trainer."""
+        return self.step < self.get_max_steps
+
+    # ----------------------------------------------------------------- seed surface: methods
+    def increment_step(self, n: int = 1) -> None:
+        """Count ``n`` agent steps (the controller passes the number of agents that acted)."""
+        self.step += int(n)
+
+    def update_last_reward(self) -> None:
+        """Remember the mean episode reward since the last summary (the curriculum's measure)."""
+        rewards = self.stats.get("cumulative_reward")
+        if rewards:
+            self.last_reward = float(np.mean(rewards))
+
+    def take_action(self, all_info: Dict[str, BrainInfo]):
+        """Decide for the agents of ``all_info[self.brain_name]``.
+
+        :return: ``(actions, memories or None, values or None, outputs)``; ``outputs`` is handed
+            back unchanged to ``add_experiences``.
+        """
+        raise UnityTrainerException(f"{type(self).__name__} does not implement take_action")
+
+    def add_experiences(self, info: Dict[str, BrainInfo], next_info: Dict[str, BrainInfo], outputs) -> None:
+        raise UnityTrainerException(f"{type(self).__name__} does not implement add_experiences")
+
+    def process_experiences(self, info: Dict[str, BrainInfo]) -> None:
+        raise UnityTrainerException(f"{type(self).__name__} does not implement process_experiences")
+
+    def end_episode(self) -> None:
+        """Called after a global reset: trajectories in progress are no longer continued."""
+
+    def is_ready_update(self) -> bool:
+        return False
+
+    def update_model(self) -> None:
+        raise UnityTrainerException(f"{type(self).__name__} does not implement update_model")
+
+    def export_nodes(self) -> List[str]:
+        """Output node names (relative to ``graph_scope``) to keep in the frozen graph."""
+        return ["action"]
+
+    # ----------------------------------------------------------------- state beyond TF variables
+    def get_state(self) -> Dict[str, Any]:
+        """Python-side state saved beside each checkpoint (weights live in TF variables)."""
+        return {"step": self.step, "last_reward": self.last_reward}
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        self.step = int(state.get("step", 0))
+        self.last_reward = float(state.get("last_reward", 0.0))
+        self._last_summary_step = self.step
+        self._start_step = self.step
+        self._start_time = time.time()
+
+    # ----------------------------------------------------------------- summaries
+    @property
+    def summary_writer(self):
+        """A ``FileWriter`` on ``summary_path``, created on first use (no graph ops involved)."""
+        if self._summary_writer is None and self.trainer_parameters.get("summary_path"):
+            import tensorflow as tf
+
+            path = self.trainer_parameters["summary_path"]
+            os.makedirs(path, exist_ok=True)
+            self._summary_writer = tf.compat.v1.summary.FileWriter(path)
+        return self._summary_writer
+
+    def add_stat(self, key: str, value: float) -> None:
+        self.stats.setdefault(key, []).append(float(value))
+
+    def write_scalars(self, values: Mapping[str, float], step: Optional[int] = None) -> None:
+        """Write scalar summaries as protos (no graph ops, so safe after ``finalize``)."""
+        writer = self.summary_writer
+        if writer is None:
+            return
+        import tensorflow as tf
+
+        summary = tf.compat.v1.Summary()
+        for tag, value in values.items():
+            summary.value.add(tag=tag, simple_value=float(value))
+        writer.add_summary(summary, self.step if step is None else step)
+        writer.flush()
+
+    def write_tensorboard_text(self, key: str, input_dict: Mapping[str, Any]) -> None:
+        """Write a two-column table (e.g. the hyperparameters) to TensorBoard's text tab."""
+        writer = self.summary_writer
+        if writer is None:
+            return
+        import tensorflow as tf
+        from tensorflow.core.framework import summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
+
+        rows = [f"| {k} | {v} |" for k, v in sorted(input_dict.items())]
+        text = "\n".join(["| key | value |", "|---|---|"] + rows)
+        tensor = tensor_pb2.TensorProto(
+            dtype=types_pb2.DT_STRING,
+            tensor_shape=tensor_shape_pb2.TensorShapeProto(),
+            string_val=[text.encode()],
+        )
+        metadata = summary_pb2.SummaryMetadata(
+            plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="text")
+        )
+        summary = tf.compat.v1.Summary()
+        summary.value.add(tag=key, metadata=metadata, tensor=tensor)
+        writer.add_summary(summary, self.step)
+        writer.flush()
+
+    def summary_due(self) -> bool:
+        """True once per ``summary_freq`` agent steps."""
+        freq = int(self.trainer_parameters.get("summary_freq", 10000))
+        return self.step // freq > self._last_summary_step // freq
+
+    def write_summary(self, lesson: Optional[int] = None) -> None:
+        """Every ``summary_freq`` agent steps: a console line and the mean of each stat."""
+        if not self.summary_due():
+            return
+        self._last_summary_step = self.step
+        rewards = self.stats.get("cumulative_reward", [])
+        elapsed = time.time() - self._start_time
+        rate = (self.step - self._start_step) / elapsed if elapsed > 0 else 0.0
+        remaining = max(self.get_max_steps - self.step, 0)
+        eta = remaining / rate if rate > 0 else math.inf
+        reward_text = (
+            f"Mean Reward: {np.mean(rewards):.3f}. Std of Reward: {np.std(rewards):.3f}. Episodes: {len(rewards)}."
+            if rewards
+            else "No episode completed since the last summary."
+        )
+        logger.info(
+            "%s: Step: %d. %s %.0f agent-steps/s. Elapsed: %s. ETA: %s.",
+            self.brain_name, self.step, reward_text, rate, _hms(elapsed),
+            _hms(eta) if self.is_training else "-",
+        )
+        values = {f"Info/{k}": float(np.mean(v)) for k, v in self.stats.items() if v}
+        if lesson is not None:
+            values["Info/Lesson"] = lesson
+        values["Info/agent_steps_per_second"] = rate
+        self.write_scalars(values)
+        self.stats = {}
+
+    def __str__(self) -> str:
+        params = "\n".join(f"\t{k}:\t{v}" for k, v in sorted(self.trainer_parameters.items()))
+        return f"{type(self).__name__} for brain {self.brain_name} (scope '{self.graph_scope}'):\n{params}"
+
+
+def _hms(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    seconds = int(seconds)
+    return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"

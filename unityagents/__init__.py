@@ -1,0 +1,21 @@
+"""The Python side of the API-2 wire: launch or connect to an environment, reset it, step it.
+
+No TensorFlow here: this package is usable from a notebook or a script that only wants to drive
+an environment.
+"""
+from .brain import BrainInfo, BrainParameters
+from .curriculum import Curriculum
+from .environment import UnityEnvironment, builtin_scenes
+from .exception import (
+    UnityActionException,
+    UnityCommunicationException,
+    UnityEnvironmentException,
+    UnityException,
+    UnityTimeOutException,
+)
+
+__all__ = [
+    "BrainInfo", "BrainParameters", "Curriculum", "UnityEnvironment", "builtin_scenes",
+    "UnityActionException", "UnityCommunicationException", "UnityEnvironmentException",
+    "UnityException", "UnityTimeOutException",
+]

@@ -1,0 +1,111 @@
+"""What a brain is (``BrainParameters``) and what it saw at one step (``BrainInfo``).
+
+Both mirror the API-2 Python package: ``BrainParameters(name, dict)`` takes one entry of the
+AcademyParameters' ``brainParameters`` list, and ``BrainInfo`` carries one state message of one
+brain (its agents in the order Unity sent them).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+SPACE_TYPES = ("discrete", "continuous")
+
+
+class BrainParameters:
+    """The fixed description of a brain, as sent once in the AcademyParameters.
+
+    :param brain_name: the brain's GameObject name.
+    :param brain_param: one entry of ``brainParameters`` (keys ``stateSize``, ``actionSize``,
+        ``memorySize``, ``cameraResolutions``, ``actionDescriptions``, ``actionSpaceType``,
+        ``stateSpaceType``).
+    """
+
+    def __init__(self, brain_name: str, brain_param: Dict[str, Any]):
+        self.brain_name = brain_name
+        self.state_space_size = int(brain_param["stateSize"])
+        self.camera_resolutions: List[Dict[str, Any]] = list(brain_param.get("cameraResolutions") or [])
+        self.number_observations = len(self.camera_resolutions)
+        self.action_space_size = int(brain_param["actionSize"])
+        self.memory_space_size = int(brain_param.get("memorySize", 0) or 0)
+        self.action_descriptions = list(brain_param.get("actionDescriptions") or [])
+        self.action_space_type = SPACE_TYPES[int(brain_param.get("actionSpaceType", 0))]
+        self.state_space_type = SPACE_TYPES[int(brain_param.get("stateSpaceType", 1))]
+
+    @property
+    def state_width(self) -> int:
+        """Floats per agent in a state message: ``stateSize`` if continuous, 1 if discrete."""
+        return self.state_space_size if self.state_space_type == "continuous" else 1
+
+    @property
+    def action_width(self) -> int:
+        """Floats per agent in an action message: ``actionSize`` if continuous, 1 if discrete."""
+        return self.action_space_size if self.action_space_type == "continuous" else 1
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The JSON entry this object was made from (round trip for saving and tests)."""
+        return {
+            "stateSize": self.state_space_size,
+            "actionSize": self.action_space_size,
+            "memorySize": self.memory_space_size,
+            "cameraResolutions": self.camera_resolutions,
+            "actionDescriptions": self.action_descriptions,
+            "actionSpaceType": SPACE_TYPES.index(self.action_space_type),
+            "stateSpaceType": SPACE_TYPES.index(self.state_space_type),
+        }
+
+    def __str__(self) -> str:
+        return (
+            f"Unity brain name: {self.brain_name}\n"
+            f"        Number of observations (per agent): {self.number_observations}\n"
+            f"        State space type: {self.state_space_type}\n"
+            f"        State space size (per agent): {self.state_space_size}\n"
+            f"        Action space type: {self.action_space_type}\n"
+            f"        Action space size (per agent): {self.action_space_size}\n"
+            f"        Memory space size (per agent): {self.memory_space_size}\n"
+            f"        Action descriptions: {', '.join(self.action_descriptions)}"
+        )
+
+
+class BrainInfo:
+    """One brain's view of one step.
+
+    :param observation: one ``[n_agents, H, W, C]`` float array per camera, values in 0..1.
+    :param state: ``[n_agents, stateSize]`` (continuous) or ``[n_agents, 1]`` (discrete).
+    :param memory: ``[n_agents, memorySize]``: what was sent as memory at the previous step,
+        zeros after an agent reset.
+    :param reward: the reward each agent got for its previous action.
+    :param agents: agent ids, in the order of every other field.
+    :param local_done: per-agent done. For agents that reset on done, the state in the same
+        message is already the first observation of the next episode.
+    :param action: ``previous_actions``, the last action each agent executed.
+    """
+
+    def __init__(
+        self,
+        observation: List[np.ndarray],
+        state: np.ndarray,
+        memory: Optional[np.ndarray] = None,
+        reward: Optional[List[float]] = None,
+        agents: Optional[List[int]] = None,
+        local_done: Optional[List[bool]] = None,
+        action: Optional[np.ndarray] = None,
+    ):
+        self.observations = observation
+        self.states = state
+        self.memories = memory
+        self.rewards = reward if reward is not None else []
+        self.agents = agents if agents is not None else []
+        self.local_done = local_done if local_done is not None else []
+        self.previous_actions = action
+
+    def __len__(self) -> int:
+        return len(self.agents)
+
+    def __repr__(self) -> str:
+        shapes = [o.shape for o in self.observations]
+        return (
+            f"BrainInfo(agents={len(self.agents)}, states={getattr(self.states, 'shape', None)}, "
+            f"observations={shapes}, memories={getattr(self.memories, 'shape', None)})"
+        )
