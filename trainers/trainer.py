@@ -40,6 +40,10 @@ class UnityTrainerException(UnityException):
     """A trainer was misconfigured or asked to do something it cannot do."""
 
 
+class TrainerConfigError(UnityTrainerException):
+    """The trainer configuration is invalid. The message names the file, brain and key."""
+
+
 @dataclass(frozen=True)
 class Param:
     """One hyperparameter a trainer accepts in ``trainer_configurations.yaml``.
@@ -94,6 +98,9 @@ class Trainer:
     """
 
     trainer_type: ClassVar[str] = "base"
+    #: False for trainers that only act for others (the ghost): they neither keep the run going
+    #: nor count towards the curriculum's measure.
+    is_learner: ClassVar[bool] = True
     hyperparameters: ClassVar[Dict[str, Param]] = COMMON_HYPERPARAMETERS
 
     def __init__(
@@ -121,6 +128,19 @@ class Trainer:
         self._last_summary_step = 0
         self._start_time = time.time()
         self._start_step = 0
+
+    # ----------------------------------------------------------------- configuration hooks
+    @classmethod
+    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
+        """Cross-field checks of the hyperparameters (each already has its declared type).
+
+        Raise ``TrainerConfigError("brain 'X', key 'k': ...")``; the file name is prefixed.
+        """
+
+    @classmethod
+    def check_environment(cls, brain_name: str, params: Dict[str, Any],
+                          brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
+        """Checks that need the scene (e.g. the brain a ghost copies must be External)."""
 
     # ----------------------------------------------------------------- seed surface: properties
     @property
@@ -282,6 +302,12 @@ class Trainer:
         values["Info/agent_steps_per_second"] = rate
         self.write_scalars(values)
         self.stats = {}
+
+    def close(self) -> None:
+        """Flush and close the summary writer."""
+        if self._summary_writer is not None:
+            self._summary_writer.close()
+            self._summary_writer = None
 
     def __str__(self) -> str:
         params = "\n".join(f"\t{k}:\t{v}" for k, v in sorted(self.trainer_parameters.items()))

@@ -1,0 +1,32 @@
+"""Installs the three packages (unityagents, trainers, academy), learn.py and the `learn` command.
+
+The built-in trainers register under the same entry-point group as plugins do
+(``unityagents.trainers``), so a plugin package is discovered exactly like them.
+"""
+from setuptools import find_packages, setup
+
+setup(
+    name="unityagents",
+    version="0.3.0",
+    description="Multi-brain RL training for Unity-protocol (API-2) environments, with built-in scenes",
+    python_requires=">=3.9",
+    packages=find_packages(include=["unityagents", "unityagents.*", "trainers", "trainers.*",
+                                    "academy", "academy.*"]),
+    py_modules=["learn"],
+    install_requires=[
+        "numpy>=1.24",
+        "pyyaml>=6.0",
+        "docopt-ng>=0.9",
+        "Pillow>=10.0",
+        'tensorflow-cpu>=2.15,<2.22; platform_machine == "x86_64" or platform_machine == "AMD64"',
+        'tensorflow>=2.15,<2.22; platform_machine != "x86_64" and platform_machine != "AMD64"',
+    ],
+    entry_points={
+        "console_scripts": ["learn = learn:cli"],
+        "unityagents.trainers": [
+            "ppo = trainers.ppo_trainer:PPOTrainer",
+            "ghost = trainers.ghost_trainer:GhostTrainer",
+            "imitation = trainers.imitation_trainer:ImitationTrainer",
+        ],
+    },
+)

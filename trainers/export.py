@@ -1,0 +1,90 @@
+"""Freeze the trained brains into one ``.bytes`` GraphDef that Unity's Internal brain can load.
+
+The file holds every exported brain under its graph scope (no prefix when only one External
+brain is trained), with variables folded into constants, no function library, and only op types
+that a TensorFlow 1.x-era runtime (TensorFlowSharp in Unity 2017) knows. Modern TensorFlow
+emits a few newer ops and attributes even in v1 graph mode; they are rewritten here:
+
+* ``AddV2`` becomes ``Add`` (identical semantics for the float inputs we use);
+* attributes equal to their op's default value are dropped, so attributes that newer
+  TensorFlow versions added (with defaults) do not reach an older runtime that rejects them.
+
+Anything else from the post-1.x era (``While``/``StatelessWhile``, function calls, resource
+variables) is refused with an error, because it would only fail later inside Unity.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Iterable, List, Set
+
+from .tf_utils import tf
+from .trainer import UnityTrainerException
+
+#: Op types that did not exist in the TensorFlow 1.x runtimes Unity shipped with.
+FORBIDDEN_OPS: Set[str] = {
+    "AddV2", "BatchMatMulV2", "BatchMatMulV3", "SelectV2", "While", "StatelessWhile", "If",
+    "StatelessIf", "Case", "StatelessCase", "PartitionedCall", "StatefulPartitionedCall",
+    "VarHandleOp", "ReadVariableOp", "AssignVariableOp", "Einsum", "_FusedMatMul", "_FusedConv2D",
+    "StatelessRandomUniformV2", "StatelessRandomNormalV2", "RandomStandardNormalV2", "TensorListReserve",
+    "TensorListFromTensor", "TensorListStack", "TensorListSetItem", "TensorListGetItem",
+}
+_REWRITES = {"AddV2": "Add"}
+
+
+def freeze(sess, output_nodes: Iterable[str]):
+    """A frozen, TF-1.x-compatible GraphDef that keeps only what ``output_nodes`` need."""
+    from tensorflow.python.framework import op_def_registry
+
+    output_nodes = list(output_nodes)
+    graph_def = sess.graph.as_graph_def()
+    frozen = tf.graph_util.convert_variables_to_constants(sess, graph_def, output_nodes)
+    frozen.library.Clear()
+    for node in frozen.node:
+        node.op = _REWRITES.get(node.op, node.op)
+        node.device = ""
+        op_def = op_def_registry.get(node.op)
+        if op_def is None:
+            continue
+        for attr in op_def.attr:
+            if attr.HasField("default_value") and attr.name in node.attr and node.attr[attr.name] == attr.default_value:
+                del node.attr[attr.name]
+    check_ops(frozen)
+    return frozen
+
+
+def check_ops(graph_def) -> None:
+    """Refuse a graph with op types a TensorFlow 1.x-era runtime cannot run."""
+    bad = sorted({n.op for n in graph_def.node if n.op in FORBIDDEN_OPS})
+    if bad:
+        raise UnityTrainerException(
+            f"The exported graph contains op types that Unity's TensorFlow 1.x runtime does not know: {bad}. "
+            "This is a bug in the model code: build it with trainers.tf_utils (v1 control flow, "
+            "classic variables) and avoid newer ops.")
+    if len(graph_def.library.function):
+        raise UnityTrainerException("The exported graph contains a function library, which Unity cannot load.")
+
+
+def export_graph(sess, output_nodes: List[str], path: str) -> List[str]:
+    """Write the frozen graph of ``output_nodes`` to ``path`` atomically; return the node names."""
+    frozen = freeze(sess, output_nodes)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".export-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(frozen.SerializeToString())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return output_nodes
+
+
+def load_graph_def(path: str):
+    """Read a ``.bytes`` file back (tests and tools)."""
+    graph_def = tf.GraphDef()
+    with open(path, "rb") as f:
+        graph_def.ParseFromString(f.read())
+    return graph_def

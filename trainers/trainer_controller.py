@@ -1,0 +1,287 @@
+"""The training loop: one environment, one trainer per External brain, one Graph and one Session.
+
+``TrainerController`` owns the run's ``tf.Graph`` and ``tf.Session``. It builds every trainer
+(each under its graph scope), the ``Saver`` and the initializer, then **finalizes the graph**, so
+an op created inside the loop fails loudly instead of growing the graph. It drives the
+environment and the trainers in lock step, advances the curriculum on global resets, saves
+checkpoints (with the Python-side state that TensorFlow variables do not hold) and exports one
+frozen ``.bytes`` with every brain under its scope.
+
+On Ctrl-C it saves, exports and returns normally; if the environment fails it saves, exports and
+re-raises, so ``learn.py`` exits non-zero with the cause.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import logging
+import os
+import random
+import re
+import tempfile
+import time
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from unityagents.brain import BrainInfo
+from unityagents.exception import UnityException
+
+from .config import BrainSettings, TrainerConfig
+from .export import export_graph
+from .tf_utils import tf
+from .trainer import Trainer, UnityTrainerException
+
+logger = logging.getLogger("unityagents")
+
+STATE_SUFFIX = ".state.json"
+
+
+def graph_scope_for(brain_name: str, n_external_brains: int) -> str:
+    """The seed's rule: '' with one External brain, else the name with non-alphanumerics as '-'."""
+    if n_external_brains <= 1:
+        return ""
+    return re.sub(r"[^0-9a-zA-Z]+", "-", brain_name)
+
+
+def latest_checkpoint(model_path: str) -> Optional[str]:
+    return tf.train.latest_checkpoint(model_path) if os.path.isdir(model_path) else None
+
+
+def write_json_atomically(path: str, data: Dict[str, Any]) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".state-", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=2)
+    os.replace(tmp, path)
+
+
+class TrainerController:
+    """Runs training (or inference) of every External brain of ``env``.
+
+    :param env: a ``UnityEnvironment`` (or anything with its interface).
+    :param config: the validated trainer configuration.
+    :param env_name: names the exported ``<env_name>.bytes``.
+    :param run_path: sub-directory of ``model_dir`` and prefix of the summary directories.
+    :param load: restore the latest checkpoint of ``model_dir/run_path`` and continue.
+    :param train: update the models (else only act, and export nothing).
+    :param keep_checkpoints: how many checkpoints to keep.
+    :param save_freq: environment steps between checkpoints.
+    :param lesson: curriculum lesson to start from (ignored with ``load``: the saved one is used).
+    :param fast_simulation: ``train_mode`` for ``env.reset``.
+    :param seed: seeds NumPy, Python's ``random`` and the graph.
+    """
+
+    def __init__(self, env, config: TrainerConfig, env_name: str, run_path: str = "ppo",
+                 model_dir: str = "models", summary_dir: str = "summaries", load: bool = False,
+                 train: bool = True, keep_checkpoints: int = 5, save_freq: int = 50000, lesson: int = 0,
+                 fast_simulation: bool = True, seed: int = 0):
+        self.env = env
+        self.config = config
+        self.env_name = os.path.basename(os.path.normpath(env_name.strip()))
+        for ext in (".app", ".exe", ".x86_64", ".x86"):
+            if self.env_name.endswith(ext):
+                self.env_name = self.env_name[: -len(ext)]
+        self.run_path = run_path
+        self.model_path = os.path.join(model_dir, run_path)
+        self.summary_dir = summary_dir
+        self.load = load
+        self.train = train
+        self.keep_checkpoints = keep_checkpoints
+        self.save_freq = save_freq
+        self.lesson = lesson
+        self.fast_simulation = fast_simulation
+        self.seed = seed
+        self.global_step = 0
+        self.trainers: Dict[str, Trainer] = {}
+        self.graph: Optional[tf.Graph] = None
+        self.sess = None
+        self.saver = None
+        self._ready = False  # variables initialized or restored
+
+    # ---------------------------------------------------------------- set-up
+    def _build(self) -> None:
+        settings = self.config.settings_for_environment(self.env.brains, self.env.external_brain_names)
+        n_ext = len(self.env.external_brain_names)
+        os.makedirs(self.model_path, exist_ok=True)
+        random.seed(self.seed)
+        np.random.seed(self.seed)
+        self.graph = tf.Graph()
+        with self.graph.as_default():
+            tf.set_random_seed(self.seed)
+            self.sess = tf.Session(graph=self.graph)
+            # Trainers that copy another brain's model (the ghost) are built after it.
+            order = sorted(settings.values(), key=lambda s: "brain_to_copy" in s.parameters)
+            for i, s in enumerate(order):
+                self.trainers[s.brain_name] = self._make_trainer(s, settings, n_ext, i)
+            self.trainers = {b: self.trainers[b] for b in self.env.external_brain_names}
+            self.saver = tf.train.Saver(max_to_keep=self.keep_checkpoints)
+            init = tf.global_variables_initializer()
+        if self.load:
+            self._restore()
+        else:
+            self.sess.run(init)
+            self.env.curriculum.set_lesson_number(self.lesson)
+        self._ready = True
+        self.graph.finalize()
+        for t in self.trainers.values():
+            logger.info("%s", t)
+
+    def _make_trainer(self, s: BrainSettings, settings: Dict[str, BrainSettings], n_ext: int, index: int) -> Trainer:
+        scope = graph_scope_for(s.brain_name, n_ext)
+        summary = os.path.join(self.summary_dir, self.run_path + (f"_{scope}" if scope else ""))
+        params = dict(s.parameters, graph_scope=scope, summary_path=summary)
+        copied = params.get("brain_to_copy")
+        if copied is not None:
+            params["original_brain_parameters"] = dict(settings[copied].parameters,
+                                                       graph_scope=graph_scope_for(copied, n_ext))
+        return s.trainer_class(self.sess, self.env.brains, s.brain_name, params, self.train,
+                               seed=self.seed + index)
+
+    def _restore(self) -> None:
+        ckpt = latest_checkpoint(self.model_path)
+        if ckpt is None:
+            raise UnityTrainerException(
+                f"--load: no checkpoint was found in {self.model_path}. Check --run-path (it names the "
+                "folder under models/), or start without --load.")
+        logger.info("Loading the model from %s", ckpt)
+        try:
+            self.saver.restore(self.sess, ckpt)
+        except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError) as e:
+            raise UnityTrainerException(
+                f"--load: the checkpoint {ckpt} does not match this configuration (a brain, a network size "
+                f"or a trainer type changed?): {e.message.splitlines()[0]}") from None
+        state_path = ckpt + STATE_SUFFIX
+        if not os.path.isfile(state_path):
+            logger.warning("No training state next to %s: step counters start from 0.", ckpt)
+            return
+        with open(state_path) as f:
+            state = json.load(f)
+        self.global_step = int(state.get("global_step", 0))
+        for name, t in self.trainers.items():
+            if name in state.get("trainers", {}):
+                t.set_state(state["trainers"][name])
+        if "curriculum" in state:
+            self.env.curriculum.set_state(state["curriculum"])
+
+    # ---------------------------------------------------------------- checkpoints and export
+    def save_model(self) -> str:
+        """Write a checkpoint (weights + optimizer + normalisers) and the training state beside it."""
+        prefix = os.path.join(self.model_path, f"model-{self.global_step}.cptk")
+        state = {
+            "global_step": self.global_step,
+            "trainers": {name: t.get_state() for name, t in self.trainers.items()},
+            "curriculum": self.env.curriculum.get_state(),
+            "seed": self.seed,
+        }
+        write_json_atomically(prefix + STATE_SUFFIX, state)  # before the checkpoint index points at it
+        self.saver.save(self.sess, prefix)
+        tf.train.write_graph(self.graph.as_graph_def(), self.model_path, "raw_graph_def.pb", as_text=False)
+        kept = {os.path.abspath(p) for p in self.saver.last_checkpoints}
+        for path in glob.glob(os.path.join(self.model_path, "model-*.cptk" + STATE_SUFFIX)):
+            if os.path.abspath(path[: -len(STATE_SUFFIX)]) not in kept:
+                os.unlink(path)
+        logger.info("Saved the model at step %d to %s", self.global_step, prefix)
+        return prefix
+
+    def export(self) -> str:
+        """Freeze every exporting trainer into ``<model_path>/<env_name>.bytes``."""
+        nodes: List[str] = []
+        scopes: List[str] = []
+        for t in self.trainers.values():
+            if t.graph_scope is None:
+                continue
+            prefix = t.graph_scope + "/" if t.graph_scope else ""
+            scopes.append(prefix)
+            nodes += [prefix + n for n in t.export_nodes()]
+        path = os.path.join(self.model_path, self.env_name + ".bytes")
+        export_graph(self.sess, nodes, path)
+        if len(scopes) > 1:
+            logger.info("List of available scopes :\n%s", "\n".join("\t" + s for s in scopes))
+        logger.info("List of nodes exported :\n%s", "\n".join("\t" + n for n in nodes))
+        logger.info("Exported the graph to %s", path)
+        return path
+
+    # ---------------------------------------------------------------- loop
+    def _progress(self) -> Optional[float]:
+        curriculum = self.env.curriculum
+        learners = [t for t in self.trainers.values() if t.is_learner]
+        if curriculum.measure == "progress" and learners:
+            return float(np.mean([min(t.get_step / t.get_max_steps, 1.0) for t in learners]))
+        if curriculum.measure == "reward":
+            return float(sum(t.get_last_reward for t in learners))
+        return None
+
+    def _keep_going(self) -> bool:
+        return not self.train or any(t.should_still_train for t in self.trainers.values() if t.is_learner)
+
+    def _reset(self) -> Dict[str, BrainInfo]:
+        curriculum = self.env.curriculum
+        if curriculum.increment_lesson(self._progress()):
+            for t in self.trainers.values():
+                t.write_scalars({"Info/Lesson": curriculum.lesson_number})
+        return self.env.reset(train_mode=self.fast_simulation)
+
+    def start_learning(self) -> None:
+        """Build, restore or initialize, run until every learner reached ``max_steps``, save, export."""
+        try:
+            self._build()
+            if self.train:
+                for t in self.trainers.values():
+                    t.write_tensorboard_text("Hyperparameters", t.parameters)
+            self._run()
+        except KeyboardInterrupt:
+            if self.train and self._ready:
+                logger.info("Learning was interrupted. Please wait while the model is saved and exported.")
+                self._save_and_export()
+        except UnityException:
+            if self.train and self._ready and self.global_step > 0:
+                logger.error("The run failed; saving what was learned so far before exiting.")
+                self._save_and_export()
+            raise
+        else:
+            if self.train:
+                self._save_and_export()
+        finally:
+            self.env.close()
+            for t in self.trainers.values():
+                t.close()
+            if self.sess is not None:
+                self.sess.close()
+
+    def _save_and_export(self) -> None:
+        self.save_model()
+        self.export()
+
+    def _run(self) -> None:
+        info = self._reset()
+        lesson = self.env.curriculum.lesson_number
+        started = time.time()
+        while self._keep_going():
+            if self.env.global_done:
+                info = self._reset()
+                lesson = self.env.curriculum.lesson_number
+                for t in self.trainers.values():
+                    t.end_episode()
+            actions, memories, values, outputs = {}, {}, {}, {}
+            for name, t in self.trainers.items():
+                if len(info[name].agents) == 0:
+                    continue
+                actions[name], memories[name], values[name], outputs[name] = t.take_action(info)
+            new_info = self.env.step(action=actions, memory=memories, value=values)
+            for name, t in self.trainers.items():
+                if name in outputs:
+                    t.add_experiences(info, new_info, outputs[name])
+            for name, t in self.trainers.items():
+                t.process_experiences(new_info)
+                if self.train and t.should_still_train and t.is_ready_update():
+                    t.update_model()
+                t.write_summary(lesson)
+                t.increment_step(len(info[name].agents))
+                t.update_last_reward()
+            info = new_info
+            self.global_step += 1
+            if self.train and self.save_freq > 0 and self.global_step % self.save_freq == 0:
+                self.save_model()
+        logger.info("Training finished after %d environment steps in %.0f s.", self.global_step,
+                    time.time() - started)
