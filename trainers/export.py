@@ -74,6 +74,7 @@ def export_graph(sess, output_nodes: List[str], path: str) -> List[str]:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(frozen.SerializeToString())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; the export is meant to be shared
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -225,11 +225,12 @@ class Trainer:
     def summary_writer(self):
         """A ``FileWriter`` on ``summary_path``, created on first use (no graph ops involved)."""
         if self._summary_writer is None and self.trainer_parameters.get("summary_path"):
-            import tensorflow as tf
+            from .tf_utils import tf
 
             path = self.trainer_parameters["summary_path"]
             os.makedirs(path, exist_ok=True)
-            self._summary_writer = tf.compat.v1.summary.FileWriter(path)
+            with self.sess.graph.as_default():  # FileWriter refuses eager mode; it adds no op
+                self._summary_writer = tf.summary.FileWriter(path)
         return self._summary_writer
 
     def add_stat(self, key: str, value: float) -> None:
@@ -240,9 +241,9 @@ class Trainer:
         writer = self.summary_writer
         if writer is None:
             return
-        import tensorflow as tf
+        from .tf_utils import tf
 
-        summary = tf.compat.v1.Summary()
+        summary = tf.Summary()
         for tag, value in values.items():
             summary.value.add(tag=tag, simple_value=float(value))
         writer.add_summary(summary, self.step if step is None else step)
@@ -253,8 +254,9 @@ class Trainer:
         writer = self.summary_writer
         if writer is None:
             return
-        import tensorflow as tf
         from tensorflow.core.framework import summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
+
+        from .tf_utils import tf
 
         rows = [f"| {k} | {v} |" for k, v in sorted(input_dict.items())]
         text = "\n".join(["| key | value |", "|---|---|"] + rows)
@@ -266,7 +268,7 @@ class Trainer:
         metadata = summary_pb2.SummaryMetadata(
             plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="text")
         )
-        summary = tf.compat.v1.Summary()
+        summary = tf.Summary()
         summary.value.add(tag=key, metadata=metadata, tensor=tensor)
         writer.add_summary(summary, self.step)
         writer.flush()

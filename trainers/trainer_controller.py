@@ -53,6 +53,7 @@ def write_json_atomically(path: str, data: Dict[str, Any]) -> None:
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".state-", suffix=".tmp")
     with os.fdopen(fd, "w") as f:
         json.dump(data, f, indent=2)
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
 
 
@@ -94,7 +95,7 @@ class TrainerController:
         self.seed = seed
         self.global_step = 0
         self.trainers: Dict[str, Trainer] = {}
-        self.graph: Optional[tf.Graph] = None
+        self.graph = tf.Graph()
         self.sess = None
         self.saver = None
         self._ready = False  # variables initialized or restored
@@ -106,17 +107,15 @@ class TrainerController:
         os.makedirs(self.model_path, exist_ok=True)
         random.seed(self.seed)
         np.random.seed(self.seed)
-        self.graph = tf.Graph()
-        with self.graph.as_default():
-            tf.set_random_seed(self.seed)
-            self.sess = tf.Session(graph=self.graph)
-            # Trainers that copy another brain's model (the ghost) are built after it.
-            order = sorted(settings.values(), key=lambda s: "brain_to_copy" in s.parameters)
-            for i, s in enumerate(order):
-                self.trainers[s.brain_name] = self._make_trainer(s, settings, n_ext, i)
-            self.trainers = {b: self.trainers[b] for b in self.env.external_brain_names}
-            self.saver = tf.train.Saver(max_to_keep=self.keep_checkpoints)
-            init = tf.global_variables_initializer()
+        tf.set_random_seed(self.seed)
+        self.sess = tf.Session(graph=self.graph)
+        # Trainers that copy another brain's model (the ghost) are built after it.
+        order = sorted(settings.values(), key=lambda s: "brain_to_copy" in s.parameters)
+        for i, s in enumerate(order):
+            self.trainers[s.brain_name] = self._make_trainer(s, settings, n_ext, i)
+        self.trainers = {b: self.trainers[b] for b in self.env.external_brain_names}
+        self.saver = tf.train.Saver(max_to_keep=self.keep_checkpoints)
+        init = tf.global_variables_initializer()
         if self.load:
             self._restore()
         else:
@@ -224,6 +223,10 @@ class TrainerController:
 
     def start_learning(self) -> None:
         """Build, restore or initialize, run until every learner reached ``max_steps``, save, export."""
+        with self.graph.as_default():  # the Saver and FileWriters need graph mode, not eager
+            self._start_learning()
+
+    def _start_learning(self) -> None:
         try:
             self._build()
             if self.train:
