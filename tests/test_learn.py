@@ -1,0 +1,189 @@
+"""learn.py end to end, over real sockets against the built-in scenes, in a scratch directory."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LEARN = os.path.join(ROOT, "learn.py")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_config(tmp_path, text: str) -> str:
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def learn(tmp_path, *args, timeout=600, **popen):
+    """Run learn.py in ``tmp_path``; return (exit code, output)."""
+    cmd = [sys.executable, LEARN, *args, "--base-port", str(free_port())]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=timeout)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def mean_rewards(output: str, brain: str):
+    """The mean rewards of the console's summary lines of ``brain``."""
+    return [float(m) for m in re.findall(rf"{brain}: Step: \d+\. Mean Reward: (-?\d+\.\d+)", output)]
+
+
+def steps(output: str, brain: str):
+    return [int(m) for m in re.findall(rf"{brain}: Step: (\d+)\.", output)]
+
+
+def run_academy(*args, timeout=300) -> float:
+    out = subprocess.run([sys.executable, "-m", "academy", *args], cwd=ROOT, capture_output=True,
+                         text=True, timeout=timeout)
+    assert out.returncode == 0, out.stdout + out.stderr
+    line = [l for l in out.stdout.splitlines() if l.startswith("mean_reward")][-1]
+    return float(line.split()[-1])
+
+
+BASIC_SHORT = """
+BasicBrain:
+    max_steps: 3000
+    summary_freq: 1000
+    batch_size: 32
+    buffer_size: 256
+    time_horizon: 3
+    hidden_units: 16
+    num_layers: 1
+"""
+
+
+def test_usage_lists_every_builtin_scene():
+    import academy
+    import learn
+
+    for scene in academy.SCENES:
+        assert scene in learn.__doc__
+
+
+def test_bad_options_are_clear_errors(tmp_path):
+    code, out = learn(tmp_path, "Basic", "--train", "--save-freq", "often")
+    assert code == 1 and "--save-freq expects an integer, got 'often'" in out
+    code, out = learn(tmp_path, "Basic", "--train", "--load", "--run-path", "nothing-here")
+    assert code == 1 and "no checkpoint was found in models/nothing-here" in out
+    code, out = learn(tmp_path, "NoSuchScene", "--train")
+    assert code == 1 and "Built-in scenes:" in out
+    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", write_config(tmp_path, "BasicBrain:\n  gama: 0.9\n"))
+    assert code == 1 and "brain 'BasicBrain', key 'gama'" in out and "Did you mean 'gamma'" in out
+
+
+def test_train_save_export_and_load_continues(tmp_path):
+    config = write_config(tmp_path, BASIC_SHORT)
+    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config, "--save-freq", "1000")
+    assert code == 0, out
+    model = tmp_path / "models" / "ppo"
+    assert (model / "Basic.bytes").is_file()
+    assert "\taction" in out and "\tvalue_estimate" in out  # the exported nodes are listed
+    assert steps(out, "BasicBrain") == [1000, 2000]
+    kept = sorted(p.name for p in model.glob("model-*.cptk.index"))
+    assert kept == ["model-1000.cptk.index", "model-2000.cptk.index", "model-3000.cptk.index"]
+    state = json.loads((model / "model-3000.cptk.state.json").read_text())
+    assert state["trainers"]["BasicBrain"]["step"] == 3000
+    assert any((tmp_path / "summaries" / "ppo").iterdir())
+
+    # Continue to 6000 steps: the step counter resumes at 3000, not 0.
+    config = write_config(tmp_path, BASIC_SHORT.replace("max_steps: 3000", "max_steps: 6000"))
+    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config, "--load", "--save-freq", "1000")
+    assert code == 0, out
+    assert steps(out, "BasicBrain") == [4000, 5000]
+    assert (model / "model-6000.cptk.index").is_file()
+
+
+def test_environment_death_exits_non_zero_and_keeps_the_checkpoint(tmp_path):
+    config = write_config(tmp_path, BASIC_SHORT.replace("max_steps: 3000", "max_steps: 1.0e6"))
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, LEARN, "Basic", "--train", "--trainer-config", config,
+                             "--save-freq", "500", "--base-port", str(port)],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 120
+        while not list((tmp_path / "models" / "ppo").glob("model-*.cptk.index")) and time.time() < deadline:
+            time.sleep(0.2)
+        academy_pid = _find_process(f"--port {port}")
+        os.kill(academy_pid, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, out
+    assert "UnityCommunicationException" in out and "exited with code -9" in out
+    # The checkpoint left behind loads and training continues from its step.
+    saved = json.loads(_latest_state(tmp_path).read_text())["trainers"]["BasicBrain"]["step"]
+    config = write_config(tmp_path, BASIC_SHORT.replace("max_steps: 3000", f"max_steps: {saved + 1000}"))
+    code, out = learn(tmp_path, "Basic", "--train", "--load", "--trainer-config", config)
+    assert code == 0, out
+    assert all(step > saved for step in steps(out, "BasicBrain"))
+    final = json.loads(_latest_state(tmp_path).read_text())
+    assert final["trainers"]["BasicBrain"]["step"] == saved + 1000
+
+
+def _latest_state(tmp_path):
+    return max((tmp_path / "models" / "ppo").glob("*.state.json"), key=lambda p: p.stat().st_mtime)
+
+
+def _find_process(needle: str) -> int:
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "academy" in cmdline and needle in cmdline:
+            return int(pid)
+    raise AssertionError(f"no academy process with {needle!r}")
+
+
+def test_sigint_saves_and_exports(tmp_path):
+    config = write_config(tmp_path, BASIC_SHORT.replace("max_steps: 3000", "max_steps: 1.0e6"))
+    proc = subprocess.Popen([sys.executable, LEARN, "Basic", "--train", "--trainer-config", config,
+                             "--base-port", str(free_port())],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 120
+        while not list((tmp_path / "summaries").glob("ppo/events*")) and time.time() < deadline:
+            time.sleep(0.2)
+        time.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out
+    assert "Learning was interrupted" in out
+    model = tmp_path / "models" / "ppo"
+    assert (model / "Basic.bytes").is_file()
+    assert run_academy("Basic", "--brain", f"BasicBrain=internal:{model / 'Basic.bytes'}", "--episodes", "3") > -10
+
+
+@pytest.mark.slow
+def test_basic_learns(tmp_path):
+    code, out = learn(tmp_path, "Basic", "--train")
+    assert code == 0, out
+    rewards = mean_rewards(out, "BasicBrain")
+    assert rewards[-1] >= 0.9, rewards
+    bytes_path = tmp_path / "models" / "ppo" / "Basic.bytes"
+    assert run_academy("Basic", "--brain", f"BasicBrain=internal:{bytes_path}", "--episodes", "10") >= 0.9
+
+
+@pytest.mark.slow
+def test_3dball_learns_and_the_export_balances(tmp_path):
+    code, out = learn(tmp_path, "3DBall", "--train", timeout=1200)
+    assert code == 0, out
+    rewards = mean_rewards(out, "Ball3DBrain")
+    assert max(rewards) >= 90, rewards
+    assert rewards[-1] >= 90, rewards
+    bytes_path = tmp_path / "models" / "ppo" / "3DBall.bytes"
+    assert run_academy("3DBall", "--brain", f"Ball3DBrain=internal:{bytes_path}", "--episodes", "12") >= 90
