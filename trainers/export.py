@@ -65,9 +65,25 @@ def check_ops(graph_def) -> None:
         raise UnityTrainerException("The exported graph contains a function library, which Unity cannot load.")
 
 
-def export_graph(sess, output_nodes: List[str], path: str) -> List[str]:
-    """Write the frozen graph of ``output_nodes`` to ``path`` atomically; return the node names."""
-    frozen = freeze(sess, output_nodes)
+#: Inputs of the export contract (DESIGN §5). They are kept even when no output needs them
+#: (``batch_size`` feeds nothing in our models), because Unity's Internal brain detects them by name.
+CONTRACT_INPUTS = ("state", "batch_size", "sequence_length", "recurrent_in", "epsilon")
+
+
+def contract_inputs(graph, scope_prefix: str) -> List[str]:
+    """The contract's input nodes (and ``observation_k``) that exist under ``scope_prefix``."""
+    names = {op.name for op in graph.get_operations()}
+    found = [scope_prefix + n for n in CONTRACT_INPUTS if scope_prefix + n in names]
+    k = 0
+    while f"{scope_prefix}observation_{k}" in names:
+        found.append(f"{scope_prefix}observation_{k}")
+        k += 1
+    return found
+
+
+def export_graph(sess, output_nodes: List[str], path: str, keep_nodes: Iterable[str] = ()) -> List[str]:
+    """Write the frozen graph of ``output_nodes`` (and ``keep_nodes``) to ``path`` atomically."""
+    frozen = freeze(sess, list(output_nodes) + [n for n in keep_nodes if n not in output_nodes])
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".export-", suffix=".tmp")

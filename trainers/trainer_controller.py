@@ -28,7 +28,7 @@ from unityagents.brain import BrainInfo
 from unityagents.exception import UnityException
 
 from .config import BrainSettings, TrainerConfig
-from .export import export_graph
+from .export import contract_inputs, export_graph
 from .tf_utils import tf
 from .trainer import Trainer, UnityTrainerException
 
@@ -186,6 +186,7 @@ class TrainerController:
     def export(self) -> str:
         """Freeze every exporting trainer into ``<model_path>/<env_name>.bytes``."""
         nodes: List[str] = []
+        inputs: List[str] = []
         scopes: List[str] = []
         for t in self.trainers.values():
             if t.graph_scope is None:
@@ -193,8 +194,9 @@ class TrainerController:
             prefix = t.graph_scope + "/" if t.graph_scope else ""
             scopes.append(prefix)
             nodes += [prefix + n for n in t.export_nodes()]
+            inputs += contract_inputs(self.graph, prefix)
         path = os.path.join(self.model_path, self.env_name + ".bytes")
-        export_graph(self.sess, nodes, path)
+        export_graph(self.sess, nodes, path, keep_nodes=inputs)
         if len(scopes) > 1:
             logger.info("List of available scopes :\n%s", "\n".join("\t" + s for s in scopes))
         logger.info("List of nodes exported :\n%s", "\n".join("\t" + n for n in nodes))

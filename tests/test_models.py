@@ -1,0 +1,169 @@
+"""Network building blocks: initialisation, encoder shapes, the LSTM unroll, the normaliser,
+and every combination of inputs of the PPO model."""
+import itertools
+
+import numpy as np
+import pytest
+
+from trainers.models import RunningNormalizer, dense, lstm, visual_encoder, visual_encoder_min_size
+from trainers.ppo_models import create_agent_model
+from trainers.tf_utils import tf
+from trainers.trainer import UnityTrainerException
+from unityagents.brain import BrainParameters
+
+
+def make_brain(state_size=3, state_type=1, action_type=1, action_size=2, memory=0, cameras=()):
+    return BrainParameters("TestBrain", {
+        "stateSize": state_size, "actionSize": action_size, "memorySize": memory,
+        "cameraResolutions": list(cameras), "actionDescriptions": [""] * action_size,
+        "actionSpaceType": action_type, "stateSpaceType": state_type,
+    })
+
+
+def test_dense_is_orthogonal_with_gain_and_zero_bias():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        x = tf.placeholder(tf.float32, [None, 16])
+        dense(x, 16, "layer", gain=2.0)
+        sess.run(tf.global_variables_initializer())
+        kernel, bias = sess.run(tf.global_variables())
+    np.testing.assert_allclose(kernel.T @ kernel, 4.0 * np.eye(16), atol=1e-4)
+    np.testing.assert_array_equal(bias, np.zeros(16))
+
+
+def test_visual_encoder_shapes():
+    assert visual_encoder_min_size() == 20
+    with tf.Graph().as_default() as graph, tf.Session() as sess:
+        image = tf.placeholder(tf.float32, [None, 84, 84, 3])
+        features = visual_encoder(image, 32, "enc")
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(features, {image: np.ones((2, 84, 84, 3))}).shape == (2, 32)
+        conv_shapes = [op.outputs[0].shape.as_list() for op in graph.get_operations() if op.type == "Conv2D"]
+        assert conv_shapes == [[None, 20, 20, 16], [None, 9, 9, 32]]
+
+
+def _lstm_graph(masks=False):
+    inputs = tf.placeholder(tf.float32, [None, 3])
+    memory = tf.placeholder(tf.float32, [None, 8])
+    steps = tf.placeholder(tf.int32, [])
+    mask = tf.placeholder(tf.float32, [None]) if masks else None
+    out, memory_out = lstm(inputs, memory, steps, "lstm", masks=mask)
+    return inputs, memory, steps, mask, out, memory_out
+
+
+def test_lstm_one_step_at_a_time_equals_the_unrolled_sequence():
+    rng = np.random.default_rng(0)
+    n, t = 2, 5
+    x = rng.normal(size=(n, t, 3)).astype(np.float32)
+    m0 = rng.normal(size=(n, 8)).astype(np.float32)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        inputs, memory, steps, _, out, memory_out = _lstm_graph()
+        sess.run(tf.global_variables_initializer())
+        seq_out, seq_mem = sess.run([out, memory_out], {inputs: x.reshape(n * t, 3), memory: m0, steps: t})
+        state, step_outs = m0, []
+        for i in range(t):
+            o, state = sess.run([out, memory_out], {inputs: x[:, i], memory: state, steps: 1})
+            step_outs.append(o)
+    np.testing.assert_allclose(seq_out.reshape(n, t, 4), np.stack(step_outs, axis=1), atol=1e-5)
+    np.testing.assert_allclose(seq_mem, state, atol=1e-5)
+
+
+def test_lstm_masked_steps_hold_the_state():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(1, 4, 3)).astype(np.float32)
+    m0 = rng.normal(size=(1, 8)).astype(np.float32)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        inputs, memory, steps, mask, out, memory_out = _lstm_graph(masks=True)
+        sess.run(tf.global_variables_initializer())
+        # Two padding steps (mask 0, as the Buffer pads) then the two real steps.
+        padded = sess.run(memory_out, {inputs: x.reshape(4, 3), memory: m0, steps: 4, mask: [0, 0, 1, 1]})
+        real = sess.run(memory_out, {inputs: x[0, 2:], memory: m0, steps: 2, mask: [1, 1]})
+    np.testing.assert_allclose(padded, real, atol=1e-6)
+
+
+def test_running_normalizer_matches_numpy_and_acts_on_old_statistics():
+    rng = np.random.default_rng(2)
+    batches = [rng.normal(3.0, 2.0, size=(k, 4)) for k in (12, 1, 7, 30)]
+    with tf.Graph().as_default(), tf.Session() as sess:
+        x = tf.placeholder(tf.float32, [None, 4])
+        norm = RunningNormalizer(x, initial_count=0.0)
+        sess.run(tf.global_variables_initializer())
+        first, _ = sess.run([norm.normalized, norm.update], {x: batches[0]})
+        np.testing.assert_allclose(first, np.clip(batches[0], -10, 10), rtol=1e-5)  # mean 0, var 1 before
+        for batch in batches[1:]:
+            sess.run(norm.update, {x: batch})
+        mean, variance, count = sess.run([norm.mean, norm.variance, norm.count])
+    data = np.concatenate(batches)
+    np.testing.assert_allclose(mean, data.mean(axis=0), rtol=1e-4)
+    np.testing.assert_allclose(variance, data.var(axis=0), rtol=1e-4)
+    assert count == len(data)
+
+
+@pytest.mark.parametrize("m_size", [0, 7, -2])
+def test_bad_memory_size_is_a_clear_error(m_size):
+    with tf.Graph().as_default():
+        with pytest.raises(UnityTrainerException) as error:
+            create_agent_model(make_brain(memory=m_size), use_recurrent=True)
+    message = str(error.value)
+    assert "TestBrain" in message and f"memorySize is {m_size}" in message and "even" in message
+
+
+def test_too_small_camera_and_no_input_are_clear_errors():
+    with tf.Graph().as_default():
+        with pytest.raises(UnityTrainerException, match="16x16 pixels.*at least 20x20"):
+            create_agent_model(make_brain(cameras=[{"width": 16, "height": 16, "blackAndWhite": False}]))
+        with pytest.raises(UnityTrainerException, match="neither a state"):
+            create_agent_model(make_brain(state_size=0))
+
+
+CAMERA = {"width": 24, "height": 20, "blackAndWhite": False}
+BW_CAMERA = {"width": 20, "height": 22, "blackAndWhite": True}
+COMBINATIONS = [
+    # (state size, state type, cameras, recurrent, action type)
+    (s, st, cams, rec, act)
+    for (s, st), cams, rec, act in itertools.product(
+        [(0, 1), (5, 1), (6, 0)], [(), (CAMERA,), (CAMERA, BW_CAMERA)], [False, True], [0, 1]
+    )
+    if s or cams
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("state_size, state_type, cameras, recurrent, action_type", COMBINATIONS)
+def test_every_input_combination_builds_runs_and_trains(state_size, state_type, cameras, recurrent, action_type):
+    _build_run_and_train(state_size, state_type, cameras, recurrent, action_type)
+
+
+@pytest.mark.parametrize("recurrent", [False, True])
+def test_visual_vector_combination_builds_runs_and_trains(recurrent):
+    _build_run_and_train(5, 1, (CAMERA, BW_CAMERA), recurrent, 1)
+
+
+def _build_run_and_train(state_size, state_type, cameras, recurrent, action_type):
+    brain = make_brain(state_size, state_type, action_type, action_size=3, memory=6 if recurrent else 0, cameras=cameras)
+    n, t = 4, 3 if recurrent else 1
+    rng = np.random.default_rng(0)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        model = create_agent_model(brain, h_size=16, use_recurrent=recurrent, normalize=True)
+        sess.run(tf.global_variables_initializer())
+        feed = {model.batch_size: n, model.sequence_length: t}
+        if model.state_in is not None:
+            feed[model.state_in] = (rng.normal(size=(n * t, state_size)) if state_type
+                                    else rng.integers(0, state_size, size=(n * t, 1)))
+        for placeholder in model.observation_in:
+            feed[placeholder] = rng.uniform(size=[n * t] + placeholder.shape.as_list()[1:])
+        if recurrent:
+            feed[model.memory_in] = np.zeros((n, 6))
+        fetches = [model.output, model.probs, model.value, model.entropy] + ([model.memory_out] if recurrent else [])
+        action, probs, value, entropy, *memory = sess.run(fetches, feed)
+        assert action.shape == ((n * t, 3) if action_type else (n * t, 1))
+        assert value.shape == (n * t, 1) and entropy.shape == (n * t,)
+        if recurrent:
+            assert memory[0].shape == (n, 6)
+        log_prob = sess.run(model.log_prob, feed)
+        feed.update({
+            model.taken_actions: action if action_type else action[:, 0],
+            model.old_log_probs: log_prob, model.old_value: value[:, 0],
+            model.advantages: rng.normal(size=n * t), model.returns: rng.normal(size=n * t),
+        })
+        loss_before, _ = sess.run([model.loss, model.update_batch], feed)
+        assert np.isfinite(loss_before)

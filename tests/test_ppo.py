@@ -1,0 +1,316 @@
+"""PPO: the seed's model tests, the export contract, GAE, the loss on hand-built batches, and the
+trainer on a hand-made stream of BrainInfo."""
+import numpy as np
+import pytest
+
+from trainers.ppo_models import create_agent_model
+from trainers.ppo_trainer import PPOTrainer, discount_rewards, get_gae
+from trainers.tf_utils import tf
+from trainers.trainer import Param
+from unityagents.brain import BrainInfo, BrainParameters
+
+
+def seed_brain(action_type, cameras=()):
+    """The seed's RealFakeBrain: state cont 3, action 2 (cont 1 / disc 0)."""
+    return BrainParameters("RealFakeBrain", {
+        "stateSize": 3, "actionSize": 2, "memorySize": 0, "cameraResolutions": list(cameras),
+        "actionDescriptions": ["", ""], "actionSpaceType": action_type, "stateSpaceType": 1,
+    })
+
+
+# ---------------------------------------------------------------- the seed's model tests
+def test_ppo_model_continuous():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        with tf.variable_scope("FakeGraphScope"):
+            model = create_agent_model(seed_brain(1))
+            sess.run(tf.global_variables_initializer())
+            run_list = [model.output, model.probs, model.value, model.entropy, model.learning_rate]
+            feed_dict = {model.batch_size: 2, model.sequence_length: 1,
+                         model.state_in: np.array([[1, 2, 3], [3, 4, 5]]), model.epsilon: np.random.randn(2, 2)}
+            action, probs, value, entropy, lr = sess.run(run_list, feed_dict=feed_dict)
+    assert action.shape == (2, 2) and probs.shape == (2, 2) and value.shape == (2, 1)
+    assert entropy.shape == (2,) and lr == pytest.approx(1e-4)
+
+
+def test_ppo_model_discrete():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        with tf.variable_scope("FakeGraphScope"):
+            model = create_agent_model(seed_brain(0, [{"width": 30, "height": 40, "blackAndWhite": False}]))
+            sess.run(tf.global_variables_initializer())
+            run_list = [model.output, model.probs, model.value, model.entropy, model.learning_rate]
+            feed_dict = {model.batch_size: 2, model.sequence_length: 1,
+                         model.state_in: np.array([[1, 2, 3], [3, 4, 5]]), model.observation_in[0]: np.ones([2, 40, 30, 3])}
+            action, probs, value, entropy, lr = sess.run(run_list, feed_dict=feed_dict)
+    assert action.shape == (2, 1) and set(action[:, 0]) <= {0, 1}
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)
+    assert value.shape == (2, 1) and entropy.shape == (2,)
+
+
+# ---------------------------------------------------------------- export contract
+@pytest.mark.parametrize("action_type, state_type", [(1, 1), (0, 0)])
+def test_export_contract_names_and_dtypes(action_type, state_type):
+    brain = BrainParameters("B", {"stateSize": 4, "actionSize": 3, "memorySize": 8, "actionSpaceType": action_type,
+                                  "stateSpaceType": state_type,
+                                  "cameraResolutions": [{"width": 20, "height": 20, "blackAndWhite": True}] * 2})
+    with tf.Graph().as_default() as graph, tf.variable_scope("Scope"):
+        create_agent_model(brain, use_recurrent=True)
+
+    def node(name):
+        return graph.get_tensor_by_name(f"Scope/{name}:0")
+
+    float_state = [tf.float32, [None, 4]]
+    int_state = [tf.int32, [None, 1]]
+    assert [node("state").dtype, node("state").shape.as_list()] == (float_state if state_type else int_state)
+    for k in range(2):
+        assert node(f"observation_{k}").dtype == tf.float32
+        assert node(f"observation_{k}").shape.as_list() == [None, 20, 20, 1]
+    assert node("batch_size").dtype == tf.int32 and node("sequence_length").dtype == tf.int32
+    assert node("recurrent_in").shape.as_list() == [None, 8] and node("recurrent_out").shape.as_list() == [None, 8]
+    assert node("value_estimate").shape.as_list() == [None, 1]
+    assert node("action_probs").shape.as_list() == [None, 3]
+    if action_type:
+        assert node("action").dtype == tf.float32 and node("action").shape.as_list() == [None, 3]
+        assert node("epsilon").op.type == "PlaceholderWithDefault"
+    else:
+        assert node("action").dtype == tf.int64 and node("action").shape.as_list() == [None, 1]
+
+
+def test_epsilon_defaults_to_zero_and_broadcasts():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        model = create_agent_model(seed_brain(1))
+        sess.run(tf.global_variables_initializer())
+        feed = {model.state_in: np.array([[1, 2, 3], [3, 4, 5]])}
+        mean = sess.run(model.mu, feed)
+        np.testing.assert_array_equal(sess.run(model.output, feed), mean)  # not fed: zeros
+        np.testing.assert_array_equal(sess.run(model.output, {**feed, model.epsilon: [0.0]}), mean)  # Unity's [0]
+        noise = np.array([[1.0, -1.0], [0.5, 2.0]])
+        np.testing.assert_allclose(sess.run(model.output, {**feed, model.epsilon: noise}), mean + noise, rtol=1e-5)
+
+
+# ---------------------------------------------------------------- returns and GAE
+def test_discount_rewards_by_hand():
+    np.testing.assert_allclose(discount_rewards([1, 2, 3], gamma=0.5), [1 + 0.5 * 2 + 0.25 * 3, 2 + 0.5 * 3, 3])
+    np.testing.assert_allclose(discount_rewards([1, 2], gamma=0.5, value_next=4), [1 + 1 + 1, 2 + 2])
+    # A done at step 0 stops step 1's reward and the bootstrap from flowing back into it.
+    np.testing.assert_allclose(discount_rewards([1, 2], gamma=0.5, value_next=4, dones=[True, False]), [1, 4])
+
+
+def test_gae_by_hand():
+    r, v, gamma, lam = [1.0, 0.0, 2.0], [0.5, 1.0, 1.5], 0.9, 0.8
+    # deltas with bootstrap V_3 = 2: 1+0.9*1-0.5 = 1.4; 0+0.9*1.5-1 = 0.35; 2+0.9*2-1.5 = 2.3
+    d = [1.4, 0.35, 2.3]
+    expected = [d[0] + 0.72 * d[1] + 0.72 ** 2 * d[2], d[1] + 0.72 * d[2], d[2]]
+    advantages = get_gae(r, v, value_next=2.0, gamma=gamma, lambd=lam)
+    np.testing.assert_allclose(advantages, expected)
+    np.testing.assert_allclose(advantages + np.array(v), [3.34432, 3.006, 3.8])  # the returns
+    # lambda = 1: advantages + values are the plain discounted returns.
+    np.testing.assert_allclose(get_gae(r, v, 2.0, gamma, 1.0) + v, discount_rewards(r, gamma, 2.0))
+    # A done at step 1: V_2 does not bootstrap step 1, and step 2's delta does not flow back.
+    # deltas: 1+0.9*1-0.5 = 1.4; 0+0-1 = -1; 2.3 as before
+    done = get_gae(r, v, 2.0, gamma, lam, dones=[False, True, False])
+    np.testing.assert_allclose(done, [1.4 + 0.72 * -1.0, -1.0, 2.3])
+    np.testing.assert_allclose(get_gae(r, v, 0.0, gamma, lam)[-1], 2.0 - 1.5)  # terminal: no bootstrap
+
+
+# ---------------------------------------------------------------- the loss on hand-built batches
+def _loss_fixture(clip_value=True):
+    model = create_agent_model(seed_brain(1), clip_value=clip_value, epsilon=0.2)
+    states = np.array([[1.0, 2.0, 3.0], [3.0, 4.0, 5.0], [-1.0, 0.0, 1.0]])
+    return model, states
+
+
+@pytest.mark.parametrize("action_type", [0, 1])
+def test_first_minibatch_has_ratio_one(action_type):
+    with tf.Graph().as_default(), tf.Session() as sess:
+        model = create_agent_model(seed_brain(action_type))
+        sess.run(tf.global_variables_initializer())
+        states = np.random.default_rng(0).normal(size=(5, 3))
+        feed = {model.state_in: states}
+        if action_type:
+            feed[model.epsilon] = np.random.default_rng(1).normal(size=(5, 2))
+        action, log_prob, value = sess.run([model.output, model.log_prob, model.value], feed)
+        loss_feed = {model.state_in: states, model.taken_actions: action if action_type else action[:, 0],
+                     model.old_log_probs: log_prob, model.old_value: value[:, 0],
+                     model.advantages: [1.0, -2.0, 0.5, 3.0, 0.0], model.returns: [0.0] * 5}
+        policy_loss, kl, clip_fraction = sess.run([model.policy_loss, model.approx_kl, model.clip_fraction], loss_feed)
+    # ratio 1 -> the loss is -mean(normalised advantages) = 0
+    assert policy_loss == pytest.approx(0.0, abs=1e-6)
+    assert kl == pytest.approx(0.0, abs=1e-6) and clip_fraction == 0.0
+
+
+@pytest.mark.parametrize("clip_value, expected", [(True, 0.5 * 1.8 ** 2), (False, 0.5 * 1.0)])
+def test_value_loss_clipped_around_old_prediction(clip_value, expected):
+    with tf.Graph().as_default(), tf.Session() as sess:
+        model, states = _loss_fixture(clip_value)
+        sess.run(tf.global_variables_initializer())
+        value = sess.run(model.value, {model.state_in: states})[:, 0]
+        # New value moved +1.0 from the old one (beyond the clip 0.2); the target is another +1.0 away.
+        # unclipped error: 1.0^2; clipped prediction old+0.2 = value-0.8, error 1.8^2; the max is taken.
+        feed = {model.state_in: states, model.old_value: value - 1.0, model.returns: value + 1.0}
+        assert sess.run(model.value_loss, feed) == pytest.approx(expected, rel=1e-4)
+
+
+def test_masked_steps_do_not_count():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        model, states = _loss_fixture(clip_value=False)
+        sess.run(tf.global_variables_initializer())
+        value = sess.run(model.value, {model.state_in: states})[:, 0]
+        feed = {model.state_in: states, model.old_value: value, model.returns: value + [1.0, 1.0, 100.0],
+                model.masks: [1.0, 1.0, 0.0]}
+        assert sess.run(model.value_loss, feed) == pytest.approx(0.5, rel=1e-4)
+
+
+# ---------------------------------------------------------------- the trainer on a fake stream
+class FakeStream:
+    """A tiny vectorised environment that produces BrainInfo the way API-2 does: a done agent's
+    state in the same message is already the first state of its next episode."""
+
+    def __init__(self, brain, n_agents=3, episode_length=7, seed=0):
+        self.brain, self.n = brain, n_agents
+        self.length = episode_length + np.arange(n_agents)  # agent i's episodes last episode_length + i steps
+        self.rng = np.random.default_rng(seed)
+        self.t = np.zeros(n_agents, dtype=int)
+        self.memories = np.zeros((n_agents, brain.memory_space_size), np.float32)
+
+    def _states(self):
+        if self.brain.state_space_type == "discrete":
+            return (self.t % self.brain.state_space_size).reshape(-1, 1).astype(np.float32)
+        return self.rng.normal(size=(self.n, self.brain.state_space_size)).astype(np.float32)
+
+    def _observations(self):
+        return [self.rng.uniform(size=(self.n, c["height"], c["width"], 1 if c["blackAndWhite"] else 3))
+                for c in self.brain.camera_resolutions]
+
+    def reset(self):
+        return {self.brain.brain_name: BrainInfo(self._observations(), self._states(), self.memories.copy(),
+                                                 [0.0] * self.n, list(range(self.n)), [False] * self.n)}
+
+    def step(self, actions, memories):
+        self.t += 1
+        done = self.t % self.length == 0
+        rewards = list(np.where(done, 1.0, 0.1))
+        if memories is not None:
+            self.memories = np.where(done[:, None], 0.0, memories).astype(np.float32)  # zero after a reset
+        return {self.brain.brain_name: BrainInfo(self._observations(), self._states(), self.memories.copy(),
+                                                 rewards, list(range(self.n)), list(done))}
+
+
+def make_trainer(brain, **overrides):
+    params = {"graph_scope": "", "summary_path": "", "batch_size": 8, "buffer_size": 48, "time_horizon": 5,
+              "sequence_length": 4, "hidden_units": 16, "max_steps": 1000, "num_epoch": 2, **overrides}
+    sess = tf.Session(graph=tf.Graph())
+    trainer = PPOTrainer(sess, {brain.brain_name: brain}, brain.brain_name, params, training=True)
+    with sess.graph.as_default():
+        sess.run(tf.global_variables_initializer())
+    sess.graph.finalize()  # as the controller does: any op created from now on fails
+    return trainer
+
+
+def collect_until_ready(trainer, env, max_steps=200):
+    info = env.reset()
+    for _ in range(max_steps):
+        actions, memories, values, outputs = trainer.take_action(info)
+        new_info = env.step(actions, memories)
+        trainer.add_experiences(info, new_info, outputs)
+        trainer.process_experiences(new_info)
+        trainer.increment_step(len(new_info[env.brain.brain_name].agents))
+        info = new_info
+        if trainer.is_ready_update():
+            return
+    raise AssertionError("the update buffer never filled")
+
+
+def first_minibatch_kl(trainer):
+    arrays = trainer.update_arrays()
+    feed = trainer.minibatch_feed(arrays, np.arange(len(arrays["actions"])), trainer.current_learning_rate())
+    return trainer.sess.run([trainer.model.approx_kl, trainer.model.clip_fraction, trainer.model.policy_loss], feed)
+
+
+BRAINS = {
+    "continuous": dict(stateSize=4, actionSize=2, actionSpaceType=1, stateSpaceType=1),
+    "discrete": dict(stateSize=5, actionSize=3, actionSpaceType=0, stateSpaceType=0),
+    "recurrent": dict(stateSize=4, actionSize=2, actionSpaceType=1, stateSpaceType=1, memorySize=6),
+    "recurrent-visual-discrete": dict(stateSize=2, actionSize=2, actionSpaceType=0, stateSpaceType=1, memorySize=4,
+                                      cameraResolutions=[{"width": 20, "height": 20, "blackAndWhite": True}]),
+}
+
+
+@pytest.mark.parametrize("kind", list(BRAINS))
+def test_trainer_collects_processes_and_updates(kind):
+    brain = BrainParameters("FakeBrain", BRAINS[kind])
+    trainer = make_trainer(brain, use_recurrent="recurrent" in kind)
+    env = FakeStream(brain)
+    collect_until_ready(trainer, env)
+    kl, clip_fraction, policy_loss = first_minibatch_kl(trainer)
+    assert abs(kl) < 1e-5 and clip_fraction == 0.0 and abs(policy_loss) < 1e-5  # ratio 1 before any update
+    trainer.update_model()
+    assert len(trainer.training_buffer.update_buffer["actions"]) == 0
+    for key in ("policy_loss", "value_loss", "approx_kl", "clip_fraction", "learning_rate",
+                "cumulative_reward", "episode_length", "value_estimate", "entropy"):
+        assert trainer.stats[key], key
+    # Agent i's episodes last 7 + i steps and earn 0.1 per step, 1.0 on the last: no transition was dropped.
+    lengths = np.array(trainer.stats["episode_length"])
+    assert set(lengths) <= {7.0, 8.0, 9.0}
+    np.testing.assert_allclose(trainer.stats["cumulative_reward"], 0.1 * (lengths - 1) + 1.0)
+    if "recurrent" in kind:
+        assert trainer.export_nodes() == ["action", "value_estimate", "action_probs", "recurrent_out"]
+
+
+def test_transition_after_a_done_is_kept():
+    brain = BrainParameters("FakeBrain", BRAINS["continuous"])
+    trainer = make_trainer(brain, time_horizon=100, buffer_size=1000)
+    env = FakeStream(brain, n_agents=1, episode_length=3)
+    info = env.reset()
+    for _ in range(4):  # steps 1..3 end the episode; step 4 starts from the post-reset state
+        actions, memories, _, outputs = trainer.take_action(info)
+        new_info = env.step(actions, memories)
+        trainer.add_experiences(info, new_info, outputs)
+        trainer.process_experiences(new_info)
+        info = new_info
+    assert len(trainer.training_buffer.update_buffer["actions"]) == 3
+    assert len(trainer.training_buffer[0]["actions"]) == 1  # the first step of episode 2
+    advantages = np.array(trainer.training_buffer.update_buffer["discounted_returns"])
+    np.testing.assert_allclose(advantages, [0.1 + 0.99 * (0.1 + 0.99), 0.1 + 0.99, 1.0], rtol=1e-5, atol=0.2)
+    trainer.end_episode()
+    assert len(trainer.training_buffer[0]["actions"]) == 0
+
+
+def test_time_horizon_cut_bootstraps_with_the_value_of_the_current_state():
+    brain = BrainParameters("FakeBrain", BRAINS["continuous"])
+    trainer = make_trainer(brain, time_horizon=2, buffer_size=1000, lambd=1.0, gamma=0.5)
+    env = FakeStream(brain, n_agents=1, episode_length=100)
+    info = env.reset()
+    for _ in range(2):
+        actions, memories, _, outputs = trainer.take_action(info)
+        new_info = env.step(actions, memories)
+        trainer.add_experiences(info, new_info, outputs)
+        info = new_info
+    bootstrap = trainer.sess.run(trainer.model.value, trainer._input_feed(info["FakeBrain"]))[0, 0]
+    trainer.process_experiences(info)
+    returns = np.array(trainer.training_buffer.update_buffer["discounted_returns"])
+    np.testing.assert_allclose(returns, [0.1 + 0.5 * 0.1 + 0.25 * bootstrap, 0.1 + 0.5 * bootstrap], rtol=1e-5)
+
+
+def test_learning_rate_schedule():
+    brain = BrainParameters("FakeBrain", BRAINS["continuous"])
+    trainer = make_trainer(brain, learning_rate=1e-3, max_steps=100)
+    trainer.increment_step(25)
+    assert trainer.current_learning_rate() == pytest.approx(0.75e-3)
+    trainer.set_state({"step": 150})
+    assert trainer.current_learning_rate() == 0.0
+    constant = make_trainer(brain, learning_rate=1e-3, learning_rate_schedule="constant")
+    constant.increment_step(999)
+    assert constant.current_learning_rate() == 1e-3
+
+
+def test_every_hyperparameter_is_declared_with_a_doc():
+    expected = {"batch_size", "beta", "buffer_size", "epsilon", "gamma", "hidden_units", "lambd", "learning_rate",
+                "learning_rate_schedule", "normalize", "num_epoch", "num_layers", "time_horizon",
+                "sequence_length", "use_recurrent", "max_grad_norm", "vf_coef", "clip_value", "max_steps",
+                "summary_freq"}
+    assert expected <= set(PPOTrainer.hyperparameters)
+    assert PPOTrainer.trainer_type == "ppo"
+    for key, param in PPOTrainer.hyperparameters.items():
+        assert isinstance(param, Param) and param.doc, key
+        if param.check is not None and param.default is not None:
+            assert param.check[0](param.default), key

@@ -1,0 +1,207 @@
+"""Network building blocks, written with ``tf.get_variable`` so that they need no Keras.
+
+Every block creates its variables under ``tf.variable_scope(name)`` inside whatever scope the
+caller is in, so a brain built under ``variable_scope(graph_scope)`` owns all its variables and a
+second brain (or a ghost copy) never collides with it.
+
+Choices that matter for training (``reference/peers.md`` §4):
+
+* orthogonal kernels with a gain and zero biases (``dense``, ``conv2d``): hidden layers use
+  ``sqrt(2)``, the policy head ``0.01`` (near-uniform first policy), the value head ``1``;
+* the LSTM is unrolled by a v1 ``tf.while_loop`` whose trip count is the ``sequence_length``
+  placeholder, so one graph serves training (sequences of 32) and inference (``sequence_length``
+  fed as 1 by Unity's Internal brain), and the frozen graph holds only op types a TensorFlow
+  1.x-era runtime knows (``Enter``/``Exit``/``Merge``/``Switch``/``NextIteration``, TensorArrayV3);
+* the observation normaliser keeps exact running statistics (Chan et al.'s parallel combination
+  of mean, variance and count), updated by an op built once, not per-step batch means.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, List, Optional, Tuple
+
+import numpy as np
+
+from trainers.tf_utils import tf
+
+Activation = Optional[Callable[[tf.Tensor], tf.Tensor]]
+
+#: gain for hidden layers followed by tanh/ReLU (Saxe et al.; the baselines/CleanRL default).
+HIDDEN_GAIN = math.sqrt(2.0)
+
+
+def dense(
+    x: tf.Tensor,
+    units: int,
+    name: str,
+    activation: Activation = None,
+    gain: float = HIDDEN_GAIN,
+) -> tf.Tensor:
+    """``activation(x @ W + b)`` with ``W`` orthogonal (scaled by ``gain``) and ``b = 0``."""
+    in_size = int(x.shape[-1])
+    with tf.variable_scope(name):
+        kernel = tf.get_variable("kernel", [in_size, units], initializer=tf.orthogonal_initializer(gain))
+        bias = tf.get_variable("bias", [units], initializer=tf.zeros_initializer())
+    y = tf.nn.bias_add(tf.matmul(x, kernel), bias)
+    return activation(y) if activation is not None else y
+
+
+def conv2d(
+    x: tf.Tensor,
+    filters: int,
+    kernel_size: int,
+    stride: int,
+    name: str,
+    activation: Activation = tf.nn.relu,
+    gain: float = HIDDEN_GAIN,
+) -> tf.Tensor:
+    """A VALID-padded NHWC convolution with an orthogonal kernel and zero bias."""
+    in_channels = int(x.shape[-1])
+    with tf.variable_scope(name):
+        kernel = tf.get_variable(
+            "kernel", [kernel_size, kernel_size, in_channels, filters], initializer=tf.orthogonal_initializer(gain)
+        )
+        bias = tf.get_variable("bias", [filters], initializer=tf.zeros_initializer())
+    y = tf.nn.bias_add(tf.nn.conv2d(x, kernel, strides=[1, stride, stride, 1], padding="VALID"), bias)
+    return activation(y) if activation is not None else y
+
+
+def flatten(x: tf.Tensor) -> tf.Tensor:
+    """``[N, d1, d2, ...] -> [N, d1*d2*...]``; the trailing dimensions must be known."""
+    size = int(np.prod(x.shape.as_list()[1:]))
+    return tf.reshape(x, [-1, size])
+
+
+def mlp(x: tf.Tensor, h_size: int, num_layers: int, name: str, activation: Activation = tf.nn.tanh) -> tf.Tensor:
+    """``num_layers`` dense layers of ``h_size`` units (``x`` itself when ``num_layers`` is 0)."""
+    with tf.variable_scope(name):
+        for i in range(num_layers):
+            x = dense(x, h_size, f"dense_{i}", activation)
+    return x
+
+
+#: (filters, kernel, stride) of the two convolutions: the small encoder of the original trainer.
+VISUAL_ENCODER_CONVS = ((16, 8, 4), (32, 4, 2))
+
+
+def visual_encoder_min_size() -> int:
+    """The smallest height/width the VALID convolutions of the visual encoder accept."""
+    size = 1
+    for _, kernel, stride in reversed(VISUAL_ENCODER_CONVS):
+        size = (size - 1) * stride + kernel
+    return size
+
+
+def visual_encoder(image: tf.Tensor, h_size: int, name: str, activation: Activation = tf.nn.relu) -> tf.Tensor:
+    """Camera frame ``[N, H, W, C]`` in 0..1 -> ``[N, h_size]``: conv 16x8x8/4, conv 32x4x4/2, dense."""
+    with tf.variable_scope(name):
+        x = image
+        for i, (filters, kernel, stride) in enumerate(VISUAL_ENCODER_CONVS):
+            x = conv2d(x, filters, kernel, stride, f"conv_{i}", activation)
+        return dense(flatten(x), h_size, "dense", activation)
+
+
+def lstm(
+    inputs: tf.Tensor,
+    memory_in: tf.Tensor,
+    sequence_length: tf.Tensor,
+    name: str,
+    masks: Optional[tf.Tensor] = None,
+    forget_bias: float = 1.0,
+) -> Tuple[tf.Tensor, tf.Tensor]:
+    """Run an LSTM over ``[N*T, d]`` inputs laid out as N sequences of T = ``sequence_length`` steps.
+
+    :param memory_in: ``[N, 2*units]``, the state at the start of each sequence: ``c`` then ``h``
+        (the layout of the original's ``recurrent_in``, which Unity stores as the agent's memory).
+    :param sequence_length: int32 scalar T; the loop runs T iterations, so the same graph serves
+        training sequences and single inference steps.
+    :param masks: optional ``[N*T]`` floats; a step with mask 0 leaves the state unchanged. The
+        Buffer left-pads the first sequence of a trajectory with zeros, so holding the state over
+        that padding makes the sequence's stored start memory reach its first real step intact.
+    :return: ``(outputs [N*T, units], memory_out [N, 2*units])``.
+    """
+    units = int(memory_in.shape[-1]) // 2
+    in_size = int(inputs.shape[-1])
+    with tf.variable_scope(name):
+        kernel = tf.get_variable("kernel", [in_size + units, 4 * units], initializer=tf.orthogonal_initializer(1.0))
+        bias = tf.get_variable("bias", [4 * units], initializer=tf.zeros_initializer())
+    with tf.name_scope(name):
+        steps = tf.reshape(sequence_length, [])
+        time_major = tf.transpose(tf.reshape(inputs, tf.stack([-1, steps, in_size])), [1, 0, 2])
+        inputs_ta = tf.TensorArray(tf.float32, size=steps, name="inputs").unstack(time_major)
+        if masks is not None:
+            masks_tm = tf.transpose(tf.reshape(masks, tf.stack([-1, steps, 1])), [1, 0, 2])
+            masks_ta = tf.TensorArray(tf.float32, size=steps, name="masks").unstack(masks_tm)
+        outputs_ta = tf.TensorArray(tf.float32, size=steps, name="outputs")
+
+        def body(t, c, h, outputs):
+            gates = tf.nn.bias_add(tf.matmul(tf.concat([inputs_ta.read(t), h], axis=1), kernel), bias)
+            i, j, f, o = tf.split(gates, 4, axis=1)
+            new_c = c * tf.sigmoid(f + forget_bias) + tf.sigmoid(i) * tf.tanh(j)
+            new_h = tf.tanh(new_c) * tf.sigmoid(o)
+            if masks is not None:
+                keep = masks_ta.read(t)
+                new_c = keep * new_c + (1.0 - keep) * c
+                new_h = keep * new_h + (1.0 - keep) * h
+            return t + 1, new_c, new_h, outputs.write(t, new_h)
+
+        _, c_out, h_out, outputs_ta = tf.while_loop(
+            lambda t, *_: t < steps,
+            body,
+            [tf.constant(0), memory_in[:, :units], memory_in[:, units:], outputs_ta],
+            name="unroll",
+        )
+        outputs = tf.reshape(tf.transpose(outputs_ta.stack(), [1, 0, 2]), [-1, units])
+        return outputs, tf.concat([c_out, h_out], axis=1)
+
+
+class RunningNormalizer:
+    """Normalises ``x`` by running statistics of everything ``update`` has seen.
+
+    ``normalized = clip((x - mean) / sqrt(var + 1e-8), -clip, clip)``. Running ``update`` (built
+    once, here) folds the batch currently fed to ``x`` into the statistics with the exact parallel
+    mean/variance combination, so 12 agents x 1 step and 1 agent x 12 steps give the same result.
+    The statistics are non-trainable variables, so checkpoints (and ``--load``) carry them.
+
+    The update runs after ``normalized`` has been computed (a control dependency), so the action
+    chosen in the same ``sess.run`` sees the statistics from before the update, deterministically.
+    """
+
+    def __init__(self, x: tf.Tensor, name: str = "normalizer", clip: float = 10.0, initial_count: float = 1e-4):
+        size = int(x.shape[-1])
+        with tf.variable_scope(name):
+            self.mean = tf.get_variable("running_mean", [size], initializer=tf.zeros_initializer(), trainable=False)
+            self.variance = tf.get_variable(
+                "running_variance", [size], initializer=tf.ones_initializer(), trainable=False
+            )
+            self.count = tf.get_variable(
+                "normalization_steps", [], initializer=tf.constant_initializer(initial_count), trainable=False
+            )
+        with tf.name_scope(name):
+            scaled = (x - self.mean) / tf.sqrt(self.variance + 1e-8)
+            self.normalized = tf.maximum(tf.minimum(scaled, clip), -clip, name="normalized_state")
+
+            batch_mean, batch_variance = tf.nn.moments(x, axes=[0])
+            batch_count = tf.cast(tf.shape(x)[0], tf.float32)
+            total = self.count + batch_count
+            delta = batch_mean - self.mean
+            new_mean = self.mean + delta * batch_count / total
+            new_m2 = (
+                self.variance * self.count + batch_variance * batch_count
+                + tf.square(delta) * self.count * batch_count / total
+            )
+            new_variance = new_m2 / total
+            # Every read of the old statistics (and the normalised input) happens before any write.
+            with tf.control_dependencies([self.normalized, new_mean, new_variance, total]):
+                self.update = tf.group(
+                    tf.assign(self.mean, new_mean),
+                    tf.assign(self.variance, new_variance),
+                    tf.assign(self.count, total),
+                    name="update_normalization",
+                )
+
+
+def new_trainable_variables(before: List[tf.Variable]) -> List[tf.Variable]:
+    """The trainable variables of the default graph that are not in ``before``, in creation order."""
+    known = {id(v) for v in before}
+    return [v for v in tf.trainable_variables() if id(v) not in known]
