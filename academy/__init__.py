@@ -1,0 +1,54 @@
+"""The Unity side of API-2 in Python: a stand-in for a Unity build of the ML-Agents #166 era.
+
+``python -m academy <Scene> --port N`` connects to a trainer exactly as a Unity binary launched with
+``--port N`` would, and speaks the same bytes (``communicator.py``). Without ``--port`` it runs the
+scene stand-alone with its scripted heuristics (or an exported graph, ``--brain NAME=internal:PATH``)
+and prints the mean episode reward per brain.
+
+Modules: ``academy.py`` (scene contract, Academy loop, brain bookkeeping), ``communicator.py`` (the
+wire), ``internal.py`` (the Internal brain, the only TensorFlow user), ``envs/`` (the scenes).
+Importing this package is cheap: no numpy, Pillow or TensorFlow until a scene is loaded.
+
+Adding a scene (see ``academy.academy.Scene``; ``envs/basic.py`` is the smallest example):
+
+1. subclass ``Scene`` in ``academy/envs/<name>.py``; set ``academy_name``, ``brains`` (a tuple of
+   ``BrainSpec``: name, n_agents, spaces, sizes, cameras, ``max_step``, default ``brain_type``),
+   ``default_reset_parameters`` (name → float), and optionally ``max_steps`` / ``frame_to_skip``;
+2. implement, over numpy arrays indexed by each brain's agent rows: ``reset_agents(brain, index)``,
+   ``step(actions) -> {brain: (reward, done)}`` (one frame), ``states(brain)``,
+   ``render(brain, camera)`` if it has cameras, and ``heuristic(brain)`` (a scripted policy that
+   scores near the benchmark; it may read hidden state); ``academy_reset()`` when reset parameters
+   shape the scene; draw every random number from ``self.rng``;
+3. register it in ``_REGISTRY`` below, and add its conformance and heuristic tests to
+   ``tests/test_academy_scenes.py``.
+"""
+from __future__ import annotations
+
+import importlib
+
+_REGISTRY = {
+    "3DBall": "academy.envs.ball3d:Ball3D",
+    "3DBallHard": "academy.envs.ball3d:Ball3DHard",
+    "3DBallIL": "academy.envs.ball3d:Ball3DIL",
+    "Basic": "academy.envs.basic:Basic",
+    "GridWorld": "academy.envs.gridworld:GridWorld",
+    "Hallway": "academy.envs.hallway:Hallway",
+    "Tennis": "academy.envs.tennis:Tennis",
+    "Push": "academy.envs.push:Push",
+}
+
+#: Names of the built-in scenes, for clients that list them without loading any of them.
+SCENES: tuple[str, ...] = tuple(_REGISTRY)
+
+
+def load_scene(name: str) -> type:
+    """The ``Scene`` subclass registered as ``name``; ValueError listing the scenes if unknown."""
+    try:
+        target = _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown scene {name!r}; the built-in scenes are: {', '.join(SCENES)}") from None
+    module, _, cls = target.partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+__all__ = ["SCENES", "load_scene"]

@@ -1,0 +1,115 @@
+"""``python -m academy <Scene> --port N``: what ``UnityEnvironment`` launches for a built-in scene.
+
+With ``--port`` the scene connects to the trainer listening on 127.0.0.1:N and serves it until
+``EXIT`` (exit status 0), a lost connection (1) or a protocol violation (3). Without ``--port`` it
+runs stand-alone: External brains act with the scene's heuristic (or a graph given with
+``--brain NAME=internal:PATH``) for ``--episodes`` agent episodes per brain, and one line
+``mean_reward <brain> <value>`` per brain is printed.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from . import SCENES, load_scene
+
+EXIT_OK, EXIT_CONNECTION, EXIT_USAGE, EXIT_PROTOCOL = 0, 1, 2, 3
+log = logging.getLogger("academy")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m academy",
+        description="Run a built-in scene as a Unity API-2 environment, or stand-alone.",
+        epilog=f"scenes: {', '.join(SCENES)}")
+    parser.add_argument("scene", help="built-in scene name")
+    parser.add_argument("--port", type=int, help="connect to a trainer on 127.0.0.1:PORT")
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the scene (default 0)")
+    parser.add_argument("--log-file", help="write the log here (its absolute path is sent as logPath)")
+    parser.add_argument("--episodes", type=int, default=10,
+                        help="stand-alone: agent episodes per brain to average (default 10)")
+    parser.add_argument("--brain", action="append", default=[], metavar="NAME=TYPE",
+                        help="override a brain's type: NAME=external, NAME=heuristic or "
+                             "NAME=internal:PATH[#SCOPE]")
+    parser.add_argument("--no-broadcast", action="append", default=[], metavar="NAME",
+                        help="turn off broadcast for a non-External brain")
+    return parser
+
+
+def _brain_configs(scene_cls: type, overrides: list[str], silent: list[str], seed: int) -> dict:
+    """Turn ``--brain`` / ``--no-broadcast`` into BrainConfigs; ValueError on a bad spec."""
+    from .academy import BRAIN_TYPES, BrainConfig
+
+    specs = {spec.name: spec for spec in scene_cls.brains}
+    configs = {name: BrainConfig(spec.brain_type) for name, spec in specs.items()}
+    for override in overrides:
+        name, sep, kind = override.partition("=")
+        if not sep or name not in specs:
+            raise ValueError(f"--brain {override!r}: expected NAME=TYPE with NAME one of {sorted(specs)}")
+        kind, _, target = kind.partition(":")
+        if kind not in BRAIN_TYPES or (kind == "internal") != bool(target):
+            raise ValueError(f"--brain {override!r}: TYPE must be external, heuristic or internal:PATH[#SCOPE]")
+        configs[name] = BrainConfig(kind)
+        if kind == "internal":
+            from .internal import InternalBrain
+
+            path, _, scope = target.partition("#")
+            configs[name].policy = InternalBrain(path, specs[name], scope, seed=seed)
+    for name in silent:
+        if name not in specs:
+            raise ValueError(f"--no-broadcast {name!r}: no such brain; brains are {sorted(specs)}")
+        configs[name].broadcast = False
+    return configs
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line, run the scene, return the exit status."""
+    args, unknown = _parser().parse_known_args(argv)
+    log_path = os.path.abspath(args.log_file) if args.log_file else ""
+    handler = logging.FileHandler(log_path) if log_path else logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    if unknown:  # a Unity player ignores arguments it does not know; so do we, visibly
+        log.warning("ignoring unknown arguments %s", unknown)
+
+    from .academy import Academy, ActionError
+    from .communicator import ConnectionLost, ExternalCommunicator, ProtocolError
+
+    try:
+        scene_cls = load_scene(args.scene)
+        configs = _brain_configs(scene_cls, args.brain, args.no_broadcast, args.seed)
+    except (ValueError, OSError) as exc:
+        print(f"python -m academy: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    academy = Academy(scene_cls(args.seed), configs)
+
+    if args.port is None:
+        for brain, mean in academy.run_episodes(args.episodes).items():
+            print(f"mean_reward {brain} {mean:.4f}")
+        return EXIT_OK
+
+    comm = ExternalCommunicator(args.port)
+    try:
+        comm.connect()
+        log.info("connected to the trainer on port %d; serving %s", args.port, args.scene)
+        command = academy.serve(comm, log_path)
+        log.info("received %r: quitting", command)
+        return EXIT_OK
+    except ConnectionLost as exc:
+        log.error("%s; exiting", exc)
+        return EXIT_CONNECTION
+    except (ProtocolError, ActionError) as exc:
+        log.error("protocol error: %s; exiting", exc)
+        return EXIT_PROTOCOL
+    finally:
+        comm.close()
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,429 @@
+"""The Unity runtime of the API-2 era, in Python: scene contract, brains, agents and the Academy loop.
+
+Unity keeps one ``Agent`` object per agent and one ``Brain`` per decision maker. Here a brain's agents
+are rows of numpy arrays (``BrainRuntime``) so that a step over all agents costs a handful of array
+operations, and the physics lives in a ``Scene`` subclass that works on whole arrays too.
+
+The loop follows ``Academy.cs`` at #166 (facts §1.5, §1.6, §1.11):
+
+* a decision is taken every ``frame_to_skip + 1`` frames; skipped frames repeat the stored action;
+* ``max_steps > 0`` makes the Academy globally done after that many frames, which sets every
+  agent done;
+* an agent is locally done when its scene says so or when its step counter exceeds the brain's
+  ``max_step`` (so after ``max_step + 1`` steps, as in ``Agent.Step()``);
+* for each brain in child order: done agents are reset **before** the state is sent, so a done
+  agent's message carries its terminal reward and its first post-reset state; then done flags and
+  rewards are cleared (``ResetDoneAndReward``). Every agent behaves as Unity's ``resetOnDone = true``
+  (the default, and what every example scene used); agents that wait, done, for the next Academy
+  reset are not modelled.
+
+Deliberate deviation: with ``frame_to_skip = k > 0`` Unity sends the reset state only on the
+(k+1)-th frame after a reset, stepping the agents with stale actions in between. Here the reset state
+is sent at once, because those stale steps are an artefact of its recursive ``RunMdp``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Callable, Protocol
+
+import numpy as np
+
+log = logging.getLogger("academy")
+
+#: Values of Unity's ``StateType`` enum as serialised in ``actionSpaceType`` / ``stateSpaceType``.
+SPACE_TYPES = {"discrete": 0, "continuous": 1}
+
+#: Brain types a brain can be switched to (Unity's Player brain is replaced by the scripted Heuristic).
+BRAIN_TYPES = ("external", "heuristic", "internal")
+
+
+@dataclasses.dataclass(frozen=True)
+class Camera:
+    """One visual observation per agent, as a ``cameraResolutions`` entry."""
+
+    width: int
+    height: int
+    black_and_white: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class BrainSpec:
+    """What a scene declares about one brain: its spaces, its agents and its default type.
+
+    ``max_step`` uses Unity's meaning: an agent is done when its step counter exceeds it, i.e. after
+    ``max_step + 1`` decisions (0 = never).
+    """
+
+    name: str
+    n_agents: int
+    state_size: int
+    action_size: int
+    state_space: str = "continuous"
+    action_space: str = "continuous"
+    memory_size: int = 0
+    cameras: tuple[Camera, ...] = ()
+    action_descriptions: tuple[str, ...] = ()
+    max_step: int = 0
+    brain_type: str = "external"
+
+    def __post_init__(self) -> None:
+        for field in ("state_space", "action_space"):
+            if getattr(self, field) not in SPACE_TYPES:
+                raise ValueError(f"brain {self.name}: {field} must be one of {sorted(SPACE_TYPES)}, "
+                                 f"got {getattr(self, field)!r}")
+        if self.brain_type not in ("external", "heuristic"):
+            raise ValueError(f"brain {self.name}: a scene's default brain_type is 'external' or "
+                             f"'heuristic', got {self.brain_type!r}")
+
+    @property
+    def state_width(self) -> int:
+        """Floats per agent in the state message: ``state_size``, or 1 (the index) when discrete."""
+        return self.state_size if self.state_space == "continuous" else 1
+
+    @property
+    def action_width(self) -> int:
+        """Floats per agent in an action: ``action_size``, or 1 (the index) when discrete."""
+        return self.action_size if self.action_space == "continuous" else 1
+
+    def parameters_json(self) -> dict:
+        """The ``brainParameters`` entry of AcademyParameters (C# ``BrainParameters`` field order)."""
+        return {
+            "stateSize": self.state_size,
+            "actionSize": self.action_size,
+            "memorySize": self.memory_size,
+            "cameraResolutions": [{"width": c.width, "height": c.height, "blackAndWhite": c.black_and_white}
+                                  for c in self.cameras],
+            "actionDescriptions": list(self.action_descriptions),
+            "actionSpaceType": SPACE_TYPES[self.action_space],
+            "stateSpaceType": SPACE_TYPES[self.state_space],
+        }
+
+
+class Scene:
+    """Base class of a built-in scene: vectorised physics for every agent of every brain.
+
+    Subclasses set the class attributes and implement the five methods below. All arrays are indexed
+    by the agent's row within its brain. ``self.params`` holds the current reset parameters (floats);
+    the Academy updates it before ``academy_reset``. Use ``self.rng`` for every random draw so that a
+    scene is deterministic for a given seed.
+    """
+
+    academy_name: str = "Academy"
+    brains: tuple[BrainSpec, ...] = ()
+    default_reset_parameters: dict[str, float] = {}
+    max_steps: int = 0
+    frame_to_skip: int = 0
+
+    def __init__(self, seed: int = 0) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.params: dict[str, float] = dict(self.default_reset_parameters)
+
+    def academy_reset(self) -> None:
+        """``AcademyReset()``: called on every Academy reset, before the agents are reset."""
+
+    def reset_agents(self, brain: str, index: np.ndarray) -> None:
+        """``AgentReset()`` for the agents of ``brain`` at rows ``index`` (an int array)."""
+        raise NotImplementedError
+
+    def step(self, actions: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Advance one frame with ``actions[brain]`` of shape ``[n_agents, action_width]``.
+
+        Returns, per brain, this frame's reward (float ``[n]``, added to the agent's reward) and the
+        scene's done flags (bool ``[n]``). Rows of agents that are already done are ignored.
+        """
+        raise NotImplementedError
+
+    def states(self, brain: str) -> np.ndarray:
+        """The state vectors, float ``[n_agents, state_width]`` (the index as a float if discrete)."""
+        raise NotImplementedError
+
+    def render(self, brain: str, camera: int) -> np.ndarray:
+        """Camera ``camera`` of every agent, uint8 RGB ``[n_agents, height, width, 3]``, top row first."""
+        raise NotImplementedError(f"scene {type(self).__name__} declares no camera")
+
+    def heuristic(self, brain: str) -> np.ndarray:
+        """The scripted decision for every agent, ``[n_agents, action_width]``; may read hidden state."""
+        raise NotImplementedError
+
+
+class Policy(Protocol):
+    """A non-scene decision maker (the Internal brain): states, observations, memories → actions."""
+
+    def decide(self, states: np.ndarray, observations: list[np.ndarray],
+               memories: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ...
+
+
+class Communicator(Protocol):
+    """The Unity end of the wire as the Academy uses it (``communicator.ExternalCommunicator``)."""
+
+    def send_academy_parameters(self, parameters: dict) -> None: ...
+
+    def get_command(self) -> str: ...
+
+    def get_reset_config(self) -> tuple[bool, dict]: ...
+
+    def get_actions(self) -> dict: ...
+
+    def send_brain_info(self, message: dict, frames: list[np.ndarray]) -> None: ...
+
+    def send_done(self, done: bool) -> None: ...
+
+
+@dataclasses.dataclass
+class BrainConfig:
+    """How a brain is run: ``kind`` in BRAIN_TYPES, its Internal ``policy``, and ``broadcast``."""
+
+    kind: str
+    policy: Policy | None = None
+    broadcast: bool = True
+
+
+class BrainRuntime:
+    """The per-agent fields Unity keeps on each ``Agent``, as arrays over one brain's agents."""
+
+    def __init__(self, spec: BrainSpec, index: int, config: BrainConfig) -> None:
+        n = spec.n_agents
+        self.spec = spec
+        self.name = spec.name
+        self.config = config
+        # Unity sends GetInstanceID()s: stable, arbitrary and usually negative. Mimic that so a client
+        # that assumes ids 0..n-1 fails here, not on a real build.
+        self.ids = [-(10_000 * (index + 1) + 2 * k) for k in range(n)]
+        self.reward = np.zeros(n)
+        self.done = np.zeros(n, dtype=bool)
+        self.steps = np.zeros(n, dtype=np.int64)
+        self.action = np.zeros((n, spec.action_width))
+        self.memory = np.zeros((n, spec.memory_size))
+        self.value = np.zeros(n)
+        self.episode_reward = np.zeros(n)
+        self.finished: list[float] = []
+
+    @property
+    def subscribed(self) -> bool:
+        """Whether this brain talks to Python: External brains always, the others when broadcasting."""
+        return self.config.kind == "external" or self.config.broadcast
+
+
+class ActionError(ValueError):
+    """The action message from Python does not fit a brain (wrong size or missing)."""
+
+
+class Academy:
+    """Runs a scene the way Unity's ``Academy`` runs its brains and agents."""
+
+    def __init__(self, scene: Scene, configs: dict[str, BrainConfig] | None = None,
+                 train_mode: bool = False) -> None:
+        configs = dict(configs or {})
+        unknown = set(configs) - {b.name for b in scene.brains}
+        if unknown:
+            raise ValueError(f"unknown brain(s) {sorted(unknown)} for scene {type(scene).__name__}; "
+                             f"its brains are {[b.name for b in scene.brains]}")
+        self.scene = scene
+        self.brains = [BrainRuntime(spec, i, configs.get(spec.name, BrainConfig(spec.brain_type)))
+                       for i, spec in enumerate(scene.brains)]
+        self.train_mode = train_mode
+        self.record_episodes = False
+        self.current_step = 0
+        self.episode_count = 0
+        self.done = False
+
+    @property
+    def subscribed(self) -> list[BrainRuntime]:
+        """The brains in ``brainNames`` order (child order, External + broadcasting)."""
+        return [b for b in self.brains if b.subscribed]
+
+    def academy_parameters(self, log_path: str = "") -> dict:
+        """The handshake message, keys in C# ``AcademyParameters`` order."""
+        subscribed = self.subscribed
+        return {
+            "AcademyName": self.scene.academy_name,
+            "apiNumber": "API-2",
+            "logPath": log_path,
+            "resetParameters": {k: float(v) for k, v in self.scene.default_reset_parameters.items()},
+            "brainNames": [b.name for b in subscribed],
+            "brainParameters": [b.spec.parameters_json() for b in subscribed],
+            "externalBrainNames": [b.name for b in subscribed if b.config.kind == "external"],
+        }
+
+    # --- reset ------------------------------------------------------------------------------------
+
+    def reset(self, train_mode: bool | None = None, parameters: dict | None = None) -> None:
+        """``Academy.Reset()``: merge reset parameters, reset the scene and every agent."""
+        if train_mode is not None:
+            self.train_mode = bool(train_mode)
+        for key, value in (parameters or {}).items():
+            if key not in self.scene.params:
+                log.error("reset parameter %r is not a parameter of %s (known: %s); ignored",
+                          key, self.scene.academy_name, sorted(self.scene.params))
+            elif isinstance(value, bool) or not isinstance(value, (int, float)):
+                log.error("reset parameter %r must be a number, got %r; ignored", key, value)
+            else:
+                self.scene.params[key] = float(value)
+        self.current_step = 0
+        self.episode_count += 1
+        self.done = False
+        self.scene.academy_reset()
+        for brain in self.brains:
+            self._reset_agents(brain, np.arange(brain.spec.n_agents))
+            brain.reward[:] = 0.0
+            brain.done[:] = False
+            brain.episode_reward[:] = 0.0
+
+    def _reset_agents(self, brain: BrainRuntime, index: np.ndarray) -> None:
+        """``Agent.Reset()``: zero memory and step counter, then the scene's ``AgentReset``."""
+        brain.memory[index] = 0.0
+        brain.steps[index] = 0
+        self.scene.reset_agents(brain.name, index)
+
+    # --- one decision -----------------------------------------------------------------------------
+
+    def set_external_actions(self, message: dict) -> None:
+        """Store Python's ``{"action", "memory", "value"}`` for every External brain.
+
+        Raises ActionError when a brain's action is missing or a list has the wrong length, because a
+        Unity build would index past its arrays and stall the trainer.
+        """
+        for brain in self.brains:
+            if brain.config.kind != "external":
+                continue
+            n, spec = brain.spec.n_agents, brain.spec
+            actions = (message.get("action") or {}).get(brain.name)
+            if actions is None:
+                raise ActionError(f"the action message has no action for External brain {brain.name!r}; "
+                                  f"it must hold {n * spec.action_width} floats under \"action\"")
+            brain.action[:] = _sized(actions, (n, spec.action_width), brain.name, "action")
+            memory = (message.get("memory") or {}).get(brain.name)
+            if memory is not None and spec.memory_size:
+                brain.memory[:] = _sized(memory, (n, spec.memory_size), brain.name, "memory")
+            value = (message.get("value") or {}).get(brain.name)
+            if value is not None:
+                brain.value[:] = _sized(value, (n,), brain.name, "value")
+
+    def decide(self, external_by_heuristic: bool = False) -> None:
+        """``DecideAction()`` of the non-External brains (and of External ones when stand-alone)."""
+        for brain in self.brains:
+            kind = brain.config.kind
+            if kind == "heuristic" or (kind == "external" and external_by_heuristic):
+                brain.action[:] = self.scene.heuristic(brain.name)
+            elif kind == "internal":
+                observations = [self.scene.render(brain.name, i) for i in range(len(brain.spec.cameras))]
+                actions, memory = brain.config.policy.decide(self.scene.states(brain.name), observations,
+                                                             brain.memory)
+                brain.action[:] = np.asarray(actions, dtype=float).reshape(brain.action.shape)
+                if brain.spec.memory_size:
+                    brain.memory[:] = memory
+
+    def advance(self) -> None:
+        """Run the frames of one decision with the stored actions (``AcademyStep`` + ``AgentStep``)."""
+        scene = self.scene
+        actions = {b.name: b.action for b in self.brains}
+        for _ in range(scene.frame_to_skip + 1):
+            self.current_step += 1
+            if scene.max_steps > 0 and self.current_step >= scene.max_steps:
+                self.done = True
+            results = scene.step(actions)
+            for brain in self.brains:
+                reward, done = results[brain.name]
+                active = ~brain.done
+                brain.reward[active] += reward[active]
+                brain.steps[active] += 1
+                max_step = brain.spec.max_step
+                if max_step > 0:
+                    done = done | (brain.steps > max_step)
+                brain.done |= active & done
+            if self.done:
+                break
+
+    def finish_step(self, emit: Callable[[BrainRuntime], None] | None = None) -> bool:
+        """``Academy.Step()`` after the frames: per brain, done → reset → send → clear; returns done.
+
+        ``emit`` is called for each subscribed brain after its done agents were reset and before its
+        rewards and done flags are cleared: that is when Unity serialises the state message.
+        """
+        for brain in self.brains:
+            if self.done:
+                brain.done[:] = True
+            brain.episode_reward += brain.reward
+            done_rows = np.flatnonzero(brain.done)
+            if done_rows.size:
+                if self.record_episodes:
+                    brain.finished.extend(brain.episode_reward[done_rows].tolist())
+                brain.episode_reward[done_rows] = 0.0
+                self._reset_agents(brain, done_rows)
+            if emit is not None and brain.subscribed:
+                emit(brain)
+            brain.reward[:] = 0.0
+            brain.done[:] = False
+        return self.done
+
+    def state_message(self, brain: BrainRuntime) -> dict:
+        """The per-brain state message (C# ``StepMessage`` field order).
+
+        States go out with 6 decimals: about the precision of Unity's float32 values, and half the
+        JSON work of full float64 reprs, which dominate the cost of a step.
+        """
+        return {
+            "brain_name": brain.name,
+            "agents": brain.ids,
+            "states": np.round(self.scene.states(brain.name), 6).ravel().tolist(),
+            "rewards": brain.reward.tolist(),
+            "actions": brain.action.ravel().tolist(),
+            "memories": brain.memory.ravel().tolist(),
+            "dones": brain.done.tolist(),
+        }
+
+    # --- connected to a trainer -------------------------------------------------------------------
+
+    def serve(self, comm: Communicator, log_path: str = "") -> str:
+        """Handshake, then answer RESET and STEP until another command; returns that command.
+
+        Raises the communicator's errors (connection lost, protocol violation) and ActionError.
+        """
+        comm.send_academy_parameters(self.academy_parameters(log_path))
+        while True:
+            command = comm.get_command()
+            if command == "RESET":
+                self.reset(*comm.get_reset_config())
+            elif command == "STEP":
+                self.set_external_actions(comm.get_actions())
+                self.decide()
+                self.advance()
+            else:
+                return command
+
+            def emit(brain: BrainRuntime) -> None:
+                frames = [self.scene.render(brain.name, i) for i in range(len(brain.spec.cameras))]
+                comm.send_brain_info(self.state_message(brain), frames)
+
+            comm.send_done(self.finish_step(emit))
+
+    # --- stand-alone ------------------------------------------------------------------------------
+
+    def run_episodes(self, episodes: int) -> dict[str, float]:
+        """Run with no trainer until every brain finished ``episodes`` agent episodes.
+
+        External brains act with the scene heuristic. Returns the mean reward of each brain's first
+        ``episodes`` finished episodes (in completion order, so the result is deterministic).
+        """
+        self.record_episodes = True
+        self.reset()
+        for brain in self.brains:
+            brain.finished.clear()
+        while any(len(b.finished) < episodes for b in self.brains):
+            self.decide(external_by_heuristic=True)
+            self.advance()
+            if self.finish_step():
+                self.reset()
+        return {b.name: float(np.mean(b.finished[:episodes])) for b in self.brains}
+
+
+def _sized(values: object, shape: tuple[int, ...], brain: str, field: str) -> np.ndarray:
+    """``values`` as a float array of ``shape``, or an ActionError saying what was expected."""
+    array = np.asarray(values, dtype=float)
+    expected = int(np.prod(shape))
+    if array.size != expected:
+        raise ActionError(f"brain {brain!r}: {field} has {array.size} floats, expected {expected} "
+                          f"({' x '.join(map(str, shape))} for its agents)")
+    return array.reshape(shape)
