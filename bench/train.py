@@ -1,0 +1,162 @@
+"""Training speed: time and agent-steps to a mean reward of 90 on 3DBall, and where the time goes.
+
+Two parts, both through the real socket against the built-in scene:
+
+* ``--seeds N`` runs ``learn.py 3DBall --train`` with the shipped configuration for seeds
+  0..N-1 and reports, per seed, the agent-steps and wall time when the printed mean reward first
+  reaches 90, the lowest mean printed after that (collapse check) and the final one;
+* ``--profile`` steps the same loop as ``TrainerController`` in-process for a while, timing
+  each phase (environment + wire, inference, buffer/GAE, update) and the scene's own stepping,
+  and prints agent-steps/s with and without updates.
+
+    python bench/train.py --seeds 5 --profile
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from typing import Dict, List, Optional
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+LINE = re.compile(r"(\w+): Step: (\d+)\. Mean Reward: (-?\d+\.\d+)\..* Elapsed: (\d+):(\d+):(\d+)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_seed(scene: str, brain: str, seed: int, target: float, extra: List[str]) -> Dict[str, Optional[float]]:
+    """One ``learn.py`` run; the summary lines it printed, reduced to the figures we report."""
+    with tempfile.TemporaryDirectory() as scratch:
+        start = time.time()
+        proc = subprocess.run(
+            [sys.executable, os.path.join(ROOT, "learn.py"), scene, "--train", "--seed", str(seed),
+             "--base-port", str(free_port()), *extra],
+            cwd=scratch, capture_output=True, text=True)
+        wall = time.time() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"learn.py failed for seed {seed}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    rows = [(int(m[1]), float(m[2]), int(m[3]) * 3600 + int(m[4]) * 60 + int(m[5]))
+            for m in LINE.findall(proc.stdout + proc.stderr) if m[0] == brain]
+    first = next((r for r in rows if r[1] >= target), None)
+    after = [r[1] for r in rows if first and r[0] >= first[0]]
+    return {
+        "steps_to_target": first[0] if first else None,
+        "seconds_to_target": first[2] if first else None,
+        "min_after": min(after) if after else None,
+        "final": rows[-1][1] if rows else None,
+        "total_steps": rows[-1][0] if rows else None,
+        "wall": wall,
+    }
+
+
+def seeds_report(n: int, target: float) -> None:
+    print(f"3DBall, shipped trainer_configurations.yaml, target mean reward {target}")
+    print(f"{'seed':>4} {'steps to 90':>12} {'s to 90':>8} {'min after':>10} {'final':>7} {'wall s':>7}")
+    reached = 0
+    for seed in range(n):
+        r = run_seed("3DBall", "Ball3DBrain", seed, target, [])
+        reached += r["steps_to_target"] is not None and r["min_after"] >= target
+        fmt = lambda x, f="{:.0f}": "-" if x is None else f.format(x)  # noqa: E731
+        print(f"{seed:>4} {fmt(r['steps_to_target']):>12} {fmt(r['seconds_to_target']):>8} "
+              f"{fmt(r['min_after'], '{:.1f}'):>10} {fmt(r['final'], '{:.1f}'):>7} {r['wall']:>7.0f}")
+    print(f"seeds that reached {target} and stayed there: {reached}/{n}")
+
+
+def profile(env_steps: int) -> None:
+    """Time each phase of the controller's loop on 3DBall with the shipped PPO settings."""
+    from academy import load_scene
+    from academy.academy import Academy
+    from trainers.config import load_trainer_config
+    from trainers.registry import load_registry
+    from trainers.tf_utils import tf
+    from unityagents import UnityEnvironment
+
+    config = load_trainer_config(os.path.join(ROOT, "trainer_configurations.yaml"), load_registry())
+    settings = config.settings_for("Ball3DBrain")
+    env = UnityEnvironment("3DBall", base_port=free_port(), seed=0)
+    timers: Dict[str, float] = defaultdict(float)
+    try:
+        graph = tf.Graph()
+        with graph.as_default():
+            sess = tf.Session(graph=graph)
+            params = dict(settings.parameters, graph_scope="", summary_path="")
+            trainer = settings.trainer_class(sess, env.brains, "Ball3DBrain", params, True)
+            sess.run(tf.global_variables_initializer())
+            graph.finalize()
+            info = env.reset()
+            updates = 0
+            for _ in range(env_steps):
+                if env.global_done:
+                    info = env.reset()
+                t0 = time.perf_counter()
+                action, memory, value, outputs = trainer.take_action(info)
+                t1 = time.perf_counter()
+                new_info = env.step(action, memory, value)
+                t2 = time.perf_counter()
+                trainer.add_experiences(info, new_info, outputs)
+                trainer.process_experiences(new_info)
+                t3 = time.perf_counter()
+                if trainer.is_ready_update():
+                    trainer.update_model()
+                    updates += 1
+                t4 = time.perf_counter()
+                trainer.increment_step(len(info["Ball3DBrain"].agents))
+                info = new_info
+                for key, dt in (("inference", t1 - t0), ("environment + wire", t2 - t1),
+                                ("buffer + GAE", t3 - t2), ("update", t4 - t3)):
+                    timers[key] += dt
+    finally:
+        env.close()
+    academy = Academy(load_scene("3DBall")(seed=0), train_mode=True)
+    academy.reset()
+    rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    for _ in range(2000):
+        academy.set_external_actions({"action": {"Ball3DBrain": rng.uniform(-1, 1, (12, 2))}})
+        academy.decide()
+        academy.advance()
+        academy.finish_step(lambda brain: academy.scene.states(brain.name))
+    scene_per_step = (time.perf_counter() - t0) / 2000
+    total = sum(timers.values())
+    agent_steps = env_steps * 12
+    print(f"\n3DBall loop profile: {env_steps} environment steps ({agent_steps} agent steps), {updates} updates")
+    timers["environment + wire"] -= scene_per_step * env_steps
+    timers["environment (scene itself)"] = scene_per_step * env_steps
+    for key in ("environment (scene itself)", "environment + wire", "inference", "buffer + GAE", "update"):
+        label = "wire (socket, JSON, 2nd process)" if key == "environment + wire" else key
+        print(f"  {label:<34} {timers[key] / env_steps * 1e6:8.0f} us/step  {100 * timers[key] / total:5.1f} %")
+    print(f"  agent-steps/s with updates    : {agent_steps / total:8.0f}")
+    print(f"  agent-steps/s without updates : {agent_steps / (total - timers['update']):8.0f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=0, help="learn.py runs, one per seed")
+    parser.add_argument("--target", type=float, default=90.0)
+    parser.add_argument("--profile", action="store_true", help="time the phases of the loop")
+    parser.add_argument("--profile-steps", type=int, default=5000, help="environment steps to profile")
+    args = parser.parse_args()
+    if args.seeds:
+        seeds_report(args.seeds, args.target)
+    if args.profile:
+        profile(args.profile_steps)
+    if not args.seeds and not args.profile:
+        parser.print_help()
+
+
+if __name__ == "__main__":
+    main()
