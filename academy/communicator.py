@@ -24,6 +24,7 @@ import socket
 import struct
 
 import numpy as np
+import orjson
 
 log = logging.getLogger("academy.communicator")
 
@@ -157,8 +158,8 @@ class ExternalCommunicator:
         (length,) = _PREFIX.unpack(self._read_exact(4, "the action message's length prefix"))
         payload = self._read_exact(length, f"the {length}-byte action message")
         try:
-            message = json.loads(payload)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            message = orjson.loads(payload)
+        except orjson.JSONDecodeError as exc:
             raise ProtocolError(f"the action message is not valid JSON ({exc}): {payload[:80]!r}") from exc
         if not isinstance(message, dict):
             raise ProtocolError(f'the action message must be a JSON object with "action", "memory" and '
@@ -173,7 +174,7 @@ class ExternalCommunicator:
     def send_brain_info(self, message: dict, frames: list[np.ndarray]) -> None:
         """One brain's state JSON, then its images (camera-major, agent-minor), each acked."""
         brain = message["brain_name"]
-        self._send_framed(json.dumps(message, separators=(",", ":")).encode("ascii"))
+        self._send_framed(orjson.dumps(message))  # compact JSON like json.dumps, much faster
         self._wait_received(f"the state of brain {brain!r}")
         for camera, images in enumerate(frames):
             for agent, image in enumerate(images):

@@ -30,6 +30,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
+import orjson
 from PIL import Image
 
 from .brain import BrainInfo, BrainParameters
@@ -453,7 +454,7 @@ class UnityEnvironment:
         action = self._by_brain(action, "action")
         memory = self._by_brain(memory, "memory")
         value = self._by_brain(value, "value")
-        message: Dict[str, Dict[str, List[float]]] = {"action": {}, "memory": {}, "value": {}}
+        message: Dict[str, Dict[str, Any]] = {"action": {}, "memory": {}, "value": {}}
         for b in self._external_brain_names:
             params = self._brains[b]
             n = self._n_agents[b]
@@ -474,7 +475,8 @@ class UnityEnvironment:
             message["value"][b] = [0.0] * n if v is None else self._checked(v, n, "value", b, f"{n} agents x 1")
         self._conn.send(b"STEP")
         self._conn.read_token(b"STEPPING")
-        self._conn.send_framed(json.dumps(message, separators=(",", ":")).encode("utf-8"))
+        # orjson: the same compact JSON as json.dumps, several times faster (bench/protocol.py).
+        self._conn.send_framed(orjson.dumps(message, option=orjson.OPT_SERIALIZE_NUMPY))
         return self._get_state()
 
     def _by_brain(self, x: ActionInput, kind: str) -> Dict[str, Any]:
@@ -499,7 +501,7 @@ class UnityEnvironment:
             f"keyed by brain name ({self._external_brain_names}).")
 
     @staticmethod
-    def _checked(x: Any, expected: int, kind: str, brain: str, layout: str) -> List[float]:
+    def _checked(x: Any, expected: int, kind: str, brain: str, layout: str) -> np.ndarray:
         try:
             flat = np.asarray(x, dtype=np.float64).ravel()
         except (TypeError, ValueError):
@@ -511,17 +513,17 @@ class UnityEnvironment:
                 f"brain {brain!r} expects {expected} floats ({layout}) but got {flat.size}.")
         if not np.all(np.isfinite(flat)):
             raise UnityActionException(f"The {kind} for brain {brain!r} contains NaN or infinity: {flat[:8]}...")
-        return flat.tolist()
+        return flat
 
     def _get_state(self) -> Dict[str, BrainInfo]:
         infos: Dict[str, BrainInfo] = {}
         for _ in self._brain_names:
             raw = self._conn.read_framed("a brain's state message")
             try:
-                msg = json.loads(raw)
+                msg = orjson.loads(raw)
                 b = msg["brain_name"]
                 params = self._brains[b]
-            except (ValueError, KeyError, TypeError) as e:
+            except (ValueError, KeyError, TypeError) as e:  # orjson.JSONDecodeError is a ValueError
                 raise UnityCommunicationException(
                     f"Protocol error: expected a state message of one of the brains {self._brain_names} "
                     f"but could not read it ({type(e).__name__}: {e}); received {raw[:120]!r}.",
