@@ -96,3 +96,11 @@ def test_environment_checks_run_for_external_brains(tmp_path):
         "actionDescriptions": ["", ""], "actionSpaceType": 1, "stateSpaceType": 1})}
     with pytest.raises(TrainerConfigError, match="Ball3DBrain.*memorySize"):
         config.settings_for_environment(brains, ["Ball3DBrain"])
+
+
+def test_configuration_reference_matches_the_code():
+    from trainers.config import hyperparameters_markdown
+
+    with open("docs/configuration.md") as f:
+        assert f.read().strip() == hyperparameters_markdown(REGISTRY).strip(), \
+            "docs/configuration.md is stale: regenerate it with `python -m trainers.config > docs/configuration.md`"

@@ -255,3 +255,35 @@ def coerce(path: str, brain: str, key: str, value: Any, param: Param) -> Any:
 def _did_you_mean(key: str, candidates) -> str:
     close = difflib.get_close_matches(str(key), list(candidates), n=1)
     return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def hyperparameters_markdown(registry: TrainerRegistry, names: Tuple[str, ...] = ("ppo", "ghost", "imitation")) -> str:
+    """Reference tables of the built-in trainers' keys (``docs/configuration.md`` is this text)."""
+    lines = [
+        "# Trainer configuration reference",
+        "",
+        "Generated from the trainers' declarations by `python -m trainers.config`; a test keeps it in",
+        "step with the code. `trainer_configurations.yaml` has a `default:` block and one block per",
+        "brain; a brain's block overrides the default key by key, and a block may be a string naming",
+        "another block (an alias). Steps count agent steps. Numbers such as `1.0e6` are accepted.",
+        "",
+    ]
+    for name in names:
+        cls = registry.get(name)
+        lines += [f"## `{name}` ({cls.__module__}.{cls.__name__})", ""]
+        doc = (cls.__doc__ or "").strip().splitlines()
+        if doc:
+            lines += [doc[0], ""]
+        lines += ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
+        for key, p in sorted(cls.hyperparameters.items()):
+            default = "required" if p.required else ("-" if p.default is None else f"`{p.default}`")
+            allowed = p.check[1] if p.check else ""
+            lines.append(f"| `{key}` | {p.kind.__name__} | {default} | {allowed} | {p.doc} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    from .registry import load_registry
+
+    print(hyperparameters_markdown(load_registry()))
