@@ -259,6 +259,9 @@ class TrainerController:
         self.export()
 
     def _run(self) -> None:
+        if not self.train:
+            logger.warning("Running without --train: the brains only act%s, until Ctrl-C.",
+                           "" if self.load else " with untrained weights (add --load to use the last checkpoint)")
         info = self._reset()
         lesson = self.env.curriculum.lesson_number
         started = time.time()

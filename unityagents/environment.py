@@ -243,7 +243,8 @@ class UnityEnvironment:
         if binary is not None:
             logger.info("Launching the Unity build %s on port %d", binary, self.port)
             self._log_path = os.path.join(os.getcwd(), "unity-environment.log")
-            self._proc = subprocess.Popen([binary, "--port", str(self.port)])
+            # Own session: Ctrl-C reaches the trainer, which saves, then closes the environment.
+            self._proc = subprocess.Popen([binary, "--port", str(self.port)], start_new_session=True)
             return
         scenes = builtin_scenes()
         scene = os.path.basename(file_name.strip())
@@ -264,7 +265,8 @@ class UnityEnvironment:
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "") if env.get("PYTHONPATH") else root
         logger.info("Launching the built-in scene %s on port %d (log: %s)", scene, self.port, self._log_path)
         with open(self._log_path, "wb") as log:
-            self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+            self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                          start_new_session=True)
 
     def _connect(self, file_name: str, start_timeout: float) -> None:
         deadline = time.monotonic() + start_timeout
