@@ -1,0 +1,144 @@
+"""A2C: synchronous advantage actor-critic, as a plugin trainer on ``OnPolicyTrainer``.
+
+The base collects one trajectory per agent and cuts it every ``time_horizon`` steps (or at a
+done); this trainer computes n-step returns (``lambd: 1``, n = ``time_horizon``) or GAE
+(``lambd`` < 1) and takes **one** gradient step on every ``buffer_size`` collected steps, then
+throws them away. With 12 agents, ``time_horizon: 8`` and ``buffer_size: 96`` that is the classic
+A2C batch: every agent's last 8 steps.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping
+
+import numpy as np
+
+from trainers.bases import ON_POLICY_HYPERPARAMETERS, OnPolicyTrainer, PolicyOutput, add_gae_fields
+from trainers.buffer import AgentBuffer
+from trainers.tf_utils import tf
+from trainers.trainer import Param, non_negative, positive, unit_interval
+from unityagents.brain import BrainInfo, BrainParameters
+
+from .a2c_model import A2CModel
+
+A2C_HYPERPARAMETERS: Dict[str, Param] = {
+    **ON_POLICY_HYPERPARAMETERS,
+    # Declared again with A2C's defaults: short trajectories, one small batch per update.
+    "buffer_size": Param(int, 96, check=(positive, "> 0"), doc="agent steps collected for each gradient step"),
+    "time_horizon": Param(int, 8, check=(positive, "> 0"), doc="n of the n-step returns: steps after which a trajectory is cut and bootstrapped"),
+    "gamma": Param(float, 0.99, check=(unit_interval, "in [0, 1]"), doc="discount factor"),
+    "lambd": Param(float, 1.0, check=(unit_interval, "in [0, 1]"), doc="GAE lambda; 1 gives the plain n-step returns of A2C"),
+    "learning_rate": Param(float, 7.0e-4, check=(positive, "> 0"), doc="optimiser learning rate"),
+    "optimizer": Param(str, "rmsprop", check=(lambda x: x in ("rmsprop", "adam"), "'rmsprop' or 'adam'"), doc="'rmsprop' (decay 0.99, as in the A3C paper) or 'adam'"),
+    "beta": Param(float, 0.0, check=(non_negative, ">= 0"), doc="entropy bonus coefficient"),
+    "vf_coef": Param(float, 0.5, check=(non_negative, ">= 0"), doc="weight of the value loss"),
+    "max_grad_norm": Param(float, 0.5, check=(positive, "> 0"), doc="global norm the gradients are clipped to"),
+    "hidden_units": Param(int, 64, check=(positive, "> 0"), doc="units per hidden layer of the policy and value MLPs"),
+    "num_layers": Param(int, 2, check=(non_negative, ">= 0"), doc="hidden layers of the policy and value MLPs"),
+    "normalize": Param(bool, True, doc="normalise continuous states by running mean and variance"),
+    "normalize_advantages": Param(bool, False, doc="standardise the advantages of each batch"),
+}
+
+
+class A2CTrainer(OnPolicyTrainer):
+    """A2C for one brain: continuous (Gaussian) or discrete (categorical) actions, states and cameras."""
+
+    trainer_type = "a2c"
+    hyperparameters = A2C_HYPERPARAMETERS
+
+    def __init__(
+        self,
+        sess,
+        brains: Mapping[str, BrainParameters],
+        brain_name: str,
+        trainer_parameters: Dict[str, Any],
+        training: bool,
+        seed: int = 0,
+    ):
+        super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
+        with self.build_scope():
+            self.model = A2CModel(
+                self.brain,
+                h_size=int(self.hp["hidden_units"]),
+                num_layers=int(self.hp["num_layers"]),
+                normalize=bool(self.hp["normalize"]),
+                learning_rate=float(self.hp["learning_rate"]),
+                optimizer=str(self.hp["optimizer"]),
+                beta=float(self.hp["beta"]),
+                vf_coef=float(self.hp["vf_coef"]),
+                max_grad_norm=float(self.hp["max_grad_norm"]),
+                normalize_advantages=bool(self.hp["normalize_advantages"]),
+            )
+        inputs = self.model.inputs
+        self.update_fields = (
+            (["states"] if inputs.state is not None else [])
+            + [f"observations{k}" for k in range(len(inputs.observations))]
+            + ["actions", "value_estimates", "advantages", "discounted_returns"]
+        )
+
+    def _feed(self, info: BrainInfo, rows: np.ndarray) -> Dict[tf.Tensor, Any]:
+        inputs = self.model.inputs
+        feed: Dict[tf.Tensor, Any] = {self.model.batch_size: len(rows)}
+        if inputs.state is not None:
+            feed[inputs.state] = np.asarray(info.states)[rows]
+        for placeholder, observation in zip(inputs.observations, info.observations):
+            feed[placeholder] = np.asarray(observation)[rows]
+        return feed
+
+    def act(self, info: BrainInfo) -> PolicyOutput:
+        """Sample from the policy while training (the mean for continuous actions otherwise)."""
+        n = len(info.agents)
+        m, inputs = self.model, self.model.inputs
+        feed = self._feed(info, np.arange(n))
+        if self.is_continuous and self.is_training:
+            feed[m.epsilon] = self.rng.standard_normal((n, self.brain.action_space_size)).astype(np.float32)
+        fetches: Dict[str, Any] = {"actions": m.output, "values": m.value, "entropy": m.entropy}
+        if inputs.vector_in is not None:
+            fetches["states"] = inputs.vector_in
+        if inputs.update_normalization is not None and self.is_training:
+            fetches["update_normalization"] = inputs.update_normalization
+        out = self.sess.run(fetches, feed)
+        values = out["values"][:, 0]
+        self.add_stat("value_estimate", float(np.mean(values)))
+        self.add_stat("entropy", float(np.mean(out["entropy"])))
+        actions = out["actions"]
+        fields = {"actions": actions if self.is_continuous else actions[:, 0], "value_estimates": values}
+        if inputs.state is not None:
+            fields["states"] = out["states"]  # what the networks saw (normalised), replayed by the update
+        for k, observation in enumerate(info.observations):
+            fields[f"observations{k}"] = observation
+        return PolicyOutput(actions, fields, values=values)
+
+    def bootstrap_values(self, info: BrainInfo, rows: np.ndarray) -> np.ndarray:
+        """V of the current state of the agents whose trajectory was cut at ``time_horizon``."""
+        return self.sess.run(self.model.value, self._feed(info, rows))[:, 0]
+
+    def process_trajectory(self, trajectory: AgentBuffer, value_next: float) -> None:
+        """n-step returns (``lambd`` 1) or GAE, and the advantages ``returns - V``."""
+        add_gae_fields(trajectory, value_next, gamma=float(self.hp["gamma"]), lambd=float(self.hp["lambd"]))
+
+    def update_feed(self, batch: Mapping[str, np.ndarray]) -> Dict[tf.Tensor, Any]:
+        """The feed of one update; states are fed to ``vector_in``, exactly what the policy saw."""
+        m, inputs = self.model, self.model.inputs
+        feed: Dict[tf.Tensor, Any] = {
+            m.batch_size: len(batch["actions"]),
+            m.taken_actions: batch["actions"],
+            m.advantages: batch["advantages"],
+            m.returns: batch["discounted_returns"],
+        }
+        if inputs.state is not None:
+            feed[inputs.vector_in] = batch["states"]
+        for k, placeholder in enumerate(inputs.observations):
+            feed[placeholder] = batch[f"observations{k}"]
+        return feed
+
+    def update(self, batch: Dict[str, np.ndarray]) -> None:
+        """One gradient step on the whole batch (A2C uses each sample once)."""
+        m = self.model
+        policy_loss, value_loss, entropy, _ = self.sess.run(
+            [m.policy_loss, m.value_loss, m.mean_entropy, m.update_batch], self.update_feed(batch))
+        self.add_stat("policy_loss", policy_loss)
+        self.add_stat("value_loss", value_loss)
+        self.add_stat("policy_entropy", entropy)
+
+    def export_nodes(self) -> List[str]:
+        return ["action", "value_estimate", "action_probs"]

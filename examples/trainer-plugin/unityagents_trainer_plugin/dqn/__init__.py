@@ -1,0 +1,4 @@
+"""Deep Q-learning (DQN, optionally double DQN) on ``trainers.bases.OffPolicyTrainer``."""
+from .dqn_trainer import DQN_HYPERPARAMETERS, DQNTrainer
+
+__all__ = ["DQNTrainer", "DQN_HYPERPARAMETERS"]

@@ -1,0 +1,120 @@
+"""DQN as a plugin trainer on ``OffPolicyTrainer``: replay, target network, epsilon-greedy.
+
+The base stores every transition in the replay buffer, decides when to learn (warm-up,
+``train_every``, ``gradient_steps``) and runs the target-network updates; this trainer builds
+the Q-networks, explores epsilon-greedily with a linear schedule, and takes one Huber-loss
+gradient step per ``update`` call. Discrete actions only: Q-learning needs ``argmax_a Q``.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping
+
+import numpy as np
+
+from trainers.bases import OFF_POLICY_HYPERPARAMETERS, OffPolicyTrainer, PolicyOutput, linear_schedule
+from trainers.tf_utils import tf
+from trainers.trainer import Param, TrainerConfigError, UnityTrainerException, non_negative, positive, unit_interval
+from unityagents.brain import BrainInfo, BrainParameters
+
+from .dqn_model import DQNModel
+
+DQN_HYPERPARAMETERS: Dict[str, Param] = {
+    **OFF_POLICY_HYPERPARAMETERS,
+    "gamma": Param(float, 0.99, check=(unit_interval, "in [0, 1]"), doc="discount factor"),
+    "learning_rate": Param(float, 1.0e-3, check=(positive, "> 0"), doc="Adam learning rate"),
+    "hidden_units": Param(int, 64, check=(positive, "> 0"), doc="units per hidden layer of the Q-network"),
+    "num_layers": Param(int, 2, check=(non_negative, ">= 0"), doc="hidden layers of the Q-network"),
+    "exploration_initial_eps": Param(float, 1.0, check=(unit_interval, "in [0, 1]"), doc="probability of a random action at step 0"),
+    "exploration_final_eps": Param(float, 0.05, check=(unit_interval, "in [0, 1]"), doc="probability of a random action after the schedule"),
+    "exploration_fraction": Param(float, 0.1, check=(lambda x: 0.0 < x <= 1.0, "in (0, 1]"), doc="fraction of max_steps over which epsilon decays linearly"),
+    "double_dqn": Param(bool, True, doc="pick the next action with the online network, evaluate it with the target (double DQN)"),
+    "max_grad_norm": Param(float, 10.0, check=(positive, "> 0"), doc="global norm the gradients are clipped to"),
+}
+
+
+class DQNTrainer(OffPolicyTrainer):
+    """DQN for one brain with discrete actions (discrete or continuous states, cameras)."""
+
+    trainer_type = "dqn"
+    hyperparameters = DQN_HYPERPARAMETERS
+
+    @classmethod
+    def check_environment(cls, brain_name: str, params: Dict[str, Any],
+                          brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
+        """Refuse a continuous-action brain before the run starts."""
+        brain = brains[brain_name]
+        if brain.action_space_type != "discrete":
+            raise TrainerConfigError(
+                f"brain '{brain_name}', key 'trainer': the dqn trainer needs discrete actions, but the brain's "
+                f"action space is {brain.action_space_type} ({brain.action_space_size} values). "
+                "Use an actor-critic trainer (trainer: ppo or trainer: a2c) for continuous actions.")
+
+    def __init__(
+        self,
+        sess,
+        brains: Mapping[str, BrainParameters],
+        brain_name: str,
+        trainer_parameters: Dict[str, Any],
+        training: bool,
+        seed: int = 0,
+    ):
+        super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
+        if self.is_continuous:
+            raise UnityTrainerException(
+                f"DQNTrainer needs a brain with discrete actions, but '{brain_name}' has continuous actions "
+                f"({self.brain.action_space_size} values). Use PPOTrainer or A2CTrainer instead.")
+        with self.build_scope():
+            self.model = DQNModel(
+                self.brain,
+                h_size=int(self.hp["hidden_units"]),
+                num_layers=int(self.hp["num_layers"]),
+                learning_rate=float(self.hp["learning_rate"]),
+                gamma=float(self.hp["gamma"]),
+                double_dqn=bool(self.hp["double_dqn"]),
+                max_grad_norm=float(self.hp["max_grad_norm"]),
+            )
+            self.create_target_updates(self.model.online_variables, self.model.target_variables)
+
+    def exploration_epsilon(self) -> float:
+        """The probability of a random action at the current agent step (linear schedule)."""
+        return linear_schedule(float(self.hp["exploration_initial_eps"]), float(self.hp["exploration_final_eps"]),
+                               self.step, float(self.hp["exploration_fraction"]) * self.get_max_steps)
+
+    def _feed(self, inputs: Mapping[str, np.ndarray], prefix: str = "") -> Dict[tf.Tensor, Any]:
+        """Feed ``states`` / ``observations<k>`` (or their ``next_`` versions) to the matching placeholders."""
+        m = self.model
+        state = m.next_state if prefix else m.state
+        observations = m.next_observations if prefix else m.observations
+        feed: Dict[tf.Tensor, Any] = {}
+        if state is not None:
+            feed[state] = inputs[f"{prefix}states"]
+        for k, placeholder in enumerate(observations):
+            feed[placeholder] = inputs[f"{prefix}observations{k}"]
+        return feed
+
+    def act(self, info: BrainInfo) -> PolicyOutput:
+        """Greedy actions from the Q-network; while training, each is replaced by a random one
+        with probability ``exploration_epsilon()``."""
+        n = len(info.agents)
+        feed = self._feed(self.observation_fields(info))
+        feed[self.model.batch_size] = n
+        greedy, values = self.sess.run([self.model.output, self.model.value], feed)
+        actions = greedy.copy()
+        if self.is_training:
+            epsilon = self.exploration_epsilon()
+            explore = self.rng.random(n) < epsilon
+            actions[explore, 0] = self.rng.integers(0, self.brain.action_space_size, int(explore.sum()))
+            self.add_stat("epsilon", epsilon)
+        self.add_stat("q_value", float(np.mean(values)))
+        return PolicyOutput(actions, {"actions": actions[:, 0]}, values=values[:, 0])
+
+    def update(self, batch: Dict[str, np.ndarray]) -> None:
+        """One Huber-loss gradient step on a sampled minibatch."""
+        m = self.model
+        feed = {**self._feed(batch), **self._feed(batch, "next_"),
+                m.taken_actions: batch["actions"], m.rewards: batch["rewards"], m.dones: batch["dones"]}
+        loss, _ = self.sess.run([m.loss, m.update_batch], feed)
+        self.add_stat("q_loss", loss)
+
+    def export_nodes(self) -> List[str]:
+        return ["action", "value_estimate"]
