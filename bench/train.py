@@ -63,12 +63,13 @@ def run_seed(scene: str, brain: str, seed: int, target: float, extra: List[str])
     }
 
 
-def seeds_report(n: int, target: float) -> None:
-    print(f"3DBall, shipped trainer_configurations.yaml, target mean reward {target}")
+def seeds_report(n: int, target: float, config: Optional[str]) -> None:
+    print(f"3DBall, {config or 'shipped trainer_configurations.yaml'}, target mean reward {target}")
     print(f"{'seed':>4} {'steps to 90':>12} {'s to 90':>8} {'min after':>10} {'final':>7} {'wall s':>7}")
     reached = 0
     for seed in range(n):
-        r = run_seed("3DBall", "Ball3DBrain", seed, target, [])
+        r = run_seed("3DBall", "Ball3DBrain", seed, target,
+                     ["--trainer-config", os.path.abspath(config)] if config else [])
         reached += r["steps_to_target"] is not None and r["min_after"] >= target
         fmt = lambda x, f="{:.0f}": "-" if x is None else f.format(x)  # noqa: E731
         print(f"{seed:>4} {fmt(r['steps_to_target']):>12} {fmt(r['seconds_to_target']):>8} "
@@ -147,11 +148,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=0, help="learn.py runs, one per seed")
     parser.add_argument("--target", type=float, default=90.0)
+    parser.add_argument("--trainer-config", help="hyperparameters file (default: the shipped one)")
     parser.add_argument("--profile", action="store_true", help="time the phases of the loop")
     parser.add_argument("--profile-steps", type=int, default=5000, help="environment steps to profile")
     args = parser.parse_args()
     if args.seeds:
-        seeds_report(args.seeds, args.target)
+        seeds_report(args.seeds, args.target, args.trainer_config)
     if args.profile:
         profile(args.profile_steps)
     if not args.seeds and not args.profile:
