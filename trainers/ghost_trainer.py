@@ -180,8 +180,9 @@ class GhostTrainer(Trainer):
       a snapshot is a stochastic policy, and sampled play is how that past self really played.
     * Self-play rating: see :class:`EloRating` and :meth:`episode_scores`.
 
-    ``max_steps`` is not used: the ghost never keeps the run going (``should_still_train`` is
-    False; the controller loops only while a learner does).
+    Its own ``max_steps`` is not used: the ghost never keeps the run going (``should_still_train``
+    is False; the controller loops only while a learner does), and ``get_max_steps`` reports the
+    copied brain's, for the console's ETA.
     """
 
     trainer_type = "ghost"
@@ -310,6 +311,15 @@ class GhostTrainer(Trainer):
     @property
     def should_still_train(self) -> bool:
         return False
+
+    @property
+    def get_max_steps(self) -> float:
+        """The copied brain's ``max_steps``: the ghost plays exactly as long as its learner trains.
+
+        Its own ``max_steps`` (usually the ``default:`` block's) ends nothing, so the console's
+        ETA would otherwise count down to a step the run never reaches.
+        """
+        return float(self.original.get("max_steps", self.trainer_parameters["max_steps"]))
 
     def export_nodes(self) -> List[str]:
         return []

@@ -162,6 +162,11 @@ class TrainerController:
                 t.set_state(state["trainers"][name])
         if "curriculum" in state:
             self.env.curriculum.set_state(state["curriculum"])
+            if self.env.curriculum.data is not None:
+                logger.info("Curriculum resumed at lesson %d.", self.env.curriculum.lesson_number)
+        if self.lesson:
+            logger.warning("--lesson %d is ignored with --load: the run continues from its saved lesson.",
+                           self.lesson)
 
     # ---------------------------------------------------------------- checkpoints and export
     def save_model(self) -> str:
@@ -291,5 +296,7 @@ class TrainerController:
             self.global_step += 1
             if self.train and self.save_freq > 0 and self.global_step % self.save_freq == 0:
                 self.save_model()
+        for t in self.trainers.values():  # the window that ends at max_steps is due only now
+            t.write_summary(lesson)
         logger.info("Training finished after %d environment steps in %.0f s.", self.global_step,
                     time.time() - started)
