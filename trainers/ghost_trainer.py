@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from trainers.ppo_models import PPOModel, create_agent_model
-from trainers.ppo_trainer import PPO_HYPERPARAMETERS
+from trainers.ppo_trainer import PPOTrainer
 from trainers.tf_utils import tf
 from trainers.trainer import (
     COMMON_HYPERPARAMETERS,
@@ -234,7 +234,7 @@ class GhostTrainer(Trainer):
                 f"'{self.copied_name}' ({copied_scope!r}); got {scope!r}. The controller gives every brain one "
                 "when several External brains are trained.")
         with sess.graph.as_default(), tf.variable_scope(scope):
-            self.model: PPOModel = create_agent_model(self.copied_brain, **self.copied_model_arguments(original))
+            self.model: PPOModel = create_agent_model(self.copied_brain, **PPOTrainer.model_arguments(original))
             acting_outputs = [self.model.output] + ([self.model.memory_out] if self.use_recurrent else [])
             acting = variables_read_by(acting_outputs)
             names = [_relative_name(v.op.name, scope) for v in acting]
@@ -271,19 +271,6 @@ class GhostTrainer(Trainer):
             raise TrainerConfigError(
                 f"{where}: the ghost plays with {copied!r}'s network, so both brains need the same state and action "
                 f"spaces and cameras, but they differ ('{brain_name}' vs {copied!r}): {difference}.")
-
-    @staticmethod
-    def copied_model_arguments(original: Mapping[str, Any]) -> Dict[str, Any]:
-        """``create_agent_model`` keyword arguments, exactly as ``PPOTrainer`` derives them."""
-        def hp(key: str) -> Any:
-            return original.get(key, PPO_HYPERPARAMETERS[key].default)
-
-        return dict(
-            lr=float(hp("learning_rate")), h_size=int(hp("hidden_units")), epsilon=float(hp("epsilon")),
-            beta=float(hp("beta")), normalize=bool(hp("normalize")), use_recurrent=bool(hp("use_recurrent")),
-            num_layers=int(hp("num_layers")), vf_coef=float(hp("vf_coef")),
-            max_grad_norm=float(hp("max_grad_norm")), clip_value=bool(hp("clip_value")),
-        )
 
     def _learner_variables(self, acting: Sequence[tf.Variable], names: Sequence[str],
                            copied_scope: str) -> List[tf.Variable]:

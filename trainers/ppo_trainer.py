@@ -88,19 +88,7 @@ class PPOTrainer(OnPolicyTrainer):
         self.use_recurrent = bool(self.hp["use_recurrent"])
         self.sequence_length = int(self.hp["sequence_length"]) if self.use_recurrent else 1
         with self.build_scope():
-            self.model = create_agent_model(
-                self.brain,
-                lr=float(self.hp["learning_rate"]),
-                h_size=int(self.hp["hidden_units"]),
-                epsilon=float(self.hp["epsilon"]),
-                beta=float(self.hp["beta"]),
-                normalize=bool(self.hp["normalize"]),
-                use_recurrent=self.use_recurrent,
-                num_layers=int(self.hp["num_layers"]),
-                vf_coef=float(self.hp["vf_coef"]),
-                max_grad_norm=float(self.hp["max_grad_norm"]),
-                clip_value=bool(self.hp["clip_value"]),
-            )
+            self.model = create_agent_model(self.brain, **self.model_arguments(self.hp))
         self.memory_size = self.model.m_size
         # The fields each transition carries to the update buffer ('rewards' stays behind).
         self.update_fields = (
@@ -108,6 +96,23 @@ class PPOTrainer(OnPolicyTrainer):
             + [f"observations{k}" for k in range(len(self.model.observation_in))]
             + (["memory"] if self.use_recurrent else [])
             + ["actions", "log_probs", "value_estimates", "advantages", "discounted_returns", "masks"]
+        )
+
+    @staticmethod
+    def model_arguments(params: Mapping[str, Any]) -> Dict[str, Any]:
+        """``create_agent_model`` keyword arguments for these hyperparameters (missing keys: defaults).
+
+        The ghost trainer builds its acting copy of a PPO brain with exactly these, so the two
+        networks always have the same variables.
+        """
+        def hp(key: str) -> Any:
+            return params.get(key, PPO_HYPERPARAMETERS[key].default)
+
+        return dict(
+            lr=float(hp("learning_rate")), h_size=int(hp("hidden_units")), epsilon=float(hp("epsilon")),
+            beta=float(hp("beta")), normalize=bool(hp("normalize")), use_recurrent=bool(hp("use_recurrent")),
+            num_layers=int(hp("num_layers")), vf_coef=float(hp("vf_coef")),
+            max_grad_norm=float(hp("max_grad_norm")), clip_value=bool(hp("clip_value")),
         )
 
     # ------------------------------------------------------------------ configuration checks
