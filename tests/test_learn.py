@@ -88,7 +88,7 @@ def test_train_save_export_and_load_continues(tmp_path):
     model = tmp_path / "models" / "ppo"
     assert (model / "Basic.bytes").is_file()
     assert "\taction" in out and "\tvalue_estimate" in out  # the exported nodes are listed
-    assert steps(out, "BasicBrain") == [1000, 2000]
+    assert steps(out, "BasicBrain") == [1000, 2000, 3000]
     kept = sorted(p.name for p in model.glob("model-*.cptk.index"))
     assert kept == ["model-1000.cptk.index", "model-2000.cptk.index", "model-3000.cptk.index"]
     state = json.loads((model / "model-3000.cptk.state.json").read_text())
@@ -99,7 +99,7 @@ def test_train_save_export_and_load_continues(tmp_path):
     config = write_config(tmp_path, BASIC_SHORT.replace("max_steps: 3000", "max_steps: 6000"))
     code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config, "--load", "--save-freq", "1000")
     assert code == 0, out
-    assert steps(out, "BasicBrain") == [4000, 5000]
+    assert steps(out, "BasicBrain") == [4000, 5000, 6000]
     assert (model / "model-6000.cptk.index").is_file()
 
 

@@ -14,8 +14,9 @@ outputs                   ``action``, ``value_estimate``, ``action_probs``, ``re
 Architecture: camera frames go through one small CNN each (shared by policy and value, as in the
 Nature-CNN trunk), concatenated with the vector state (one-hot if discrete, running-normalised if
 ``normalize``); with ``use_recurrent`` that concatenation feeds one LSTM whose state is the brain's
-memory. Policy and value then have separate ``num_layers`` x ``h_size`` tanh MLPs (separate
-networks learn faster on simple control tasks, ``reference/peers.md`` §4a.13).
+memory, and the LSTM output is appended to it (so the small memory adds history rather than
+replacing the present input). Policy and value then have separate ``num_layers`` x ``h_size`` tanh
+MLPs (separate networks learn faster on simple control tasks, ``reference/peers.md`` §4a.13).
 
 The update differs from the original on purpose (``reference/api2-facts.md`` §6, §11.15): the
 ratio is evaluated at the *stored* action against the stored log-probability of the whole action
@@ -103,8 +104,12 @@ class PPOModel:
         self.masks = tf.placeholder_with_default(tf.ones(tf.shape(encoded)[:1]), [None], name="masks")
         if use_recurrent:
             self.memory_in = tf.placeholder(tf.float32, [None, self.m_size], name="recurrent_in")
-            encoded, memory_out = lstm(encoded, self.memory_in, self.sequence_length, "lstm", masks=self.masks)
+            remembered, memory_out = lstm(encoded, self.memory_in, self.sequence_length, "lstm", masks=self.masks)
             self.memory_out = tf.identity(memory_out, name="recurrent_out")
+            # The MLPs see the current features next to the LSTM output: the memory (memorySize/2
+            # units, often 16) then only has to carry what the present input lacks (a cue seen
+            # earlier, a velocity), instead of being a bottleneck for everything the policy uses.
+            encoded = tf.concat([encoded, remembered], axis=1)
         else:
             self.memory_in = self.memory_out = None
 
