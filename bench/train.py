@@ -5,9 +5,10 @@ Two parts, both through the real socket against the built-in scene:
 * ``--seeds N`` runs ``learn.py 3DBall --train`` with the shipped configuration for seeds
   0..N-1 and reports, per seed, the agent-steps and wall time when the printed mean reward first
   reaches 90, the lowest mean printed after that (collapse check) and the final one;
-* ``--profile`` steps the same loop as ``TrainerController`` in-process for a while, timing
-  each phase (environment + wire, inference, buffer/GAE, update) and the scene's own stepping,
-  and prints agent-steps/s with and without updates.
+* ``--profile`` steps the same loop as ``TrainerController`` for a while on 3DBall, GridWorld
+  (an 84x84 camera: PNG encode and decode included) and Hallway (recurrent), timing each phase
+  (scene, PNG, wire, inference, buffer/GAE, update), and prints agent-steps/s with and without
+  updates.
 
     python bench/train.py --seeds 5 --profile
 """
@@ -77,25 +78,37 @@ def seeds_report(n: int, target: float, config: Optional[str]) -> None:
     print(f"seeds that reached {target} and stayed there: {reached}/{n}")
 
 
-def profile(env_steps: int) -> None:
-    """Time each phase of the controller's loop on 3DBall with the shipped PPO settings."""
+def profile(scene: str, brain: str, env_steps: int) -> None:
+    """Time each phase of the controller's loop on ``scene`` with the shipped settings of ``brain``."""
     from academy import load_scene
     from academy.academy import Academy
+    from academy.communicator import encode_png
     from trainers.config import load_trainer_config
     from trainers.registry import load_registry
     from trainers.tf_utils import tf
     from unityagents import UnityEnvironment
 
     config = load_trainer_config(os.path.join(ROOT, "trainer_configurations.yaml"), load_registry())
-    settings = config.settings_for("Ball3DBrain")
-    env = UnityEnvironment("3DBall", base_port=free_port(), seed=0)
+    settings = config.settings_for(brain)
+    env = UnityEnvironment(scene, base_port=free_port(), seed=0)
     timers: Dict[str, float] = defaultdict(float)
+    decode = env._decode_png  # wrapped to time the PNG decoding of camera frames
+
+    def timed_decode(*args):
+        t = time.perf_counter()
+        try:
+            return decode(*args)
+        finally:
+            timers["png decode (client)"] += time.perf_counter() - t
+
+    env._decode_png = timed_decode
+    n_agents = 0
     try:
         graph = tf.Graph()
         with graph.as_default():
             sess = tf.Session(graph=graph)
             params = dict(settings.parameters, graph_scope="", summary_path="")
-            trainer = settings.trainer_class(sess, env.brains, "Ball3DBrain", params, True)
+            trainer = settings.trainer_class(sess, env.brains, brain, params, True)
             sess.run(tf.global_variables_initializer())
             graph.finalize()
             info = env.reset()
@@ -115,33 +128,56 @@ def profile(env_steps: int) -> None:
                     trainer.update_model()
                     updates += 1
                 t4 = time.perf_counter()
-                trainer.increment_step(len(info["Ball3DBrain"].agents))
+                n_agents += len(info[brain].agents)
+                trainer.increment_step(len(info[brain].agents))
                 info = new_info
                 for key, dt in (("inference", t1 - t0), ("environment + wire", t2 - t1),
                                 ("buffer + GAE", t3 - t2), ("update", t4 - t3)):
                     timers[key] += dt
     finally:
         env.close()
-    academy = Academy(load_scene("3DBall")(seed=0), train_mode=True)
+    # The environment process's own work per step, measured in-process: stepping the scene, and
+    # for camera brains rendering and PNG-encoding every frame.
+    academy = Academy(load_scene(scene)(seed=0), train_mode=True)
     academy.reset()
+    runtime = next(b for b in academy.brains if b.name == brain)
     rng = np.random.default_rng(0)
-    t0 = time.perf_counter()
-    for _ in range(2000):
-        academy.set_external_actions({"action": {"Ball3DBrain": rng.uniform(-1, 1, (12, 2))}})
+    steps = min(env_steps, 2000)
+    scene_time = encode_time = 0.0
+    for _ in range(steps):
+        width = runtime.spec.action_width
+        if runtime.spec.action_space == "discrete":
+            act = rng.integers(0, runtime.spec.action_size, (runtime.spec.n_agents, 1))
+        else:
+            act = rng.uniform(-1, 1, (runtime.spec.n_agents, width))
+        t0 = time.perf_counter()
+        academy.set_external_actions({"action": {brain: act}})
         academy.decide()
         academy.advance()
-        academy.finish_step(lambda brain: academy.scene.states(brain.name))
-    scene_per_step = (time.perf_counter() - t0) / 2000
+        frames = []
+        academy.finish_step(lambda b: frames.extend(academy.scene.render(b.name, i)
+                                                  for i in range(len(b.spec.cameras))))
+        t1 = time.perf_counter()
+        for images in frames:
+            for image in images:
+                encode_png(image)
+        encode_time += time.perf_counter() - t1
+        scene_time += t1 - t0
+    timers["environment + wire"] -= (scene_time + encode_time) / steps * env_steps + timers["png decode (client)"]
+    timers["scene step + render (env process)"] = scene_time / steps * env_steps
+    timers["png encode (env process)"] = encode_time / steps * env_steps
     total = sum(timers.values())
-    agent_steps = env_steps * 12
-    print(f"\n3DBall loop profile: {env_steps} environment steps ({agent_steps} agent steps), {updates} updates")
-    timers["environment + wire"] -= scene_per_step * env_steps
-    timers["environment (scene itself)"] = scene_per_step * env_steps
-    for key in ("environment (scene itself)", "environment + wire", "inference", "buffer + GAE", "update"):
-        label = "wire (socket, JSON, 2nd process)" if key == "environment + wire" else key
-        print(f"  {label:<34} {timers[key] / env_steps * 1e6:8.0f} us/step  {100 * timers[key] / total:5.1f} %")
-    print(f"  agent-steps/s with updates    : {agent_steps / total:8.0f}")
-    print(f"  agent-steps/s without updates : {agent_steps / (total - timers['update']):8.0f}")
+    print(f"\n{scene} ({brain}) loop profile: {env_steps} environment steps ({n_agents} agent steps), "
+          f"{updates} updates")
+    order = ("scene step + render (env process)", "png encode (env process)", "environment + wire",
+             "png decode (client)", "inference", "buffer + GAE", "update")
+    for key in order:
+        if key.startswith("png") and timers[key] == 0:
+            continue
+        label = "wire (socket, JSON, processes)" if key == "environment + wire" else key
+        print(f"  {label:<36} {timers[key] / env_steps * 1e6:8.0f} us/step  {100 * timers[key] / total:5.1f} %")
+    print(f"  agent-steps/s with updates    : {n_agents / total:8.0f}")
+    print(f"  agent-steps/s without updates : {n_agents / (total - timers['update']):8.0f}")
 
 
 def main() -> None:
@@ -149,14 +185,17 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=0, help="learn.py runs, one per seed")
     parser.add_argument("--target", type=float, default=90.0)
     parser.add_argument("--trainer-config", help="hyperparameters file (default: the shipped one)")
-    parser.add_argument("--profile", action="store_true", help="time the phases of the loop")
-    parser.add_argument("--profile-steps", type=int, default=5000, help="environment steps to profile")
+    parser.add_argument("--profile", nargs="*", metavar="SCENE:BRAIN",
+                        help="time the phases of the loop (default: 3DBall, GridWorld and Hallway)")
+    parser.add_argument("--profile-steps", type=int, default=3000, help="environment steps to profile")
     args = parser.parse_args()
     if args.seeds:
         seeds_report(args.seeds, args.target, args.trainer_config)
-    if args.profile:
-        profile(args.profile_steps)
-    if not args.seeds and not args.profile:
+    if args.profile is not None:
+        for target in args.profile or ["3DBall:Ball3DBrain", "GridWorld:GridWorldBrain", "Hallway:HallwayBrain"]:
+            scene, _, brain = target.partition(":")
+            profile(scene, brain, args.profile_steps)
+    if not args.seeds and args.profile is None:
         parser.print_help()
 
 
