@@ -348,3 +348,35 @@ def test_exceptions_share_a_root():
     for cls in (UnityActionException, UnityCommunicationException, UnityEnvironmentException,
                 UnityTimeOutException):
         assert issubclass(cls, UnityException)
+
+
+# The seed's test_unityagents.py initialises UnityEnvironment on this AcademyParameters message.
+SEED_ACADEMY = b'''{
+  "AcademyName": "RealFakeAcademy",
+  "resetParameters": {},
+  "brainNames": ["RealFakeBrain"],
+  "externalBrainNames": ["RealFakeBrain"],
+  "logPath":"RealFakePath",
+  "apiNumber":"API-2",
+  "brainParameters": [{
+      "stateSize": 3,
+      "actionSize": 2,
+      "memorySize": 0,
+      "cameraResolutions": [],
+      "actionDescriptions": ["",""],
+      "actionSpaceType": 1,
+      "stateSpaceType": 1
+      }]
+}'''
+
+
+def test_initialization_with_the_seeds_academy_parameters(fake):
+    env = fake.launch([{"send": SEED_ACADEMY.decode()}])
+    assert env.brain_names == ["RealFakeBrain"]
+    assert env.external_brain_names == ["RealFakeBrain"]
+    assert env.academy_name == "RealFakeAcademy"
+    brain = env.brains["RealFakeBrain"]
+    assert (brain.state_space_size, brain.action_space_size, brain.memory_space_size) == (3, 2, 0)
+    assert (brain.state_space_type, brain.action_space_type) == ("continuous", "continuous")
+    assert env.logfile_path == "RealFakePath"
+    env.close()
