@@ -140,7 +140,7 @@ class PolicyOutput:
 
 
 class RLTrainer(Trainer):
-    """What both bases share: hyperparameters as ``self.hp``, the build scope, acting, episode stats.
+    """What both bases share: the build scope, acting, episode stats.
 
     Subclasses implement ``act``. ``take_action`` calls it (the controller never calls it with an
     empty brain, but a direct caller may), and the bases' ``add_experiences`` hand its ``fields``
@@ -161,11 +161,6 @@ class RLTrainer(Trainer):
         seed: int = 0,
     ):
         super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
-        # The controller hands validated parameters; direct construction (tests, scripts) may omit
-        # keys, which then take their declared defaults, as the YAML would.
-        self.hp: Dict[str, Any] = {
-            key: trainer_parameters.get(key, param.default) for key, param in self.hyperparameters.items()
-        }
         self.is_continuous = self.brain.action_space_type == "continuous"
         self.cumulative_rewards: Dict[Any, float] = {}
         self.episode_steps: Dict[Any, int] = {}

@@ -200,9 +200,8 @@ class GhostTrainer(Trainer):
     ):
         super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
         self.copied_name: str = trainer_parameters["brain_to_copy"]
-        hp = {key: trainer_parameters.get(key, param.default) for key, param in self.hyperparameters.items()}
-        self.new_model_freq = int(hp["new_model_freq"])
-        self.max_num_models = int(hp["max_num_models"])
+        self.new_model_freq = int(self.hp["new_model_freq"])
+        self.max_num_models = int(self.hp["max_num_models"])
         self.is_continuous = self.brain.action_space_type == "continuous"
         original = trainer_parameters.get("original_brain_parameters")
         if not isinstance(original, dict):

@@ -185,7 +185,6 @@ class ImitationTrainer(Trainer):
         seed: int = 0,
     ):
         super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
-        self.hp = {key: trainer_parameters.get(key, param.default) for key, param in self.hyperparameters.items()}
         self.teacher_name: str = self.hp["brain_to_imitate"]
         self.is_continuous = self.brain.action_space_type == "continuous"
         scope = self.graph_scope

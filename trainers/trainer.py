@@ -119,6 +119,10 @@ class Trainer:
         self.brain_name = brain_name
         self.brain: BrainParameters = self.brains[brain_name]
         self.trainer_parameters = trainer_parameters
+        # The declared hyperparameters; keys a direct caller (test, script) left out take their
+        # declared defaults, as the YAML would give them.
+        self.hp: Dict[str, Any] = {key: trainer_parameters.get(key, param.default)
+                                   for key, param in self.hyperparameters.items()}
         self.is_training = training
         self.rng = np.random.default_rng(seed)
         self.stats: Dict[str, List[float]] = {}
