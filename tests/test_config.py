@@ -1,4 +1,5 @@
 """trainer_configurations.yaml: every shipped block loads, and each known mistake is a clear error."""
+import os
 import textwrap
 
 import pytest
@@ -8,6 +9,7 @@ from trainers.registry import load_registry
 from unityagents.brain import BrainParameters
 
 REGISTRY = load_registry()
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def load(tmp_path, text):
@@ -17,7 +19,7 @@ def load(tmp_path, text):
 
 
 def test_shipped_file_loads_and_every_block_resolves():
-    config = load_trainer_config("trainer_configurations.yaml", REGISTRY)
+    config = load_trainer_config(os.path.join(ROOT, "trainer_configurations.yaml"), REGISTRY)
     assert config.blocks, "the shipped file has per-brain blocks"
     ball = config.settings_for("Ball3DBrain")
     assert ball.trainer_type == "ppo" and ball.parameters["normalize"] is True
@@ -101,6 +103,6 @@ def test_environment_checks_run_for_external_brains(tmp_path):
 def test_configuration_reference_matches_the_code():
     from trainers.config import hyperparameters_markdown
 
-    with open("docs/configuration.md") as f:
+    with open(os.path.join(ROOT, "docs", "configuration.md")) as f:
         assert f.read().strip() == hyperparameters_markdown(REGISTRY).strip(), \
             "docs/configuration.md is stale: regenerate it with `python -m trainers.config > docs/configuration.md`"

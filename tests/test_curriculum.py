@@ -1,5 +1,6 @@
 """Curriculum: the seed's test values, plus every file error."""
 import json
+import os
 
 import pytest
 
@@ -111,5 +112,5 @@ def test_missing_and_unreadable_files(write, tmp_path):
 
 
 def test_shipped_test_curriculum_is_the_seeds():
-    with open("curricula/test.json") as f:
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "curricula", "test.json")) as f:
         assert json.load(f) == SEED_CURRICULUM
