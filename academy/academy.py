@@ -23,6 +23,7 @@ is sent at once, because those stale steps are an artefact of its recursive ``Ru
 """
 from __future__ import annotations
 
+import abc
 import dataclasses
 import logging
 from typing import Callable, Protocol
@@ -100,10 +101,11 @@ class BrainSpec:
         }
 
 
-class Scene:
+class Scene(abc.ABC):
     """Base class of a built-in scene: vectorised physics for every agent of every brain.
 
-    Subclasses set the class attributes and implement the five methods below. All arrays are indexed
+    Subclasses set the class attributes and implement the abstract methods below (and ``render``
+    when a brain has cameras). All arrays are indexed
     by the agent's row within its brain. ``self.params`` holds the current reset parameters (floats);
     the Academy updates it before ``academy_reset``. Use ``self.rng`` for every random draw so that a
     scene is deterministic for a given seed.
@@ -122,29 +124,30 @@ class Scene:
     def academy_reset(self) -> None:
         """``AcademyReset()``: called on every Academy reset, before the agents are reset."""
 
+    @abc.abstractmethod
     def reset_agents(self, brain: str, index: np.ndarray) -> None:
         """``AgentReset()`` for the agents of ``brain`` at rows ``index`` (an int array)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def step(self, actions: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Advance one frame with ``actions[brain]`` of shape ``[n_agents, action_width]``.
 
         Returns, per brain, this frame's reward (float ``[n]``, added to the agent's reward) and the
         scene's done flags (bool ``[n]``). Rows of agents that are already done are ignored.
         """
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def states(self, brain: str) -> np.ndarray:
         """The state vectors, float ``[n_agents, state_width]`` (the index as a float if discrete)."""
-        raise NotImplementedError
 
     def render(self, brain: str, camera: int) -> np.ndarray:
         """Camera ``camera`` of every agent, uint8 RGB ``[n_agents, height, width, 3]``, top row first."""
-        raise NotImplementedError(f"scene {type(self).__name__} declares no camera")
+        raise TypeError(f"scene {type(self).__name__} declares no camera, so it cannot render one; "
+                        "a scene with cameras must implement render()")
 
+    @abc.abstractmethod
     def heuristic(self, brain: str) -> np.ndarray:
         """The scripted decision for every agent, ``[n_agents, action_width]``; may read hidden state."""
-        raise NotImplementedError
 
 
 class Policy(Protocol):
