@@ -380,3 +380,14 @@ def test_initialization_with_the_seeds_academy_parameters(fake):
     assert (brain.state_space_type, brain.action_space_type) == ("continuous", "continuous")
     assert env.logfile_path == "RealFakePath"
     env.close()
+
+
+def test_black_and_white_camera_frames_have_one_channel(fake):
+    params = json.loads(json.dumps(ACADEMY))
+    params["brainParameters"][0]["cameraResolutions"][0]["blackAndWhite"] = True
+    config, ops = full_session_ops()
+    env = fake.launch([{"send": json.dumps(params)}] + ops[1:4] + unity_sends_states(0, b"False"))
+    frames = env.reset(config={"gravity": 3.0})["Ext"].observations[0]
+    assert frames.shape == (2, 3, 4, 1)
+    np.testing.assert_allclose(frames[0, :, :, 0], FRAME_A.mean(axis=2) / 255.0, atol=1e-6)
+    env.close()

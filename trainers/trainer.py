@@ -317,7 +317,8 @@ class Trainer:
 
     def __str__(self) -> str:
         params = "\n".join(f"\t{k}:\t{v}" for k, v in sorted(self.trainer_parameters.items()))
-        return f"{type(self).__name__} for brain {self.brain_name} (scope '{self.graph_scope}'):\n{params}"
+        scope = "exports nothing" if self.graph_scope is None else f"scope '{self.graph_scope}'"
+        return f"{type(self).__name__} for brain {self.brain_name} ({scope}):\n{params}"
 
 
 def _hms(seconds: float) -> str:
