@@ -9,6 +9,7 @@ import sys
 import time
 
 import pytest
+import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LEARN = os.path.join(ROOT, "learn.py")
@@ -93,6 +94,8 @@ def test_train_save_export_and_load_continues(tmp_path):
     assert kept == ["model-1000.cptk.index", "model-2000.cptk.index", "model-3000.cptk.index"]
     state = json.loads((model / "model-3000.cptk.state.json").read_text())
     assert state["trainers"]["BasicBrain"]["step"] == 3000
+    resolved = yaml.safe_load((model / "configuration.yaml").read_text())
+    assert resolved["BasicBrain"]["time_horizon"] == 3 and resolved["BasicBrain"]["gamma"] == 0.99
     assert any((tmp_path / "summaries" / "ppo").iterdir())
 
     # Continue to 6000 steps: the step counter resumes at 3000, not 0.

@@ -23,6 +23,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 import numpy as np
+import yaml
 
 from unityagents.brain import BrainInfo
 from unityagents.exception import UnityException
@@ -48,13 +49,18 @@ def latest_checkpoint(model_path: str) -> Optional[str]:
     return tf.train.latest_checkpoint(model_path) if os.path.isdir(model_path) else None
 
 
-def write_json_atomically(path: str, data: Dict[str, Any]) -> None:
+def write_text_atomically(path: str, text: str) -> None:
+    """Write, then rename: a crash leaves the old file or the new one, never half of one."""
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".state-", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".write-", suffix=".tmp")
     with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=2)
+        f.write(text)
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
+
+
+def write_json_atomically(path: str, data: Dict[str, Any]) -> None:
+    write_text_atomically(path, json.dumps(data, indent=2))
 
 
 class TrainerController:
@@ -125,6 +131,10 @@ class TrainerController:
         self.graph.finalize()
         for t in self.trainers.values():
             logger.info("%s", t)
+        if self.train:  # what this run actually used, for reproducing it
+            resolved = {name: dict(t.trainer_parameters) for name, t in self.trainers.items()}
+            path = os.path.join(self.model_path, "configuration.yaml")
+            write_text_atomically(path, yaml.safe_dump(resolved, sort_keys=True))
 
     def _make_trainer(self, s: BrainSettings, settings: Dict[str, BrainSettings], n_ext: int, index: int) -> Trainer:
         scope = graph_scope_for(s.brain_name, n_ext)
