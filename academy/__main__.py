@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--brain", action="append", default=[], metavar="NAME=TYPE",
                         help="override a brain's type: NAME=external, NAME=heuristic or "
                              "NAME=internal:PATH[#SCOPE]")
+    parser.add_argument("--frame-time-ms", type=float, default=0.0, metavar="F",
+                        help="emulate a heavy engine: sleep F ms per decision, in every mode (default 0)")
     parser.add_argument("--no-broadcast", action="append", default=[], metavar="NAME",
                         help="turn off broadcast for a non-External brain")
     return parser
@@ -81,10 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         scene_cls = load_scene(args.scene)
         configs = _brain_configs(scene_cls, args.brain, args.no_broadcast, args.seed)
+        academy = Academy(scene_cls(args.seed), configs, frame_time_ms=args.frame_time_ms)
     except (ValueError, OSError) as exc:
         print(f"python -m academy: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    academy = Academy(scene_cls(args.seed), configs)
 
     if args.port is None:
         for brain, mean in academy.run_episodes(args.episodes).items():

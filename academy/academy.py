@@ -26,6 +26,8 @@ from __future__ import annotations
 import abc
 import dataclasses
 import logging
+import math
+import time
 from typing import Callable, Protocol
 
 import numpy as np
@@ -217,7 +219,7 @@ class Academy:
     """Runs a scene the way Unity's ``Academy`` runs its brains and agents."""
 
     def __init__(self, scene: Scene, configs: dict[str, BrainConfig] | None = None,
-                 train_mode: bool = False) -> None:
+                 train_mode: bool = False, frame_time_ms: float = 0.0) -> None:
         configs = dict(configs or {})
         unknown = set(configs) - {b.name for b in scene.brains}
         if unknown:
@@ -227,6 +229,10 @@ class Academy:
         self.brains = [BrainRuntime(spec, i, configs.get(spec.name, BrainConfig(spec.brain_type)))
                        for i, spec in enumerate(scene.brains)]
         self.train_mode = train_mode
+        if not (frame_time_ms >= 0.0 and math.isfinite(frame_time_ms)):
+            raise ValueError(f"frame_time_ms must be a finite number >= 0, got {frame_time_ms!r}")
+        #: Emulated engine cost: seconds slept per decision, as a heavy Unity build waits on its frames.
+        self.frame_time = frame_time_ms / 1000.0
         self.record_episodes = False
         self.current_step = 0
         self.episode_count = 0
@@ -322,6 +328,8 @@ class Academy:
         """Run the frames of one decision with the stored actions (``AcademyStep`` + ``AgentStep``)."""
         scene = self.scene
         actions = {b.name: b.action for b in self.brains}
+        if self.frame_time:
+            time.sleep(self.frame_time)  # a sleep, not CPU work: an engine waiting on its frame
         for _ in range(scene.frame_to_skip + 1):
             self.current_step += 1
             if scene.max_steps > 0 and self.current_step >= scene.max_steps:

@@ -6,7 +6,7 @@ brain (its agents in the order Unity sent them).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -102,6 +102,35 @@ class BrainInfo:
 
     def __len__(self) -> int:
         return len(self.agents)
+
+    @classmethod
+    def merge(cls, parts: Sequence[Tuple[Hashable, "BrainInfo"]]) -> "BrainInfo":
+        """One ``BrainInfo`` over the agents of several environments, in the order given.
+
+        ``parts`` are ``(environment key, info)`` pairs; agent ``a`` of environment ``e`` becomes
+        ``(e, a)``, so that agent ids, which are unique only within one environment, key every
+        per-agent state of a trainer (trajectories, episode rewards, ...) across environments.
+        Every per-agent field is concatenated row-wise; a field added to ``BrainInfo`` must be
+        added here too.
+        """
+        if not parts:
+            raise ValueError("BrainInfo.merge needs at least one (environment, info) pair")
+        full = [(e, i) for e, i in parts if len(i.agents)] or [parts[0]]
+
+        def cat(arrays: List[Any]) -> np.ndarray:
+            return arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=0)
+
+        infos = [i for _, i in full]
+        n_cameras = len(infos[0].observations)
+        return cls(
+            observation=[cat([i.observations[k] for i in infos]) for k in range(n_cameras)],
+            state=cat([i.states for i in infos]),
+            memory=None if infos[0].memories is None else cat([i.memories for i in infos]),
+            reward=[r for i in infos for r in i.rewards],
+            agents=[(e, a) for e, i in full for a in i.agents],
+            local_done=[d for i in infos for d in i.local_done],
+            action=None if infos[0].previous_actions is None else cat([i.previous_actions for i in infos]),
+        )
 
     def __repr__(self) -> str:
         shapes = [o.shape for o in self.observations]

@@ -159,6 +159,8 @@ class UnityEnvironment:
     :param timeout_wait: seconds to wait for any single answer of the environment.
     :param start_timeout: seconds to wait for the environment to start and connect.
     :param log_dir: where the output of a built-in scene goes (a temporary folder by default).
+    :param env_args: extra command-line arguments for the launched build or scene (e.g.
+        ``["--frame-time-ms", "5"]`` for a built-in scene that emulates a heavy engine).
     """
 
     def __init__(
@@ -171,8 +173,10 @@ class UnityEnvironment:
         timeout_wait: float = 30.0,
         start_timeout: float = 60.0,
         log_dir: Optional[str] = None,
+        env_args: Sequence[str] = (),
     ):
         atexit.register(self.close)
+        self._env_args = [str(a) for a in env_args]
         self._loaded = False
         self._closed = False
         self._proc: Optional[subprocess.Popen] = None
@@ -182,6 +186,7 @@ class UnityEnvironment:
         self._log_path: Optional[str] = None
         self._timeout_wait = float(timeout_wait)
         self._n_agents: Dict[str, int] = {}
+        self._awaiting = False  # a reset or step was sent; receive() reads its answer
         self.port = int(base_port) + int(worker_id)
         self.worker_id = int(worker_id)
         self._listener = self._bind(self.port, worker_id)
@@ -244,7 +249,8 @@ class UnityEnvironment:
             logger.info("Launching the Unity build %s on port %d", binary, self.port)
             self._log_path = os.path.join(os.getcwd(), "unity-environment.log")
             # Own session: Ctrl-C reaches the trainer, which saves, then closes the environment.
-            self._proc = subprocess.Popen([binary, "--port", str(self.port)], start_new_session=True)
+            self._proc = subprocess.Popen([binary, "--port", str(self.port)] + self._env_args,
+                                          start_new_session=True)
             return
         scenes = builtin_scenes()
         scene = os.path.basename(file_name.strip())
@@ -260,6 +266,7 @@ class UnityEnvironment:
         cmd = [sys.executable, "-m", "academy", scene, "--port", str(self.port)]
         if seed is not None:
             cmd += ["--seed", str(int(seed))]
+        cmd += self._env_args
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.abspath(sys.modules["academy"].__file__)))
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "") if env.get("PYTHONPATH") else root
@@ -413,15 +420,20 @@ class UnityEnvironment:
         if not self._loaded or self._closed:
             raise UnityEnvironmentException("No Unity environment is loaded.")
 
-    def reset(self, train_mode: bool = True, config: Optional[Dict[str, float]] = None,
-              lesson: Optional[int] = None) -> Dict[str, BrainInfo]:
-        """Reset the Academy and return the first ``BrainInfo`` of every subscribed brain.
-
-        :param train_mode: the engine's training configuration (fast) or inference (slow).
-        :param config: reset parameters to set; by default the curriculum's current lesson.
-        :param lesson: take the reset parameters of this lesson instead of the current one.
-        """
+    def _require_idle(self) -> None:
         self._require_loaded()
+        if self._awaiting:
+            raise UnityEnvironmentException(
+                "A reset or step was sent and its answer not yet received; call receive() first.")
+
+    def reset_send(self, train_mode: bool = True, config: Optional[Dict[str, float]] = None,
+                   lesson: Optional[int] = None) -> None:
+        """The first half of ``reset``: send it; the environment resets while the caller goes on.
+
+        ``receive()`` returns the first ``BrainInfo``. Splitting the exchange lets a set of
+        environments reset (or step) all at once before collecting any of them.
+        """
+        self._require_idle()
         if config is None:
             config = self._curriculum.get_config(lesson)
         elif config:
@@ -438,7 +450,18 @@ class UnityEnvironment:
         self._conn.read_token(b"CONFIG_REQUEST")
         message = {"train_model": bool(train_mode), "parameters": {k: float(v) for k, v in config.items()}}
         self._conn.send(json.dumps(message).encode("utf-8"))
-        return self._get_state()
+        self._awaiting = True
+
+    def reset(self, train_mode: bool = True, config: Optional[Dict[str, float]] = None,
+              lesson: Optional[int] = None) -> Dict[str, BrainInfo]:
+        """Reset the Academy and return the first ``BrainInfo`` of every subscribed brain.
+
+        :param train_mode: the engine's training configuration (fast) or inference (slow).
+        :param config: reset parameters to set; by default the curriculum's current lesson.
+        :param lesson: take the reset parameters of this lesson instead of the current one.
+        """
+        self.reset_send(train_mode, config, lesson)
+        return self.receive()
 
     def step(self, action: ActionInput = None, memory: ActionInput = None,
              value: ActionInput = None) -> Dict[str, BrainInfo]:
@@ -447,7 +470,17 @@ class UnityEnvironment:
         Each argument is a dict keyed by External brain name, or (with exactly one External
         brain) the bare array. Memories and values default to zeros.
         """
-        self._require_loaded()
+        self.step_send(action, memory, value)
+        return self.receive()
+
+    def step_send(self, action: ActionInput = None, memory: ActionInput = None,
+                  value: ActionInput = None) -> None:
+        """The first half of ``step``: check and send the decisions; ``receive()`` gets the result.
+
+        Between the two the environment simulates, so a caller driving several environments
+        sends to all of them before receiving from any.
+        """
+        self._require_idle()
         if self._global_done is None:
             raise UnityActionException(
                 "You cannot conduct step without first calling reset. Reset the environment with 'reset()'")
@@ -481,6 +514,15 @@ class UnityEnvironment:
         self._conn.send(b"STEP")
         self._conn.read_token(b"STEPPING")
         self._conn.send_framed(payload)
+        self._awaiting = True
+
+    def receive(self) -> Dict[str, BrainInfo]:
+        """The second half of ``reset_send`` / ``step_send``: the next ``BrainInfo`` of every brain."""
+        self._require_loaded()
+        if not self._awaiting:
+            raise UnityEnvironmentException(
+                "receive() was called with no reset or step in flight; call reset_send() or step_send() first.")
+        self._awaiting = False
         return self._get_state()
 
     def _by_brain(self, x: ActionInput, kind: str) -> Dict[str, Any]:
