@@ -35,6 +35,7 @@ _REGISTRY = {
     "Hallway": "academy.envs.hallway:Hallway",
     "Tennis": "academy.envs.tennis:Tennis",
     "Push": "academy.envs.push:Push",
+    "Pyramids": "academy.envs.pyramids:Pyramids",
 }
 
 #: Names of the built-in scenes, for clients that list them without loading any of them.
