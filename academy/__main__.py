@@ -55,10 +55,10 @@ def _brain_configs(scene_cls: type, overrides: list[str], silent: list[str], see
             raise ValueError(f"--brain {override!r}: TYPE must be external, heuristic or internal:PATH[#SCOPE]")
         configs[name] = BrainConfig(kind)
         if kind == "internal":
-            from .internal import InternalBrain
+            from .internal import load_internal_brain
 
             path, _, scope = target.partition("#")
-            configs[name].policy = InternalBrain(path, specs[name], scope, seed=seed)
+            configs[name].policy = load_internal_brain(path, specs[name], scope, seed=seed)  # .bytes or .onnx
     for name in silent:
         if name not in specs:
             raise ValueError(f"--no-broadcast {name!r}: no such brain; brains are {sorted(specs)}")

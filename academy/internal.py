@@ -123,3 +123,89 @@ def _shaped(tensor, value: float, n: int) -> np.ndarray:
         return np.full(size, value, dtype=dtype)
     dims = [n if d is None and i == 0 else (1 if d is None else d) for i, d in enumerate(tensor.shape.as_list())]
     return np.full(dims, value, dtype=dtype)
+
+
+class OnnxInternalBrain:
+    """Acts with a ``<Brain>.onnx`` export (``trainers/onnx_export.py``) through onnxruntime.
+
+    It feeds the file as modern Unity's inference engine does (``obs_k`` in sensor order, cameras
+    channels-first in 0..1, ``action_masks`` all 1, ``recurrent_in`` ``[N, 1, M]`` carried per
+    agent) and, by default, acts the way the ``.bytes`` Internal brain of the same export acts, so
+    both score the same: continuous brains take ``deterministic_continuous_actions`` (the mean, as
+    ``epsilon`` = 0 gives) times 3, undoing the contract's scaling; discrete brains take the
+    sampled ``discrete_actions``. ``deterministic`` True/False picks the deterministic/sampled
+    outputs for both kinds instead (Unity's "Deterministic Inference" checkbox).
+    """
+
+    def __init__(self, path: str, spec: BrainSpec, seed: int = 0, deterministic: bool | None = None) -> None:
+        del seed  # accepted like InternalBrain's; onnxruntime's Multinomial and RandomNormalLike are unseeded
+        try:
+            import onnxruntime
+        except ImportError as exc:
+            raise ImportError(f"Internal brain {spec.name}: running {path!r} needs onnxruntime "
+                              "(pip install onnxruntime, listed in requirements.txt)") from exc
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1  # one scene, small batches: threads cost more than they give
+        try:
+            self.session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf/NoSuchFile types
+            raise ValueError(f"Internal brain {spec.name}: onnxruntime cannot load {path!r} ({exc})") from exc
+        self.spec = spec
+        self.inputs = {i.name: i for i in self.session.get_inputs()}
+        outputs = {o.name for o in self.session.get_outputs()}
+        continuous = spec.action_space == "continuous"
+        kind = "continuous" if continuous else "discrete"
+        if deterministic is None:
+            deterministic = continuous
+        name = ("deterministic_" if deterministic else "") + f"{kind}_actions"
+        if name not in outputs:
+            raise ValueError(f"Internal brain {spec.name}: {path!r} has no output {name!r} (it has {sorted(outputs)}); "
+                             f"the brain's actions are {kind}; export the brain again with trainers/onnx_export.py")
+        self.action_output = name
+        self.scale = 3.0 if continuous else 1.0  # trainers.onnx_export.CONTINUOUS_CLIP
+        self.recurrent = "recurrent_in" in self.inputs and "recurrent_out" in outputs
+        self.cameras = len(spec.cameras)
+        expected = {f"obs_{k}" for k in range(self.cameras + (1 if spec.state_size else 0))}
+        missing = sorted(expected - set(self.inputs))
+        if missing:
+            raise ValueError(f"Internal brain {spec.name}: {path!r} lacks the inputs {missing} (it has "
+                             f"{sorted(self.inputs)}); obs_0..obs_{self.cameras - 1} are the cameras and "
+                             f"obs_{self.cameras} the state. Was it exported for this brain?")
+
+    def decide(self, states: np.ndarray, observations: list[np.ndarray],
+               memories: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Actions ``[N, action_width]`` and memories ``[N, memorySize]``, as ``InternalBrain.decide``."""
+        n = len(states)
+        feed = {}
+        for k, (camera, images) in enumerate(zip(self.spec.cameras, observations)):
+            pixels = np.asarray(images, dtype=np.float32) / 255.0
+            if camera.black_and_white:
+                pixels = pixels.mean(axis=3, keepdims=True)
+            feed[f"obs_{k}"] = np.ascontiguousarray(pixels.transpose(0, 3, 1, 2))
+        if self.spec.state_size:
+            feed[f"obs_{self.cameras}"] = np.asarray(states, dtype=np.float32).reshape(n, -1)
+        if "action_masks" in self.inputs:
+            feed["action_masks"] = np.ones((n, self.inputs["action_masks"].shape[1]), np.float32)
+        fetches = [self.action_output] + (["recurrent_out"] if self.recurrent else [])
+        if self.recurrent:
+            feed["recurrent_in"] = np.asarray(memories, dtype=np.float32).reshape(n, 1, -1)
+        try:
+            outputs = self.session.run(fetches, feed)
+        except Exception as exc:
+            raise RuntimeError(f"Internal brain {self.spec.name}: running {self.action_output} failed: {exc}") from exc
+        actions = np.asarray(outputs[0], dtype=float).reshape(n, self.spec.action_width) * self.scale
+        memory = np.asarray(outputs[1], dtype=float).reshape(n, -1) if self.recurrent else memories
+        return actions, memory
+
+
+def load_internal_brain(path: str, spec: BrainSpec, scope: str = "", seed: int = 0):
+    """The Internal brain for ``path``: onnxruntime for ``.onnx`` files, TensorFlow for ``.bytes``.
+
+    An ONNX file holds one brain with bare names, so ``scope`` must be empty for it.
+    """
+    if path.lower().endswith(".onnx"):
+        if scope:
+            raise ValueError(f"Internal brain {spec.name}: {path!r} is an ONNX file, which holds one brain and has "
+                             f"no graph scope; drop '#{scope}'")
+        return OnnxInternalBrain(path, spec, seed=seed)
+    return InternalBrain(path, spec, scope, seed=seed)
