@@ -19,9 +19,16 @@ Options:
   --save-freq=<n>            Environment steps between checkpoints [default: 50000].
   --keep-checkpoints=<n>     How many checkpoints to keep [default: 5].
   --seed=<n>                 Random seed of the trainers and of built-in scenes [default: 0].
-  --worker-id=<n>            Added to --base-port, to run several environments at once [default: 0].
+  --worker-id=<n>            Added to --base-port, to run several training runs at once [default: 0].
   --base-port=<n>            Port that worker 0 listens on (127.0.0.1 only) [default: 5005].
+  --num-envs=<n>             Environments stepped at once: environment i listens on base port + worker id + i
+                             and is seeded seed + i [default: 1].
+  --env-args=<args>          Extra command-line arguments for every environment, in one quoted string
+                             (e.g. "--frame-time-ms 5" for a built-in scene) [default: ].
   --timeout=<s>              Seconds to wait for any answer of the environment [default: 60].
+  --max-lifetime-restarts=<n>  Restarts of each crashed environment over the run; -1 for no limit [default: 10].
+  --restarts-rate-limit-n=<n>  Restarts of each environment allowed per rate-limit period; -1 for no limit [default: 1].
+  --restarts-rate-limit-period-s=<s>  The rate-limit period, in seconds [default: 60].
   --slow                     Run the environment with its inference (slow, rendered) settings.
 
 Outputs: models/<run-path>/ (checkpoints, raw_graph_def.pb, <env>.bytes for Unity's Internal brain)
@@ -30,20 +37,23 @@ and summaries/<run-path>[_<scope>]/ (TensorBoard: tensorboard --logdir summaries
 from __future__ import annotations
 
 import logging
+import math
 import os
+import shlex
 import sys
 from typing import List, Optional
 
 from docopt import docopt
 
 from unityagents import UnityEnvironment, UnityEnvironmentException, UnityException
+from unityagents.environment_set import EnvironmentSet, RestartPolicy
 
 logger = logging.getLogger("unityagents")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _int_option(options, name: str, minimum: int = 0) -> int:
+def _int_option(options, name: str, minimum: int = 0, maximum: Optional[int] = None) -> int:
     value = options[name]
     try:
         number = int(value)
@@ -51,6 +61,19 @@ def _int_option(options, name: str, minimum: int = 0) -> int:
         raise UnityEnvironmentException(f"{name} expects an integer, got {value!r}.") from None
     if number < minimum:
         raise UnityEnvironmentException(f"{name} must be >= {minimum}, got {number}.")
+    if maximum is not None and number > maximum:
+        raise UnityEnvironmentException(f"{name} must be <= {maximum}, got {number}.")
+    return number
+
+
+def _float_option(options, name: str) -> float:
+    value = options[name]
+    try:
+        number = float(value)
+    except ValueError:
+        raise UnityEnvironmentException(f"{name} expects a number of seconds, got {value!r}.") from None
+    if not (number > 0 and math.isfinite(number)):
+        raise UnityEnvironmentException(f"{name} must be a finite number > 0, got {value!r}.")
     return number
 
 
@@ -74,8 +97,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         lesson = _int_option(options, "--lesson")
         seed = _int_option(options, "--seed")
         worker_id = _int_option(options, "--worker-id")
-        base_port = _int_option(options, "--base-port", 1)
+        base_port = _int_option(options, "--base-port", 1, 65535)
         timeout = _int_option(options, "--timeout", 1)
+        num_envs = _int_option(options, "--num-envs", 1)
+        last_port = base_port + worker_id + num_envs - 1
+        if last_port > 65535:
+            raise UnityEnvironmentException(
+                f"--base-port {base_port} + --worker-id {worker_id} + --num-envs {num_envs} needs ports up to "
+                f"{last_port}, past 65535. Lower --base-port or --worker-id.")
+        restarts = RestartPolicy(_int_option(options, "--max-lifetime-restarts", -1),
+                                 _int_option(options, "--restarts-rate-limit-n", -1),
+                                 _float_option(options, "--restarts-rate-limit-period-s"))
+        try:
+            env_args = shlex.split(options["--env-args"] or "")
+        except ValueError as e:
+            raise UnityEnvironmentException(f"--env-args {options['--env-args']!r} is not a valid argument "
+                                            f"string ({e}).") from None
         curriculum = None if options["--curriculum"] in (None, "None") else options["--curriculum"]
         run_path = options["--run-path"]
         model_path = os.path.join("models", run_path)
@@ -86,8 +123,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise UnityEnvironmentException(
                 f"--load: no checkpoint was found in {model_path}. Check --run-path, or start without --load.")
 
-        env = UnityEnvironment(options["<env>"], worker_id=worker_id, base_port=base_port,
-                               curriculum=curriculum, seed=seed, timeout_wait=timeout)
+        def launch(i: int) -> UnityEnvironment:
+            return UnityEnvironment(options["<env>"], worker_id=worker_id + i, base_port=base_port,
+                                    seed=seed + i, timeout_wait=timeout, env_args=env_args)
+
+        env = EnvironmentSet(launch, num_envs, curriculum=curriculum, restart_policy=restarts)
         if curriculum is not None and lesson > env.curriculum.max_lesson_number:
             env.close()
             raise UnityEnvironmentException(

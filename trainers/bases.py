@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, Hashable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -221,10 +221,15 @@ class RLTrainer(Trainer):
             self.add_stat("cumulative_reward", self.cumulative_rewards.pop(agent))
             self.add_stat("episode_length", self.episode_steps.pop(agent))
 
-    def end_episode(self) -> None:
-        """After a global reset: episodes in progress are gone without a result."""
-        self.cumulative_rewards.clear()
-        self.episode_steps.clear()
+    def end_episode(self, agents: Optional[Iterable[Hashable]] = None) -> None:
+        """After an environment reset: the episodes of ``agents`` (None: all) are gone without a result."""
+        if agents is None:
+            self.cumulative_rewards.clear()
+            self.episode_steps.clear()
+            return
+        for agent in agents:
+            self.cumulative_rewards.pop(agent, None)
+            self.episode_steps.pop(agent, None)
 
 
 # ---------------------------------------------------------------------------------- on-policy
@@ -334,11 +339,14 @@ class OnPolicyTrainer(RLTrainer):
         )
         trajectory.reset_agent()
 
-    def end_episode(self) -> None:
-        """After a global reset: drop trajectories in progress (their continuation is gone)."""
-        for trajectory in self.training_buffer.values():
-            trajectory.reset_agent()
-        super().end_episode()
+    def end_episode(self, agents: Optional[Iterable[Hashable]] = None) -> None:
+        """After an environment reset: drop the trajectories in progress of ``agents`` (None: all),
+        whose continuation is gone; the other agents' trajectories go on."""
+        agents = list(self.training_buffer.keys()) if agents is None else list(agents)
+        for agent in agents:
+            if agent in self.training_buffer:
+                self.training_buffer[agent].reset_agent()
+        super().end_episode(agents)
 
     # ------------------------------------------------------------------ updating
     def update_buffer_steps(self) -> int:

@@ -22,7 +22,7 @@ when the brains it serves have reached their ``max_steps``.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -412,10 +412,15 @@ class GhostTrainer(Trainer):
             self.games.append(score)
         self.select_slot()
 
-    def end_episode(self) -> None:
-        """After a global reset: unfinished games are dropped (no result) and a snapshot is drawn."""
+    def end_episode(self, agents: Optional[Iterable[Hashable]] = None) -> None:
+        """After an environment reset: the unfinished games of ``agents`` (None: all) are dropped
+        (no result) and a snapshot is drawn (all ghost agents share one acting network)."""
         for rewards in self._episode_rewards.values():
-            rewards.clear()
+            if agents is None:
+                rewards.clear()
+            else:
+                for agent in agents:
+                    rewards.pop(agent, None)
         if self.n_snapshots:
             self.select_slot()
 

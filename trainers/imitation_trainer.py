@@ -28,7 +28,7 @@ pass, so every pair is used about ``batches_per_epoch`` times.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -296,11 +296,18 @@ class ImitationTrainer(Trainer):
                     if student:
                         self.add_stat("episode_length", self._episode_steps.pop(agent))
 
-    def end_episode(self) -> None:
-        """After a global reset, episodes in progress are abandoned (they have no reward to report)."""
-        for totals in self._episode_rewards.values():
-            totals.clear()
-        self._episode_steps.clear()
+    def end_episode(self, agents: Optional[Iterable[Hashable]] = None) -> None:
+        """After an environment reset, the episodes in progress of ``agents`` (None: all; student's
+        and teacher's keys alike) are abandoned: they have no reward to report."""
+        if agents is None:
+            for totals in self._episode_rewards.values():
+                totals.clear()
+            self._episode_steps.clear()
+            return
+        for agent in agents:
+            for totals in self._episode_rewards.values():
+                totals.pop(agent, None)
+            self._episode_steps.pop(agent, None)
 
     # ------------------------------------------------------------------ updating
     def is_ready_update(self) -> bool:

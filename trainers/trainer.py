@@ -11,7 +11,10 @@ The controller drives each trainer with the same calls, once per environment ste
     trainer.write_summary(lesson)
     trainer.increment_step(n_agent_steps); trainer.update_last_reward()
 
-and ``trainer.end_episode()`` after a global reset. A trainer never sees a socket: it gets
+and ``trainer.end_episode(agents)`` after an environment reset (``agents``: the keys of the agents
+whose episodes it cut; None for all). With several environments (``--num-envs``) every agent is
+keyed ``(environment, agent id)`` and each environment resets on its own, so a trainer must drop
+the state of those agents only. A trainer never sees a socket: it gets
 ``BrainInfo`` objects and the ``BrainParameters`` of the scene. It builds all its TensorFlow ops
 in ``__init__`` (inside ``tf.compat.v1.variable_scope(graph_scope)`` of the one shared graph); the
 controller finalizes the graph before the loop, so an op created later fails loudly.
@@ -26,7 +29,7 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -199,8 +202,9 @@ class Trainer:
     def process_experiences(self, info: Dict[str, BrainInfo]) -> None:
         raise UnityTrainerException(f"{type(self).__name__} does not implement process_experiences")
 
-    def end_episode(self) -> None:
-        """Called after a global reset: trajectories in progress are no longer continued."""
+    def end_episode(self, agents: Optional[Iterable[Hashable]] = None) -> None:
+        """Called after an environment reset: the episodes of ``agents`` (None: of every agent)
+        ended without a result, and their trajectories in progress are no longer continued."""
 
     def is_ready_update(self) -> bool:
         return False

@@ -1,4 +1,4 @@
-"""The training loop: one environment, one trainer per External brain, one Graph and one Session.
+"""The training loop: a set of environments, one trainer per External brain, one Graph and one Session.
 
 ``TrainerController`` owns the run's ``tf.Graph`` and ``tf.Session``. It builds every trainer
 (each under its graph scope), the ``Saver`` and the initializer, then **finalizes the graph**, so
@@ -7,12 +7,18 @@ environment and the trainers in lock step, advances the curriculum on global res
 checkpoints (with the Python-side state that TensorFlow variables do not hold) and exports one
 frozen ``.bytes`` with every brain under its scope.
 
+The environments are an ``EnvironmentSet`` (one or ``--num-envs`` of them, local or on a Ray
+cluster); the controller never sees how many: it gets one ``BrainInfo`` per brain, acts once per
+brain over all its agents, and, when some environment was reset (its Academy was done, or it
+crashed and was restarted), tells the trainers which agents' episodes were cut.
+
 On Ctrl-C it saves, exports and returns normally; if the environment fails it saves, exports and
 re-raises, so ``learn.py`` exits non-zero with the cause.
 """
 from __future__ import annotations
 
 import glob
+import inspect
 import json
 import logging
 import os
@@ -26,6 +32,7 @@ import numpy as np
 import yaml
 
 from unityagents.brain import BrainInfo
+from unityagents.environment_set import EnvironmentSet
 from unityagents.exception import UnityException
 
 from .config import BrainSettings, TrainerConfig
@@ -66,7 +73,8 @@ def write_json_atomically(path: str, data: Dict[str, Any]) -> None:
 class TrainerController:
     """Runs training (or inference) of every External brain of ``env``.
 
-    :param env: a ``UnityEnvironment`` (or anything with its interface).
+    :param env: an ``EnvironmentSet``, or one ``UnityEnvironment`` (wrapped in a set of one, whose
+        failures end the run instead of restarting it).
     :param config: the validated trainer configuration.
     :param env_name: names the exported ``<env_name>.bytes``.
     :param run_path: sub-directory of ``model_dir`` and prefix of the summary directories.
@@ -83,7 +91,7 @@ class TrainerController:
                  model_dir: str = "models", summary_dir: str = "summaries", load: bool = False,
                  train: bool = True, keep_checkpoints: int = 5, save_freq: int = 50000, lesson: int = 0,
                  fast_simulation: bool = True, seed: int = 0):
-        self.env = env
+        self.env: EnvironmentSet = env if isinstance(env, EnvironmentSet) else EnvironmentSet.of(env)
         self.config = config
         self.env_name = os.path.basename(os.path.normpath(env_name.strip()))
         for ext in (".app", ".exe", ".x86_64", ".x86"):
@@ -231,12 +239,20 @@ class TrainerController:
     def _keep_going(self) -> bool:
         return not self.train or any(t.should_still_train for t in self.trainers.values() if t.is_learner)
 
-    def _reset(self) -> Dict[str, BrainInfo]:
+    def _advance_curriculum(self) -> None:
+        """At each environment reset: maybe move to the next lesson (it reaches the environments
+        at their next reset)."""
         curriculum = self.env.curriculum
         if curriculum.increment_lesson(self._progress()):
             for t in self.trainers.values():
                 t.write_scalars({"Info/Lesson": curriculum.lesson_number})
-        return self.env.reset(train_mode=self.fast_simulation)
+
+    def _end_episodes(self, agents: List[Any]) -> None:
+        for t in self.trainers.values():
+            if _takes_agents(t.end_episode):
+                t.end_episode(agents)
+            else:  # a plugin written for the one-environment interface: it forgets every agent
+                t.end_episode()
 
     def start_learning(self) -> None:
         """Build, restore or initialize, run until every learner reached ``max_steps``, save, export."""
@@ -277,15 +293,16 @@ class TrainerController:
         if not self.train:
             logger.warning("Running without --train: the brains only act%s, until Ctrl-C.",
                            "" if self.load else " with untrained weights (add --load to use the last checkpoint)")
-        info = self._reset()
+        self._advance_curriculum()
+        info = self.env.reset(train_mode=self.fast_simulation)
         lesson = self.env.curriculum.lesson_number
         started = time.time()
         while self._keep_going():
-            if self.env.global_done:
-                info = self._reset()
+            if self.env.needs_reset:  # some environment's Academy is done, or it was lost
+                self._advance_curriculum()
+                info, ended = self.env.reset_finished()
                 lesson = self.env.curriculum.lesson_number
-                for t in self.trainers.values():
-                    t.end_episode()
+                self._end_episodes(ended)
             actions, memories, values, outputs = {}, {}, {}, {}
             for name, t in self.trainers.items():
                 if len(info[name].agents) == 0:
@@ -310,3 +327,11 @@ class TrainerController:
             t.write_summary(lesson)
         logger.info("Training finished after %d environment steps in %.0f s.", self.global_step,
                     time.time() - started)
+
+
+def _takes_agents(method) -> bool:
+    """Whether ``end_episode`` accepts the agents argument (plugins may predate it)."""
+    try:
+        return len(inspect.signature(method).parameters) >= 1
+    except (TypeError, ValueError):
+        return False

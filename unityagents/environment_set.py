@@ -1,0 +1,400 @@
+"""``EnvironmentSet``: the one place that knows a run has several environments.
+
+The controller and the trainers see one ``BrainInfo`` per brain, whatever the number of
+environments behind it. This module owns the N environments of a run and
+
+* keys every agent by ``(environment index, agent id)`` (``BrainInfo.merge``), so that the
+  trainers' per-agent state (trajectories, episode rewards, the imitation pairing) never mixes
+  two environments;
+* steps them **concurrently**: it sends each environment its slice of the actions, then
+  collects the answers, so the N scenes simulate at the same time while the trainer infers once
+  per brain over the agents of all of them (one ``session.run``, not N);
+* resets each environment on its own when its Academy is done, and reports which agents lost
+  their episode, so that only their trajectories are dropped;
+* holds the run's one ``Curriculum``: a lesson change reaches each environment at its next reset;
+* restarts an environment that crashed, hung, closed its connection or sent malformed data,
+  under the limits users know from ML-Agents (``RestartPolicy``); past a limit it raises a
+  ``UnityEnvironmentException`` naming the cause and the environment's log.
+
+Where an environment runs is a backend's business: a *worker* is anything with the
+``EnvironmentWorker`` interface. ``UnityEnvironment`` is the local one (a process on this
+machine); ``unityagents.ray_backend`` puts each one in a Ray actor on a cluster node.
+
+Scheduling: synchronous (send to all, gather all, infer once). A double-buffered schedule
+(infer for one half while the other half simulates) was not kept; see ``bench/scaling.py`` and
+the README for why.
+"""
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Deque, Dict, Hashable, List, Mapping, Optional, Protocol, Sequence, Tuple
+
+import numpy as np
+
+from .brain import BrainInfo, BrainParameters
+from .curriculum import Curriculum
+from .exception import (
+    UnityCommunicationException,
+    UnityEnvironmentException,
+    UnityException,
+    UnityTimeOutException,
+)
+
+logger = logging.getLogger("unityagents")
+
+#: Failures of an environment (not of the trainer) that a restart can cure.
+RESTARTABLE = (UnityCommunicationException, UnityTimeOutException, UnityEnvironmentException)
+
+
+class EnvironmentWorker(Protocol):
+    """One environment, wherever it runs: what ``EnvironmentSet`` needs of it.
+
+    ``UnityEnvironment`` implements it for a process on this machine.
+    """
+
+    brains: Dict[str, BrainParameters]
+    external_brain_names: List[str]
+    reset_parameters: Dict[str, float]
+    academy_name: str
+    logfile_path: Optional[str]
+    global_done: Optional[bool]
+
+    def reset_send(self, train_mode: bool = True, config: Optional[Dict[str, float]] = None) -> None: ...
+
+    def step_send(self, action: Any = None, memory: Any = None, value: Any = None) -> None: ...
+
+    def receive(self) -> Dict[str, BrainInfo]: ...
+
+    def close(self) -> None: ...
+
+
+#: Launches environment ``index`` (0..N-1); called again with the same index for a restart.
+WorkerFactory = Callable[[int], EnvironmentWorker]
+
+
+@dataclass
+class RestartPolicy:
+    """How often a crashed environment may be restarted (per environment, as in ML-Agents).
+
+    :param max_lifetime_restarts: restarts over the whole run; -1 for no limit.
+    :param rate_limit_n: at most this many restarts ...; -1 for no limit.
+    :param rate_limit_period_s: ... within this many seconds.
+    """
+
+    max_lifetime_restarts: int = 10
+    rate_limit_n: int = 1
+    rate_limit_period_s: float = 60.0
+    _history: Dict[int, Deque[float]] = field(default_factory=dict, repr=False)
+    _lifetime: Dict[int, int] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("max_lifetime_restarts", "rate_limit_n"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < -1:
+                raise UnityEnvironmentException(f"{name} must be an integer >= -1 (-1: no limit), got {value!r}.")
+        period = self.rate_limit_period_s
+        if isinstance(period, bool) or not isinstance(period, (int, float)) or not np.isfinite(period) or period <= 0:
+            raise UnityEnvironmentException(f"rate_limit_period_s must be a number of seconds > 0, got {period!r}.")
+
+    def refusal(self, index: int, now: Optional[float] = None) -> Optional[str]:
+        """Why environment ``index`` may not restart now, or None (and the restart is counted)."""
+        now = time.monotonic() if now is None else now
+        lifetime = self._lifetime.get(index, 0)
+        if 0 <= self.max_lifetime_restarts <= lifetime:
+            return (f"it already restarted {lifetime} time(s), the limit of --max-lifetime-restarts "
+                    f"{self.max_lifetime_restarts}")
+        recent = self._history.setdefault(index, collections.deque())
+        while recent and now - recent[0] >= self.rate_limit_period_s:
+            recent.popleft()
+        if 0 <= self.rate_limit_n <= len(recent):
+            return (f"it restarted {len(recent)} time(s) in the last {self.rate_limit_period_s:g} s, the limit of "
+                    f"--restarts-rate-limit-n {self.rate_limit_n} per --restarts-rate-limit-period-s "
+                    f"{self.rate_limit_period_s:g}")
+        recent.append(now)
+        self._lifetime[index] = lifetime + 1
+        return None
+
+    def restarts(self, index: int) -> int:
+        return self._lifetime.get(index, 0)
+
+
+def _empty_info(params: BrainParameters) -> BrainInfo:
+    """A ``BrainInfo`` with no agents, shaped like the brain's (when every environment is down)."""
+    observations = [np.zeros((0, r["height"], r["width"], 1 if r.get("blackAndWhite") else 3), np.float32)
+                    for r in params.camera_resolutions]
+    return BrainInfo(observations, np.zeros((0, params.state_width), np.float32),
+                     np.zeros((0, params.memory_space_size), np.float32), [], [], [],
+                     np.zeros((0, params.action_width), np.float32))
+
+
+def _rows(x: Any, start: int, stop: int) -> Any:
+    return None if x is None else np.asarray(x)[start:stop]
+
+
+class EnvironmentSet:
+    """N environments of the same scene or build, seen as one by the controller.
+
+    :param factory: launches environment ``i``; called with ``0..n_envs-1`` at start (in
+        parallel threads: start-up is mostly waiting) and again with ``i`` to restart it.
+    :param n_envs: how many environments.
+    :param curriculum: path of a curriculum JSON file, or None; checked against the reset
+        parameters of the environments.
+    :param restart_policy: limits on restarts; None: a failing environment ends the run.
+    :param workers: already running workers instead of ``factory`` (they cannot be restarted
+        unless ``factory`` is also given).
+    """
+
+    def __init__(self, factory: Optional[WorkerFactory], n_envs: int = 1, curriculum: Optional[str] = None,
+                 restart_policy: Optional[RestartPolicy] = None,
+                 workers: Optional[Sequence[EnvironmentWorker]] = None):
+        if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
+            raise UnityEnvironmentException(f"The number of environments must be an integer >= 1, got {n_envs!r}.")
+        self._factory = factory
+        self.restart_policy = restart_policy
+        self._last_errors: Dict[int, Tuple[Optional[UnityException], Optional[str]]] = {}
+        self._workers: List[Optional[EnvironmentWorker]] = list(workers) if workers else self._start(n_envs)
+        self.n_envs = len(self._workers)
+        try:
+            first = self._workers[0]
+            self._check_same_scene()
+            self._brains: Dict[str, BrainParameters] = dict(first.brains)
+            self._brain_names: List[str] = list(first.brains)
+            self._external: List[str] = list(first.external_brain_names)
+            self._reset_parameters = dict(first.reset_parameters)
+            self._curriculum = Curriculum(curriculum, self._reset_parameters)
+        except BaseException:
+            self.close()
+            raise
+        self.train_mode = True
+        self._current: List[Optional[Dict[str, BrainInfo]]] = [None] * self.n_envs
+        self._pending: Dict[int, str] = {}  # environments to reset before the next step: index -> why
+        self._closed = False
+
+    @classmethod
+    def of(cls, env: EnvironmentWorker) -> "EnvironmentSet":
+        """One running environment as a set (for scripts and tests that built it themselves).
+
+        The set shares ``env``'s curriculum; a failure of ``env`` is raised, not restarted.
+        """
+        envs = cls(None, workers=[env])
+        if getattr(env, "curriculum", None) is not None:
+            envs._curriculum = env.curriculum
+        return envs
+
+    # ------------------------------------------------------------------ start-up
+    def _start(self, n_envs: int) -> List[Optional[EnvironmentWorker]]:
+        if self._factory is None:
+            raise UnityEnvironmentException("EnvironmentSet needs a factory or running workers.")
+        if n_envs == 1:
+            return [self._factory(0)]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(n_envs, 16)) as pool:
+            futures = [pool.submit(self._factory, i) for i in range(n_envs)]
+            concurrent.futures.wait(futures)
+        started = [f.result() for f in futures if f.exception() is None]
+        failed = [(i, f.exception()) for i, f in enumerate(futures) if f.exception() is not None]
+        if failed:
+            for w in started:
+                w.close()
+            index, error = failed[0]
+            if not isinstance(error, UnityException):
+                raise error
+            others = f" ({len(failed) - 1} other environment(s) failed too)" if len(failed) > 1 else ""
+            raise type(error)(f"Environment {index} of {n_envs} could not start{others}, so none was kept "
+                              f"running: {error}") from error
+        return started
+
+    def _check_same_scene(self) -> None:
+        first = self._workers[0]
+        reference = {b: p.to_dict() for b, p in first.brains.items()}
+        for i, w in enumerate(self._workers[1:], start=1):
+            if {b: p.to_dict() for b, p in w.brains.items()} != reference:
+                raise UnityEnvironmentException(
+                    f"Environment {i} has other brains than environment 0 ({sorted(w.brains)} vs {sorted(first.brains)}, "
+                    "or different sizes). Every environment of a run must be the same scene or build.")
+
+    # ------------------------------------------------------------------ what the controller reads
+    @property
+    def brains(self) -> Dict[str, BrainParameters]:
+        return self._brains
+
+    @property
+    def brain_names(self) -> List[str]:
+        return self._brain_names
+
+    @property
+    def external_brain_names(self) -> List[str]:
+        return self._external
+
+    @property
+    def reset_parameters(self) -> Dict[str, float]:
+        return dict(self._reset_parameters)
+
+    @property
+    def curriculum(self) -> Curriculum:
+        return self._curriculum
+
+    @property
+    def academy_name(self) -> str:
+        return self._workers[0].academy_name if self._workers[0] is not None else ""
+
+    @property
+    def logfile_paths(self) -> List[Optional[str]]:
+        return [w.logfile_path if w is not None else None for w in self._workers]
+
+    @property
+    def needs_reset(self) -> bool:
+        """Some environment is done (its Academy) or was lost: call ``reset_finished`` before ``step``."""
+        return bool(self._pending)
+
+    def restarts(self) -> int:
+        """Restarts so far, over all environments."""
+        return sum(self.restart_policy.restarts(i) for i in range(self.n_envs)) if self.restart_policy else 0
+
+    # ------------------------------------------------------------------ reset / step
+    def reset(self, train_mode: bool = True) -> Dict[str, BrainInfo]:
+        """Reset every environment with the curriculum's current lesson; the first merged info."""
+        self.train_mode = bool(train_mode)
+        self._pending = {i: "the run starts" for i in range(self.n_envs)}
+        info, _ = self.reset_finished()
+        return info
+
+    def reset_finished(self) -> Tuple[Dict[str, BrainInfo], List[Hashable]]:
+        """Reset the environments that are done or were lost (restarting the lost ones).
+
+        :return: the merged info to act on next (the other environments' agents keep their
+            state), and the keys of the agents (of every brain) whose episodes ended without a
+            result: their trajectories are to be dropped (``Trainer.end_episode(agents)``). All
+            of them belong to the environments that were reset.
+        """
+        ended: List[Hashable] = []
+        while self._pending:
+            pending, self._pending = self._pending, {}
+            for i in sorted(pending):
+                if self._current[i] is not None:
+                    for info in self._current[i].values():
+                        ended.extend((i, a) for a in info.agents)
+                    self._current[i] = None
+                if self._workers[i] is None:
+                    self._restart(i, pending[i])
+            config = self._curriculum.get_config()
+            sent = []
+            for i in sorted(pending):
+                try:
+                    self._workers[i].reset_send(self.train_mode, config)
+                    sent.append(i)
+                except RESTARTABLE as e:
+                    self._lost(i, e)
+            for i in sent:
+                try:
+                    self._current[i] = self._workers[i].receive()
+                except RESTARTABLE as e:
+                    self._lost(i, e)
+        return self._merged(), ended
+
+    def step(self, action: Optional[Mapping[str, Any]] = None, memory: Optional[Mapping[str, Any]] = None,
+             value: Optional[Mapping[str, Any]] = None) -> Dict[str, BrainInfo]:
+        """Send each environment its rows of the decisions, then collect every answer.
+
+        The arguments are dicts keyed by External brain, with one row per agent of the info last
+        returned (``reset``, ``reset_finished`` or ``step``), in its order. Environments that
+        fail are left out of the result and restarted by the next ``reset_finished``; so are
+        the next states of environments whose Academy is done (``needs_reset``).
+        """
+        if self._pending:
+            raise UnityEnvironmentException(
+                f"Environment(s) {sorted(self._pending)} must be reset first: call reset_finished() when "
+                "needs_reset is set.")
+        action, memory, value = dict(action or {}), dict(memory or {}), dict(value or {})
+        sent: List[int] = []
+        start = {b: 0 for b in self._external}
+        for i, current in enumerate(self._current):
+            if current is None:  # lost and not yet restarted
+                continue
+            slices: Tuple[Dict[str, Any], Dict[str, Any], Dict[str, Any]] = ({}, {}, {})
+            for b in self._external:
+                n = len(current[b].agents)
+                lo, hi = start[b], start[b] + n
+                start[b] = hi
+                for out, given in zip(slices, (action, memory, value)):
+                    if b in given and given[b] is not None:
+                        out[b] = _rows(given[b], lo, hi)
+            try:
+                self._workers[i].step_send(*slices)
+                sent.append(i)
+            except RESTARTABLE as e:
+                self._lost(i, e)
+        for i in sent:
+            try:
+                self._current[i] = self._workers[i].receive()
+            except RESTARTABLE as e:
+                self._lost(i, e)
+                continue
+            if self._workers[i].global_done:
+                self._pending[i] = "its Academy is done"
+        return self._merged()
+
+    def _merged(self) -> Dict[str, BrainInfo]:
+        live = [(i, c) for i, c in enumerate(self._current) if c is not None and self._workers[i] is not None]
+        return {b: BrainInfo.merge([(i, c[b]) for i, c in live]) if live else _empty_info(self._brains[b])
+                for b in self._brain_names}
+
+    # ------------------------------------------------------------------ failures
+    def _lost(self, index: int, error: UnityException) -> None:
+        """Environment ``index`` failed: close it; ``reset_finished`` restarts it (or gives up)."""
+        if self._factory is None or self.restart_policy is None:
+            raise error
+        logger.warning("Environment %d failed and will be restarted: %s: %s", index, type(error).__name__,
+                       str(error).splitlines()[0])
+        worker = self._workers[index]
+        self._workers[index] = None
+        # Its agents' trajectories are dropped at the next reset_finished (they are "ended").
+        self._pending[index] = f"it failed ({type(error).__name__}: {str(error).splitlines()[0]})"
+        self._last_errors[index] = (error, worker.logfile_path if worker is not None else None)
+        if worker is not None:
+            try:
+                worker.close()
+            except Exception:  # a dead worker may fail to close; it is gone either way
+                logger.debug("closing the failed environment %d raised", index, exc_info=True)
+
+    def _restart(self, index: int, why: str) -> None:
+        """Launch environment ``index`` again, within the restart policy, retrying failed starts."""
+        while True:
+            error, log_path = self._last_errors.get(index, (None, None))
+            refusal = self.restart_policy.refusal(index)
+            if refusal is not None:
+                raise UnityEnvironmentException(
+                    f"Environment {index} failed and cannot be restarted: {refusal}. Its last error: "
+                    f"{type(error).__name__ if error else 'unknown'}: {error}"
+                    + (f"\nIts log: {log_path}" if log_path else "")
+                    + "\nRaise the limits (--max-lifetime-restarts, --restarts-rate-limit-n) if the environment "
+                      "crashes rarely, or fix the crash.")
+            logger.warning("Restarting environment %d (restart %d; %s).", index, self.restart_policy.restarts(index),
+                           why)
+            try:
+                self._workers[index] = self._factory(index)
+                return
+            except RESTARTABLE as e:
+                self._last_errors[index] = (e, getattr(e, "log_file_path", log_path))
+                why = f"its restart failed ({type(e).__name__})"
+                logger.warning("Environment %d did not start again: %s", index, str(e).splitlines()[0])
+
+    # ------------------------------------------------------------------ close
+    def close(self) -> None:
+        """Close every environment. Safe to call more than once."""
+        for w in getattr(self, "_workers", []):
+            if w is not None:
+                try:
+                    w.close()
+                except Exception:
+                    logger.debug("closing an environment raised", exc_info=True)
+        self._closed = True
+
+    def __enter__(self) -> "EnvironmentSet":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
