@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import difflib
 import logging
+import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
 
@@ -33,6 +35,75 @@ logger = logging.getLogger("unityagents")
 
 #: Keys the controller adds; a user setting them would be overwritten, so they are refused.
 INJECTED_KEYS = ("graph_scope", "summary_path")
+
+#: Largest value of any integer key: TensorFlow feeds batch sizes, sequence lengths and step
+#: counters as int32, so a larger value cannot work anywhere.
+INT_MAXIMUM = 2 ** 31 - 1
+
+#: Upper bounds no sensible run goes past, by key, for every trainer type that declares the key.
+#: Values beyond them hang while the graph is built (``num_layers: 100000``), exhaust memory
+#: (``hidden_units: 1e12``) or make the run meaningless (``learning_rate: 5``), so they are refused
+#: before the environment is launched. ``(bound, why)``; the bound is inclusive.
+SANE_MAXIMUM: Dict[str, Tuple[float, str]] = {
+    "max_steps": (1.0e12, "a trillion agent steps is decades at 1000 steps per second"),
+    "learning_rate": (1.0, "a step size above 1 diverges at once"),
+    "hidden_units": (65536, "wider layers do not fit in memory"),
+    "num_layers": (64, "deeper MLPs do not train and take minutes to build"),
+    "buffer_size": (1.0e8, "longer buffers do not fit in memory"),
+    "batch_size": (1.0e7, "larger minibatches do not fit in memory"),
+    "time_horizon": (1.0e7, "longer trajectories do not fit in memory"),
+    "sequence_length": (10000, "longer LSTM unrolls do not fit in memory"),
+    "num_epoch": (1000, "more passes over one buffer would stall the run at each update"),
+    "batches_per_epoch": (100000, "more gradient steps per update would stall the run"),
+    "max_num_models": (1000, "each snapshot is a full copy of the network's weights"),
+    "gradient_steps": (100000, "more gradient steps per update would stall the run"),
+}
+
+#: Bytes per network weight counted when a configuration is checked against the machine's memory:
+#: the float32 weight, its gradient and Adam's two moments. A lower bound, so only networks that
+#: surely cannot be built are refused.
+BYTES_PER_WEIGHT = 16
+
+
+def total_memory_bytes() -> Optional[int]:
+    """Physical memory of this machine, or None where the OS does not say (no check then)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+class _DuplicateKeyError(yaml.YAMLError):
+    """A mapping that gives one key twice (PyYAML would silently keep the last value)."""
+
+    def __init__(self, key: Any, line: int, first_line: int) -> None:
+        super().__init__(f"key {key!r} on line {line}")
+        self.key, self.line, self.first_line = key, line, first_line
+
+
+class StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in the same mapping.
+
+    Plain ``safe_load`` keeps the last of two ``batch_size:`` lines of a block without a word, so
+    the value a user edited may not be the one that trains. Merge keys (``<<: *anchor``) may still
+    be overridden by explicit keys: that is what they are for.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Dict[Any, Any]:
+        seen: Dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: SafeLoader's own error says so
+                break
+            if first is not None:
+                raise _DuplicateKeyError(key, line, first)
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
 
 
 @dataclass
@@ -63,7 +134,13 @@ class TrainerConfig:
 
     def settings_for_environment(self, brains: Mapping[str, BrainParameters],
                                  external_brain_names: List[str]) -> Dict[str, BrainSettings]:
-        """Settings for every External brain, checked against the scene's brains."""
+        """Settings for every External brain, checked against the scene's brains.
+
+        Blocks that name no brain of the scene are fine (one file serves many scenes), except a near
+        miss of an External brain that has no block of its own: that is a typo, and without this
+        check the brain would silently train with the defaults.
+        """
+        self._check_block_names(brains, external_brain_names)
         result = {}
         for name in external_brain_names:
             settings = self.settings_for(name)
@@ -73,25 +150,49 @@ class TrainerConfig:
                 settings.trainer_class.check_environment(name, settings.parameters, brains, external_brain_names)
             except TrainerConfigError as e:
                 raise TrainerConfigError(f"{self.path}: {e}") from None
+            if name in brains:
+                _check_brain_memory(self.path, name, settings.parameters, brains[name])
             result[name] = settings
         return result
+
+    def _check_block_names(self, brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
+        alias_targets = {block for block in self.raw.values() if isinstance(block, str)}
+        without_block = [n for n in external_brain_names if n not in self.blocks]
+        for block in self.blocks:
+            if block in brains or block in alias_targets:
+                continue
+            close = difflib.get_close_matches(block, without_block, n=1, cutoff=0.75)
+            if not close:
+                close = [n for n in without_block if n.lower() == block.lower()]
+            if close:
+                raise TrainerConfigError(
+                    f"{self.path}: block {block!r} names no brain of the scene; did you mean {close[0]!r}? "
+                    f"{close[0]!r} has no block, so it would train with the 'default' block. Rename the block "
+                    f"(the scene's brains: {', '.join(sorted(brains))}).")
 
 
 def load_trainer_config(path: str, registry: TrainerRegistry) -> TrainerConfig:
     """Read and validate the whole file (every block), before any environment is started."""
     try:
         with open(path, encoding="utf-8") as f:
-            raw = yaml.safe_load(f)
+            raw = yaml.load(f, Loader=StrictLoader)
     except FileNotFoundError:
         raise TrainerConfigError(
             f"The trainer configuration {path} could not be found. Pass an existing file with "
             "--trainer-config.") from None
     except (OSError, UnicodeDecodeError) as e:
         raise TrainerConfigError(f"The trainer configuration {path} could not be read: {e}.") from None
+    except _DuplicateKeyError as e:
+        raise TrainerConfigError(
+            f"{path}: line {e.line}: the key {e.key!r} is given a second time in the same block (first on "
+            f"line {e.first_line}); YAML would silently keep only the last value. Remove one of them.") from None
     except yaml.YAMLError as e:
         raise TrainerConfigError(f"The trainer configuration {path} is not valid YAML: {e}") from None
     if raw is None:
-        raw = {}
+        raise TrainerConfigError(
+            f"{path}: the file is empty (or only comments); expected a mapping with a 'default:' block and "
+            "one block per brain. Copy the shipped trainer_configurations.yaml, or leave out --trainer-config "
+            "to use it.")
     if not isinstance(raw, dict):
         raise TrainerConfigError(
             f"{path}: expected a mapping with a 'default:' block and one block per brain, "
@@ -104,6 +205,11 @@ def load_trainer_config(path: str, registry: TrainerRegistry) -> TrainerConfig:
     if config.raw["default"] is None:
         config.raw["default"] = {}
     _check_default_keys(path, config.raw["default"], registry)
+    for name in raw:
+        if isinstance(name, str) and name != "default" and _looks_like_default(name):
+            raise TrainerConfigError(
+                f"{path}: block {name!r}: did you mean 'default'? A block named {name!r} would only apply to a "
+                "brain of that name, and the defaults would silently be the built-in ones. Rename it 'default'.")
     for name in raw:
         if name == "default":
             continue
@@ -122,6 +228,13 @@ def _check_default_keys(path: str, default: Dict[str, Any], registry: TrainerReg
             raise TrainerConfigError(
                 f"{path}: block 'default', key {key!r}: unknown to every trainer type "
                 f"({', '.join(registry.names())}).{_did_you_mean(key, known)}")
+    # Values too, for every trainer type that declares the key: a brain with no block of its own
+    # is only resolved once the scene is known, which is too late for a value that is plainly wrong.
+    for name in registry.names():
+        declared = registry.get(name).hyperparameters
+        for key, value in default.items():
+            if key in declared and key not in ("trainer", "is_ghost", "is_imitation"):
+                coerce(path, "default", key, value, declared[key])
 
 
 def _follow_aliases(path: str, raw: Dict[str, Any], name: str) -> Tuple[str, Dict[str, Any]]:
@@ -199,6 +312,12 @@ def _resolve(path: str, raw: Dict[str, Any], name: str, registry: TrainerRegistr
         else:
             params[key] = param.default
     params["trainer"] = trainer_type
+    _check_network_size(path, name, params)
+    for key in ("brain_to_copy", "brain_to_imitate"):  # needs no scene, so found before the launch
+        if params.get(key) == name:
+            raise TrainerConfigError(
+                f"{path}: brain {name!r}, key {key!r}: names the brain itself; a brain cannot learn from its "
+                "own policy. Name the other brain of the scene.")
     try:
         cls.check_parameters(name, params)
     except TrainerConfigError as e:
@@ -215,7 +334,7 @@ def coerce(path: str, brain: str, key: str, value: Any, param: Param) -> Any:
     YAML 1.1 reads ``1.0e6`` (no sign in the exponent) as a string, so numeric strings are
     accepted for numbers; integral floats are accepted for integers.
     """
-    where = f"{path}: brain {brain!r}, key {key!r}"
+    where = f"{path}: block 'default', key {key!r}" if brain == "default" else f"{path}: brain {brain!r}, key {key!r}"
     kind = param.kind
     converted: Any = None
     if value is None and not param.required and param.default is None:
@@ -232,6 +351,10 @@ def coerce(path: str, brain: str, key: str, value: Any, param: Param) -> Any:
             except ValueError:
                 number = None
         if number is not None:
+            if not math.isfinite(number):
+                raise TrainerConfigError(
+                    f"{where}: expected a finite number, got {value!r}, which is {float(number)}. Give a finite "
+                    f"value{f' ({param.doc})' if param.doc else ''}.")
             if kind is float:
                 converted = float(number)
             elif float(number).is_integer():
@@ -249,7 +372,82 @@ def coerce(path: str, brain: str, key: str, value: Any, param: Param) -> Any:
         predicate, description = param.check
         if not predicate(converted):
             raise TrainerConfigError(f"{where}: must be {description}, got {value!r}.")
+    if kind in (int, float) and isinstance(converted, (int, float)):
+        _check_upper_bound(where, key, value, converted, kind)
     return converted
+
+
+def _check_upper_bound(where: str, key: str, value: Any, number: float, kind: type) -> None:
+    """Refuse a value past ``SANE_MAXIMUM[key]`` (or, for integers, past int32)."""
+    bound, why = SANE_MAXIMUM.get(key, (None, ""))
+    if bound is not None and number > bound:
+        raise TrainerConfigError(
+            f"{where}: must be at most {_number(bound)} ({why}), got {value!r}. Use a smaller value.")
+    if kind is int and abs(number) > INT_MAXIMUM:
+        raise TrainerConfigError(
+            f"{where}: must be at most {INT_MAXIMUM} in size (TensorFlow counts it in int32), got {value!r}. "
+            "Use a smaller value.")
+
+
+def _number(x: float) -> str:
+    """``1e7`` rather than ``1e+07``; small integers as they are."""
+    if float(x).is_integer() and abs(x) < 1e6:
+        return str(int(x))
+    mantissa, _, exponent = f"{x:.6g}".partition("e")
+    return f"{mantissa}e{int(exponent)}" if exponent else mantissa
+
+
+def _check_network_size(path: str, name: str, params: Dict[str, Any], input_size: int = 0) -> None:
+    """Refuse ``hidden_units`` x ``num_layers`` that cannot be built in this machine's memory.
+
+    Counts only the weights that surely exist: ``num_layers - 1`` square hidden layers, plus the
+    first layer when ``input_size`` (known once the scene is) is given, in one network.
+    """
+    hidden, layers = params.get("hidden_units"), params.get("num_layers")
+    if not isinstance(hidden, int) or not isinstance(layers, int) or layers <= 0:
+        return
+    weights = (layers - 1) * hidden * hidden + input_size * hidden
+    memory = total_memory_bytes()
+    if memory is None or weights * BYTES_PER_WEIGHT <= memory:
+        return
+    raise TrainerConfigError(
+        f"{path}: brain {name!r}, keys 'hidden_units' and 'num_layers': {layers} layers of {hidden} units make at "
+        f"least {weights:.3g} weights, {weights * BYTES_PER_WEIGHT / 2 ** 30:.1f} GiB with their gradients and "
+        f"optimizer state, more than this machine's {memory / 2 ** 30:.1f} GiB of memory: the graph cannot be "
+        "built. Use fewer or narrower layers (the defaults are 2 x 128).")
+
+
+def _check_brain_memory(path: str, name: str, params: Dict[str, Any], brain: BrainParameters) -> None:
+    """Refuse a network or a buffer that cannot fit this machine's memory for this brain's sizes.
+
+    Counts 4 bytes per float of what each stored step surely holds (state, camera pixels, memory,
+    action), so only configurations that cannot possibly fit are refused.
+    """
+    input_size = brain.state_width if brain.state_space_type == "continuous" else 0
+    _check_network_size(path, name, params, input_size=input_size)
+    steps = params.get("buffer_size")
+    memory = total_memory_bytes()
+    if not isinstance(steps, int) or memory is None:
+        return
+    pixels = 0
+    for camera in brain.camera_resolutions:
+        try:
+            channels = 1 if camera.get("blackAndWhite") else 3
+            pixels += int(camera.get("width", 0)) * int(camera.get("height", 0)) * channels
+        except (AttributeError, TypeError, ValueError):
+            continue  # the environment's own validation names a malformed camera
+    floats = brain.state_width + pixels + brain.memory_space_size + max(brain.action_space_size, 1)
+    needed = steps * floats * 4
+    if needed > memory:
+        raise TrainerConfigError(
+            f"{path}: brain {name!r}, key 'buffer_size': {steps} steps of {floats} floats each (states, "
+            f"{pixels} camera values, memory, actions) need at least {needed / 2 ** 30:.1f} GiB, more than this "
+            f"machine's {memory / 2 ** 30:.1f} GiB of memory. Use a smaller buffer_size.")
+
+
+def _looks_like_default(name: str) -> bool:
+    """A block name that is a near miss of 'default' ('Default', 'defualt', 'defaults')."""
+    return name.lower() == "default" or bool(difflib.get_close_matches(name.lower(), ["default"], n=1, cutoff=0.8))
 
 
 def _did_you_mean(key: str, candidates) -> str:
@@ -265,7 +463,8 @@ def hyperparameters_markdown(registry: TrainerRegistry, names: Tuple[str, ...] =
         "Generated from the trainers' declarations by `python -m trainers.config`; a test keeps it in",
         "step with the code. `trainer_configurations.yaml` has a `default:` block and one block per",
         "brain; a brain's block overrides the default key by key, and a block may be a string naming",
-        "another block (an alias). Steps count agent steps. Numbers such as `1.0e6` are accepted.",
+        "another block (an alias). Steps count agent steps. Numbers such as `1.0e6` are accepted;",
+        "numbers must be finite, and a key given twice in one block is an error.",
         "",
     ]
     for name in names:
@@ -278,6 +477,9 @@ def hyperparameters_markdown(registry: TrainerRegistry, names: Tuple[str, ...] =
         for key, p in sorted(cls.hyperparameters.items()):
             default = "required" if p.required else ("-" if p.default is None else f"`{p.default}`")
             allowed = p.check[1] if p.check else ""
+            if p.kind in (int, float) and key in SANE_MAXIMUM:
+                bound = f"<= {_number(SANE_MAXIMUM[key][0])}"
+                allowed = f"{allowed}, {bound}" if allowed else bound
             lines.append(f"| `{key}` | {p.kind.__name__} | {default} | {allowed} | {p.doc} |")
         lines.append("")
     return "\n".join(lines)
