@@ -10,12 +10,19 @@ The JSON file has five required keys (``shared/reference/api2-facts.md`` §3)::
 
 ``increment_lesson`` is called by the trainer controller with the current measure; the lesson
 moves at most one step per call.
+
+``load_curriculum_file`` (also ``Curriculum.validate_file``) checks a file completely without an
+environment, so learn.py can refuse a broken curriculum before it launches one; the reset
+parameter names are checked once the environment said which it has (``Curriculum(...)``).
 """
 from __future__ import annotations
 
+import difflib
 import json
 import logging
-from typing import Any, Dict, Optional
+import math
+import os
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .exception import UnityEnvironmentException
 
@@ -23,6 +30,148 @@ logger = logging.getLogger("unityagents")
 
 _REQUIRED = ("measure", "thresholds", "min_lesson_length", "signal_smoothing", "parameters")
 MEASURES = ("reward", "progress")
+#: A curriculum is a handful of short lists; a bigger file is the wrong file.
+MAX_FILE_BYTES = 1 << 20
+
+
+class CurriculumError(UnityEnvironmentException):
+    """A curriculum file that cannot be used: unreadable, malformed or inconsistent with the scene."""
+
+
+def load_curriculum_file(location: str) -> Dict[str, Any]:
+    """Read and check a curriculum JSON file completely; needs no environment.
+
+    Checks the structure, the types, that every number is finite, that each parameter has one
+    value per lesson and that ``progress`` thresholds can be passed, so that learn.py can refuse a
+    broken file before it launches the environment. Only the reset parameter names are left for
+    ``check_reset_parameters``, which needs the scene.
+
+    :return: the file's content.
+    :raises CurriculumError: naming the file, the field, what was expected and what was found.
+    """
+    data = _read_json(location)
+    _check_structure(location, data)
+    return data
+
+
+def check_reset_parameters(location: str, data: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
+    """Every parameter of the curriculum must be one of the environment's reset parameters."""
+    for key in data["parameters"]:
+        if key not in defaults:
+            close = difflib.get_close_matches(key, [str(d) for d in defaults], n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise CurriculumError(
+                f"The parameter {key} in Curriculum {location} is not present in the Environment "
+                f"(its reset parameters are: {sorted(defaults) or 'none'}).{hint} Rename or remove it.")
+
+
+def _read_json(location: str) -> Any:
+    try:
+        size = os.stat(location).st_size
+        if size > MAX_FILE_BYTES:
+            raise CurriculumError(
+                f"The curriculum file {location} has {size} bytes, more than the {MAX_FILE_BYTES} a curriculum "
+                "can need; check the --curriculum path.")
+        with open(location, "rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise CurriculumError(
+            f"The curriculum file {location} could not be found. Check the --curriculum path.") from None
+    except IsADirectoryError:
+        raise CurriculumError(
+            f"The curriculum {location} is a folder; --curriculum takes the path of a JSON file.") from None
+    except OSError as e:
+        raise CurriculumError(f"The curriculum file {location} could not be read: {e}.") from None
+    try:
+        return json.loads(raw.decode("utf-8"), object_pairs_hook=_refuse_duplicates,
+                          parse_constant=_refuse_constant, parse_float=_finite_float)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CurriculumError(
+            f"There was an error decoding {location}: it must be a JSON object ({e}).") from None
+    except RecursionError:
+        raise CurriculumError(
+            f"There was an error decoding {location}: it is nested too deeply; a curriculum is a JSON object "
+            f"with the keys {', '.join(_REQUIRED)}.") from None
+    except _BadJson as e:
+        raise CurriculumError(f"There was an error decoding {location}: {e}") from None
+
+
+class _BadJson(ValueError):
+    """Valid JSON that no curriculum may contain (a duplicate key, NaN, an overflowing number)."""
+
+
+def _refuse_duplicates(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    result: Dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _BadJson(f"the key {key!r} is given twice in one object, and JSON keeps only the last one. "
+                           "Remove one of them.")
+        result[key] = value
+    return result
+
+
+def _refuse_constant(name: str) -> float:
+    raise _BadJson(f"{name} is not a value a curriculum can use; every number must be finite.")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _BadJson(f"{text} overflows to {value}; every number must be finite.")
+    return value
+
+
+def _check_structure(location: str, data: Any) -> None:
+    if not isinstance(data, dict):
+        raise CurriculumError(
+            f"The curriculum {location} must be a JSON object with the keys {', '.join(_REQUIRED)}, "
+            f"not a {type(data).__name__}.")
+    for key in _REQUIRED:
+        if key not in data:
+            raise CurriculumError(
+                f"{location} does not contain a {key} field. A curriculum needs {', '.join(_REQUIRED)}.")
+    for key in data:
+        if key not in _REQUIRED:
+            close = difflib.get_close_matches(key, _REQUIRED, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise CurriculumError(
+                f"The curriculum {location} has an unknown field {key!r}.{hint} "
+                f"Its fields are {', '.join(_REQUIRED)}.")
+    if data["measure"] not in MEASURES:
+        raise CurriculumError(
+            f"The measure of curriculum {location} must be one of {MEASURES}, not {data['measure']!r}.")
+    thresholds = data["thresholds"]
+    if not isinstance(thresholds, list) or not all(_is_number(t) for t in thresholds):
+        raise CurriculumError(
+            f"The thresholds of curriculum {location} must be a list of numbers, not {thresholds!r}.")
+    if data["measure"] == "progress":
+        unreachable = [t for t in thresholds if t >= 1.0]
+        if unreachable:
+            raise CurriculumError(
+                f"The thresholds of curriculum {location} measure progress, the fraction of max_steps done, "
+                f"which never exceeds 1, so {unreachable} can never be passed. Use thresholds below 1.")
+    length = data["min_lesson_length"]
+    if not isinstance(length, int) or isinstance(length, bool) or length < 0:
+        raise CurriculumError(
+            f"The min_lesson_length of curriculum {location} must be a non-negative integer, not {length!r}.")
+    if not isinstance(data["signal_smoothing"], bool):
+        raise CurriculumError(
+            f"The signal_smoothing of curriculum {location} must be true or false, "
+            f"not {data['signal_smoothing']!r}.")
+    parameters = data["parameters"]
+    if not isinstance(parameters, dict):
+        raise CurriculumError(
+            f"The parameters of curriculum {location} must be an object of name -> list of values, "
+            f"not {parameters!r}.")
+    for key, values in parameters.items():
+        if not isinstance(values, list) or len(values) != len(thresholds) + 1:
+            found = len(values) if isinstance(values, list) else repr(values)
+            raise CurriculumError(
+                f"The parameter {key} in Curriculum {location} must have {len(thresholds) + 1} values "
+                f"(one per lesson: len(thresholds) + 1) but {found} were found.")
+        if not all(_is_number(v) for v in values):
+            raise CurriculumError(
+                f"The values of parameter {key} in Curriculum {location} must be numbers, not {values!r}.")
 
 
 class Curriculum:
@@ -32,6 +181,9 @@ class Curriculum:
     :param default_reset_parameters: the Academy's ``resetParameters``; every curriculum
         parameter must be one of them.
     """
+
+    #: Check a file before any environment exists (``load_curriculum_file``).
+    validate_file = staticmethod(load_curriculum_file)
 
     def __init__(self, location: Optional[str], default_reset_parameters: Dict[str, float]):
         self.location = location
@@ -43,61 +195,10 @@ class Curriculum:
         self.data: Optional[Dict[str, Any]] = None
         if location is None:
             return
-        try:
-            with open(location, encoding="utf-8") as f:
-                self.data = json.load(f)
-        except FileNotFoundError:
-            raise UnityEnvironmentException(
-                f"The curriculum file {location} could not be found. Check the --curriculum path.") from None
-        except OSError as e:
-            raise UnityEnvironmentException(f"The curriculum file {location} could not be read: {e}.") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise UnityEnvironmentException(
-                f"There was an error decoding {location}: it must be a JSON object ({e}).") from None
-        self._validate(location, default_reset_parameters)
+        self.data = load_curriculum_file(location)
+        check_reset_parameters(location, self.data, default_reset_parameters)
         self.measure_type = self.data["measure"]
         self.max_lesson_number = len(self.data["thresholds"])
-
-    def _validate(self, location: str, defaults: Dict[str, float]) -> None:
-        data = self.data
-        if not isinstance(data, dict):
-            raise UnityEnvironmentException(
-                f"The curriculum {location} must be a JSON object with the keys {', '.join(_REQUIRED)}.")
-        for key in _REQUIRED:
-            if key not in data:
-                raise UnityEnvironmentException(f"{location} does not contain a {key} field.")
-        if data["measure"] not in MEASURES:
-            raise UnityEnvironmentException(
-                f"The measure of curriculum {location} must be one of {MEASURES}, not {data['measure']!r}.")
-        thresholds = data["thresholds"]
-        if not isinstance(thresholds, list) or not all(_is_number(t) for t in thresholds):
-            raise UnityEnvironmentException(
-                f"The thresholds of curriculum {location} must be a list of numbers, not {thresholds!r}.")
-        if not isinstance(data["min_lesson_length"], int) or data["min_lesson_length"] < 0:
-            raise UnityEnvironmentException(
-                f"The min_lesson_length of curriculum {location} must be a non-negative integer, "
-                f"not {data['min_lesson_length']!r}.")
-        if not isinstance(data["signal_smoothing"], bool):
-            raise UnityEnvironmentException(
-                f"The signal_smoothing of curriculum {location} must be true or false, "
-                f"not {data['signal_smoothing']!r}.")
-        parameters = data["parameters"]
-        if not isinstance(parameters, dict):
-            raise UnityEnvironmentException(
-                f"The parameters of curriculum {location} must be an object of name -> list of values.")
-        for key, values in parameters.items():
-            if key not in defaults:
-                raise UnityEnvironmentException(
-                    f"The parameter {key} in Curriculum {location} is not present in the Environment "
-                    f"(its reset parameters are: {sorted(defaults) or 'none'}).")
-            if not isinstance(values, list) or len(values) != len(thresholds) + 1:
-                found = len(values) if isinstance(values, list) else values
-                raise UnityEnvironmentException(
-                    f"The parameter {key} in Curriculum {location} must have {len(thresholds) + 1} values "
-                    f"(one per lesson: len(thresholds) + 1) but {found} were found.")
-            if not all(_is_number(v) for v in values):
-                raise UnityEnvironmentException(
-                    f"The values of parameter {key} in Curriculum {location} must be numbers, not {values!r}.")
 
     @property
     def measure(self) -> Optional[str]:
