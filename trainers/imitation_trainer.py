@@ -33,7 +33,8 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
 import numpy as np
 
 from trainers.ghost_trainer import same_spaces_error
-from trainers.models import RunningNormalizer, dense, mlp, visual_encoder
+from trainers.encoders import concat_features, create_inputs
+from trainers.models import dense, mlp
 from trainers.tf_utils import tf
 from trainers.trainer import (
     COMMON_HYPERPARAMETERS,
@@ -59,36 +60,16 @@ class ImitationModel:
 
     def __init__(self, brain: BrainParameters, h_size: int = 64, num_layers: int = 2, lr: float = 1e-3,
                  normalize: bool = False):
-        if brain.state_space_size <= 0 and brain.number_observations == 0:
-            raise UnityTrainerException(
-                f"Brain '{brain.brain_name}' has neither a state nor a camera, so there is nothing to imitate from. "
-                "Give it a state or a camera.")
         self.is_continuous = brain.action_space_type == "continuous"
         a = brain.action_space_size
         self.batch_size = tf.placeholder(tf.int32, None, name="batch_size")
-        features: List[tf.Tensor] = []
-        self.state_in = None
-        self.update_normalization = None
-        if brain.state_space_size > 0:
-            if brain.state_space_type == "continuous":
-                self.state_in = tf.placeholder(tf.float32, [None, brain.state_space_size], name="state")
-                if normalize:
-                    normalizer = RunningNormalizer(self.state_in)
-                    features.append(normalizer.normalized)
-                    self.update_normalization = normalizer.update
-                else:
-                    features.append(self.state_in)
-            else:
-                self.state_in = tf.placeholder(tf.int32, [None, 1], name="state")
-                features.append(tf.one_hot(tf.reshape(self.state_in, [-1]), brain.state_space_size))
-        self.observation_in = []
-        for k, camera in enumerate(brain.camera_resolutions):
-            channels = 1 if camera.get("blackAndWhite") else 3
-            image = tf.placeholder(tf.float32, [None, camera["height"], camera["width"], channels],
-                                   name=f"observation_{k}")
-            self.observation_in.append(image)
-            features.append(visual_encoder(image, h_size, f"visual_encoder_{k}"))
-        encoded = features[0] if len(features) == 1 else tf.concat(features, axis=1)
+        # The shared encoder; vector_name=None: the network reads the state placeholder (or its
+        # unnamed one-hot) directly, the layout this graph has always exported.
+        self.inputs = create_inputs(brain, h_size, normalize, vector_name=None, reader="the student")
+        self.state_in = self.inputs.state
+        self.observation_in = self.inputs.observations
+        self.update_normalization = self.inputs.update_normalization
+        encoded = concat_features(self.inputs.features)
         hidden = mlp(encoded, h_size, num_layers, "policy", activation=tf.nn.elu)
         head = dense(hidden, a, "policy_head", gain=0.01)
 

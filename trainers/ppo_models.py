@@ -29,17 +29,10 @@ from its agent-step counter in Python, so ``--load`` restores them exactly.
 from __future__ import annotations
 
 import math
-from typing import List, Optional
+from typing import Dict, List, Optional, Sequence
 
-from trainers.models import (
-    RunningNormalizer,
-    dense,
-    lstm,
-    mlp,
-    new_trainable_variables,
-    visual_encoder,
-    visual_encoder_min_size,
-)
+from trainers.encoders import Inputs, concat_features, create_inputs
+from trainers.models import dense, lstm, mlp, new_trainable_variables
 from trainers.tf_utils import tf
 from trainers.trainer import UnityTrainerException
 from unityagents.brain import BrainParameters
@@ -88,18 +81,23 @@ class PPOModel:
         vf_coef: float = 0.5,
         max_grad_norm: float = 0.5,
         clip_value: bool = True,
+        reward_signals: Sequence[str] = (),
     ):
         self.brain = brain
         self.is_continuous = brain.action_space_type == "continuous"
         self.use_recurrent = use_recurrent
         self.m_size = validate_memory_size(brain, m_size) if use_recurrent else None
-        self._check_inputs(brain)
         variables_before = tf.trainable_variables()
 
         self.batch_size = tf.placeholder(tf.int32, None, name="batch_size")
         self.sequence_length = tf.placeholder(tf.int32, None, name="sequence_length")
-        features = self._create_inputs(brain, h_size, normalize)
-        encoded = features[0] if len(features) == 1 else tf.concat(features, axis=1)
+        self.inputs: Inputs = create_inputs(brain, h_size, normalize)
+        self.state_in = self.inputs.state
+        self.vector_in = self.inputs.vector_in
+        self.update_normalization = self.inputs.update_normalization
+        self.normalize = self.inputs.normalize
+        self.observation_in = self.inputs.observations
+        encoded = concat_features(self.inputs.features)
         # Per-step weights: 1 for real steps, 0 for the Buffer's padding; ones unless fed.
         self.masks = tf.placeholder_with_default(tf.ones(tf.shape(encoded)[:1]), [None], name="masks")
         if use_recurrent:
@@ -120,56 +118,15 @@ class PPOModel:
             self._create_gaussian_policy(hidden_policy, brain.action_space_size)
         else:
             self._create_categorical_policy(hidden_policy, brain.action_space_size)
+        # One value head per reward signal, on the value MLP. The first signal's is the exported
+        # ``value_estimate``; the others (``value_head_<signal>``) are built after the policy, so
+        # a brain without reward signals has exactly the graph (and initial weights) it had before.
+        self.signal_names: List[str] = list(reward_signals) or ["extrinsic"]
+        self.values: Dict[str, tf.Tensor] = {self.signal_names[0]: self.value}
+        for name in self.signal_names[1:]:
+            self.values[name] = dense(hidden_value, 1, f"value_head_{name}", gain=1.0)
         self.variables = new_trainable_variables(variables_before)
         self._create_ppo_optimizer(lr, epsilon, beta, vf_coef, max_grad_norm, clip_value)
-
-    # ------------------------------------------------------------------ inputs and encoders
-    @staticmethod
-    def _check_inputs(brain: BrainParameters) -> None:
-        if brain.state_space_size <= 0 and brain.number_observations == 0:
-            raise UnityTrainerException(
-                f"Brain '{brain.brain_name}' has neither a state (stateSize is {brain.state_space_size}) nor a "
-                "camera, so a policy has nothing to look at. Give it a state or a camera."
-            )
-        smallest = visual_encoder_min_size()
-        for k, camera in enumerate(brain.camera_resolutions):
-            if camera["height"] < smallest or camera["width"] < smallest:
-                raise UnityTrainerException(
-                    f"Camera {k} of brain '{brain.brain_name}' is {camera['width']}x{camera['height']} pixels; the "
-                    f"visual encoder needs at least {smallest}x{smallest}. Raise the camera resolution."
-                )
-
-    def _create_inputs(self, brain: BrainParameters, h_size: int, normalize: bool) -> List[tf.Tensor]:
-        """Placeholders for the state and cameras; returns one feature tensor per input."""
-        features = []
-        self.state_in = None
-        self.update_normalization = None
-        self.normalize = normalize and brain.state_space_type == "continuous" and brain.state_space_size > 0
-        if brain.state_space_size > 0:
-            if brain.state_space_type == "continuous":
-                self.state_in = tf.placeholder(tf.float32, [None, brain.state_space_size], name="state")
-                if self.normalize:
-                    normalizer = RunningNormalizer(self.state_in)
-                    self.vector_in = normalizer.normalized
-                    self.update_normalization = normalizer.update
-                else:
-                    self.vector_in = tf.identity(self.state_in, name="vector_in")
-            else:
-                self.state_in = tf.placeholder(tf.int32, [None, 1], name="state")
-                self.vector_in = tf.one_hot(tf.reshape(self.state_in, [-1]), brain.state_space_size, name="vector_in")
-            features.append(self.vector_in)
-        else:
-            self.vector_in = None
-
-        self.observation_in = []
-        for k, camera in enumerate(brain.camera_resolutions):
-            channels = 1 if camera.get("blackAndWhite") else 3
-            image = tf.placeholder(
-                tf.float32, [None, camera["height"], camera["width"], channels], name=f"observation_{k}"
-            )
-            self.observation_in.append(image)
-            features.append(visual_encoder(image, h_size, f"visual_encoder_{k}"))
-        return features
 
     # ------------------------------------------------------------------ policies
     def _create_gaussian_policy(self, hidden: tf.Tensor, action_size: int) -> None:
@@ -217,6 +174,13 @@ class PPOModel:
         self.advantages = tf.placeholder(tf.float32, [None], name="advantages")
         self.returns = tf.placeholder(tf.float32, [None], name="discounted_rewards")
         self.old_value = tf.placeholder(tf.float32, [None], name="old_value")
+        # Per reward signal: the first signal uses the two placeholders above.
+        first = self.signal_names[0]
+        self.signal_returns: Dict[str, tf.Tensor] = {first: self.returns}
+        self.signal_old_values: Dict[str, tf.Tensor] = {first: self.old_value}
+        for name in self.signal_names[1:]:
+            self.signal_returns[name] = tf.placeholder(tf.float32, [None], name=f"discounted_rewards_{name}")
+            self.signal_old_values[name] = tf.placeholder(tf.float32, [None], name=f"old_value_{name}")
 
         with tf.name_scope("ppo_loss"):
             weights = self.masks
@@ -234,14 +198,24 @@ class PPOModel:
             clipped_ratio = tf.minimum(tf.maximum(ratio, 1.0 - self.clip_epsilon), 1.0 + self.clip_epsilon)
             self.policy_loss = -masked_mean(tf.minimum(ratio * advantages, clipped_ratio * advantages))
 
-            value = self.value[:, 0]
-            value_error = tf.square(value - self.returns)
-            if clip_value:
-                clipped_value = self.old_value + tf.minimum(
-                    tf.maximum(value - self.old_value, -self.clip_epsilon), self.clip_epsilon
-                )
-                value_error = tf.maximum(value_error, tf.square(clipped_value - self.returns))
-            self.value_loss = 0.5 * masked_mean(value_error)
+            def value_loss(value, returns, old_value):
+                value = value[:, 0]
+                value_error = tf.square(value - returns)
+                if clip_value:
+                    clipped_value = old_value + tf.minimum(
+                        tf.maximum(value - old_value, -self.clip_epsilon), self.clip_epsilon
+                    )
+                    value_error = tf.maximum(value_error, tf.square(clipped_value - returns))
+                return 0.5 * masked_mean(value_error)
+
+            # Each reward signal's head regresses to that signal's returns; the loss is their mean
+            # (one head: exactly the single value loss).
+            self.value_losses: Dict[str, tf.Tensor] = {}
+            for name in self.signal_names:
+                returns, old_value = self.signal_returns[name], self.signal_old_values[name]
+                self.value_losses[name] = value_loss(self.values[name], returns, old_value)
+            losses = list(self.value_losses.values())
+            self.value_loss = losses[0] if len(losses) == 1 else tf.add_n(losses) / float(len(losses))
 
             self.mean_entropy = masked_mean(self.entropy)
             self.loss = self.policy_loss + vf_coef * self.value_loss - self.beta * self.mean_entropy
@@ -269,6 +243,7 @@ def create_agent_model(
     vf_coef: float = 0.5,
     max_grad_norm: float = 0.5,
     clip_value: bool = True,
+    reward_signals: Sequence[str] = (),
 ) -> PPOModel:
     """Build the PPO graph of ``brain`` in the current graph and variable scope.
 
@@ -282,12 +257,14 @@ def create_agent_model(
     :param vf_coef: weight of the value loss in the single loss both networks minimise.
     :param max_grad_norm: the global norm gradients are clipped to.
     :param clip_value: clip the value loss around the old predictions (PPO2-style).
+    :param reward_signals: the names of the reward signals, one value head each (the first one's
+        is ``value_estimate``); empty: one head for the extrinsic reward, the graph of old.
     """
     del max_step  # see the docstring: the schedule lives in the trainer
     return PPOModel(
         brain, lr=lr, h_size=h_size, epsilon=epsilon, beta=beta, normalize=normalize,
         use_recurrent=use_recurrent, num_layers=num_layers, m_size=m_size, vf_coef=vf_coef,
-        max_grad_norm=max_grad_norm, clip_value=clip_value,
+        max_grad_norm=max_grad_norm, clip_value=clip_value, reward_signals=reward_signals,
     )
 
 

@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import math
 
+from trainers.encoders import create_inputs
 from trainers.models import dense, mlp, new_trainable_variables
 from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
 
-from ..inputs import create_inputs
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
 class A2CModel:
-    """Public tensors: ``inputs`` (see ``inputs.Inputs``), ``batch_size``, ``epsilon``
+    """Public tensors: ``inputs`` (a ``trainers.encoders.Inputs``), ``batch_size``, ``epsilon``
     (continuous), ``output``, ``value``, ``probs``, ``entropy``; the loss side ``taken_actions``,
     ``advantages``, ``returns``, ``learning_rate``, ``policy_loss``, ``value_loss``,
     ``mean_entropy``, ``loss``, ``grad_norm`` and ``update_batch`` (one optimiser step)."""
@@ -48,9 +48,11 @@ class A2CModel:
         self.is_continuous = brain.action_space_type == "continuous"
         variables_before = tf.trainable_variables()
         self.batch_size = tf.placeholder(tf.int32, None, name="batch_size")
+        # The export contract's inputs, from the trainers package's one encoder (as PPO builds them).
         self.inputs = create_inputs(brain, h_size, normalize)
-        hidden_policy = mlp(self.inputs.features, h_size, num_layers, "policy")
-        hidden_value = mlp(self.inputs.features, h_size, num_layers, "value")
+        features = self.inputs.encoded
+        hidden_policy = mlp(features, h_size, num_layers, "policy")
+        hidden_value = mlp(features, h_size, num_layers, "value")
         self.value = tf.identity(dense(hidden_value, 1, "value_head", gain=1.0), name="value_estimate")
         if self.is_continuous:
             self._gaussian_policy(hidden_policy, brain.action_space_size)

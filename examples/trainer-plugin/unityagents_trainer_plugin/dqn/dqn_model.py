@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+from trainers.encoders import encode, observation_placeholders, state_placeholder, state_vector
 from trainers.models import dense, mlp, new_trainable_variables
 from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
 
-from ..inputs import encode, observation_placeholders, state_placeholder, state_vector
 
 
 def huber(x: tf.Tensor) -> tf.Tensor:
