@@ -142,6 +142,11 @@ def convert_brain(sess: Any, trainer: Any, opset: int = DEFAULT_OPSET):
         inputs_as_nchw=[n + ":0" for n in plan["cameras"]],
         tensors_to_rename={n + ":0": n for n in plan["inputs"] + plan["outputs"]},
     )
+    _explicit_split_sizes(model, brain.brain_name)
+    _constants_as_initializers(model, plan["constants"], brain.brain_name)
+    used = {node.domain or "" for node in model.graph.node}
+    for entry in [o for o in model.opset_import if o.domain not in ("", "ai.onnx") and o.domain not in used]:
+        model.opset_import.remove(entry)  # tf2onnx declares ai.onnx.ml even when no node uses it
     model.producer_name = PRODUCER_NAME
     model.producer_version = f"tf2onnx {tf2onnx.__version__}"
     model.doc_string = (f"Brain '{brain.brain_name}': ML-Agents model format {MODEL_VERSION}, exported from the "
@@ -265,7 +270,7 @@ def _contract_graph(frozen: Any, prefix: str, brain: BrainParameters, outputs: L
     frozen = _defaults_as_identity(frozen, keep={prefix + "epsilon"})
     nodes = {n.name: n for n in frozen.node}
     graph = tf.Graph()
-    plan: Dict[str, List[str]] = {"inputs": [], "outputs": [], "cameras": []}
+    plan: Dict[str, List[str]] = {"inputs": [], "outputs": [], "cameras": [], "constants": []}
     with graph.as_default():
         input_map: Dict[str, tf.Tensor] = {}
         batch = None
@@ -308,6 +313,8 @@ def _contract_graph(frozen: Any, prefix: str, brain: BrainParameters, outputs: L
 
         def output(tensor: tf.Tensor, name: str) -> None:
             plan["outputs"].append(tf.identity(tensor, name=name).op.name)
+            if tensor.op.type == "Const":
+                plan["constants"].append(name)
 
         output(tf.constant([float(MODEL_VERSION)], tf.float32), "version_number")
         output(tf.constant([float(memory)], tf.float32), "memory_size")
@@ -408,6 +415,55 @@ def _samples(action: tf.Tensor) -> bool:
             seen.add(op.name)
             stack.extend(t.op for t in op.inputs)
     return False
+
+
+def _explicit_split_sizes(model: Any, brain_name: str) -> None:
+    """Give every ``Split`` its ``split`` attribute: tf2onnx leaves it out for equal parts, and
+    Barracuda refuses a Split without it ("Unsupported default attribute `split`", facts §7)."""
+    import onnx
+
+    splits = [n for n in model.graph.node if n.op_type == "Split" and not any(a.name == "split" for a in n.attribute)]
+    if not splits:
+        return
+    inferred = onnx.shape_inference.infer_shapes(model)
+    shapes = {v.name: v.type.tensor_type.shape for v in list(inferred.graph.value_info) + list(inferred.graph.input)}
+    for node in splits:
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+        shape = shapes.get(node.input[0])
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in shape.dim] if shape is not None else []
+        size = dims[axis] if -len(dims) <= axis < len(dims) else None
+        parts = len(node.output)
+        if not size or size % parts:
+            raise UnityTrainerException(
+                f"ONNX export of brain '{brain_name}': Split node {node.name} splits a dimension of unknown or "
+                f"uneven size ({size}) into {parts}; Barracuda needs explicit sizes. Give the tensor a static shape.")
+        node.attribute.append(onnx.helper.make_attribute("split", [size // parts] * parts))
+
+
+def _constants_as_initializers(model: Any, names: Sequence[str], brain_name: str) -> None:
+    """Make each constant output (``version_number``, ...) an initializer of the same name.
+
+    Barracuda finds a constant only as a dataset of that exact name (facts §3); tf2onnx merges equal
+    constants (``version_number`` [3] and a 3-action ``continuous_action_output_shape`` [3]) and
+    routes one through an ``Identity``, which this undoes.
+    """
+    from onnx import numpy_helper
+
+    initializers = {i.name: i for i in model.graph.initializer}
+    producers = {out: node for node in model.graph.node for out in node.output}
+    for name in names:
+        if name in initializers:
+            continue
+        node, source = producers.get(name), name
+        while source not in initializers and node is not None and node.op_type == "Identity":
+            source = node.input[0]
+            node = producers.get(source)
+        if source not in initializers:
+            raise UnityTrainerException(f"ONNX export of brain '{brain_name}': the constant output {name!r} is not "
+                                        "computed from an initializer; Unity would not find it.")
+        value = numpy_helper.to_array(initializers[source])
+        model.graph.initializer.append(numpy_helper.from_array(value, name))
+        model.graph.node.remove(producers[name])
 
 
 # ---------------------------------------------------------------------------------- checks, I/O
