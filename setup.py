@@ -19,6 +19,8 @@ setup(
         "docopt-ng>=0.9",
         "Pillow>=10.0",
         "orjson>=3.9",
+        "grpcio>=1.60",
+        "protobuf>=7.35.1",
         'tensorflow-cpu>=2.15,<2.22; platform_machine == "x86_64" or platform_machine == "AMD64"',
         'tensorflow>=2.15,<2.22; platform_machine != "x86_64" and platform_machine != "AMD64"',
     ],

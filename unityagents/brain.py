@@ -3,6 +3,12 @@
 Both mirror the API-2 Python package: ``BrainParameters(name, dict)`` takes one entry of the
 AcademyParameters' ``brainParameters`` list, and ``BrainInfo`` carries one state message of one
 brain (its agents in the order Unity sent them).
+
+The modern (gRPC) protocol maps onto the same two classes (``grpc_communicator.py``): a behaviour
+becomes a brain, its vector observations one continuous state, its cameras ``[N, H, W, C]``
+observations, its discrete branches ``action_branches``. It adds per-agent fields that API-2 did
+not have (``max_reached``, ``action_masks``, ``group_id``, ``group_rewards``,
+``decision_requested``, ``terminal_info``); for API-2 they hold their neutral defaults.
 """
 from __future__ import annotations
 
@@ -32,6 +38,10 @@ class BrainParameters:
         self.action_descriptions = list(brain_param.get("actionDescriptions") or [])
         self.action_space_type = SPACE_TYPES[int(brain_param.get("actionSpaceType", 0))]
         self.state_space_type = SPACE_TYPES[int(brain_param.get("stateSpaceType", 1))]
+        #: Sizes of the discrete action branches: one action per branch per agent. API-2 discrete
+        #: brains have one branch of ``actionSize``; continuous brains have none.
+        default_branches = [self.action_space_size] if self.action_space_type == "discrete" else []
+        self.action_branches: List[int] = [int(b) for b in brain_param.get("actionBranches", default_branches)]
 
     @property
     def state_width(self) -> int:
@@ -40,12 +50,13 @@ class BrainParameters:
 
     @property
     def action_width(self) -> int:
-        """Floats per agent in an action message: ``actionSize`` if continuous, 1 if discrete."""
-        return self.action_space_size if self.action_space_type == "continuous" else 1
+        """Floats per agent in an action message: ``actionSize`` if continuous, one per branch
+        (1 for API-2) if discrete."""
+        return self.action_space_size if self.action_space_type == "continuous" else len(self.action_branches)
 
     def to_dict(self) -> Dict[str, Any]:
         """The JSON entry this object was made from (round trip for saving and tests)."""
-        return {
+        result = {
             "stateSize": self.state_space_size,
             "actionSize": self.action_space_size,
             "memorySize": self.memory_space_size,
@@ -54,6 +65,10 @@ class BrainParameters:
             "actionSpaceType": SPACE_TYPES.index(self.action_space_type),
             "stateSpaceType": SPACE_TYPES.index(self.state_space_type),
         }
+        default_branches = [self.action_space_size] if self.action_space_type == "discrete" else []
+        if self.action_branches != default_branches:  # only modern multi-branch brains differ
+            result["actionBranches"] = list(self.action_branches)
+        return result
 
     def __str__(self) -> str:
         return (
@@ -80,6 +95,19 @@ class BrainInfo:
     :param local_done: per-agent done. For agents that reset on done, the state in the same
         message is already the first observation of the next episode.
     :param action: ``previous_actions``, the last action each agent executed.
+    :param max_reached: per-agent: the episode was *interrupted* (the agent's max step), not
+        ended by the task, so a trainer bootstraps its value. Always False for API-2.
+    :param action_masks: ``[n_agents, sum(action_branches)]`` float, 1 = the discrete action is
+        allowed, 0 = masked; None for brains without discrete actions.
+    :param group_id: per-agent multi-agent group (0 = none). :param group_rewards: per-agent
+        group reward.
+    :param decision_requested: per-agent: the agent asks for an action. False only for an agent
+        of the modern protocol that reports the end of its episode without asking for its next
+        decision in the same step: its row closes the episode and its action is not sent.
+    :param terminal_info: the last observations of the agents whose episode ended in this step
+        (modern protocol; rows keyed like ``agents``), for bootstrapping interrupted episodes. A
+        done row of this info itself holds the first observation of the next episode when the
+        agent already asked for its next decision, as with API-2.
     """
 
     def __init__(
@@ -91,6 +119,12 @@ class BrainInfo:
         agents: Optional[List[int]] = None,
         local_done: Optional[List[bool]] = None,
         action: Optional[np.ndarray] = None,
+        max_reached: Optional[List[bool]] = None,
+        action_masks: Optional[np.ndarray] = None,
+        group_id: Optional[List[int]] = None,
+        group_rewards: Optional[List[float]] = None,
+        decision_requested: Optional[List[bool]] = None,
+        terminal_info: Optional["BrainInfo"] = None,
     ):
         self.observations = observation
         self.states = state
@@ -99,6 +133,13 @@ class BrainInfo:
         self.agents = agents if agents is not None else []
         self.local_done = local_done if local_done is not None else []
         self.previous_actions = action
+        n = len(self.agents)
+        self.max_reached = max_reached if max_reached is not None else [False] * n
+        self.action_masks = action_masks
+        self.group_id = group_id if group_id is not None else [0] * n
+        self.group_rewards = group_rewards if group_rewards is not None else [0.0] * n
+        self.decision_requested = decision_requested if decision_requested is not None else [True] * n
+        self.terminal_info = terminal_info
 
     def __len__(self) -> int:
         return len(self.agents)
@@ -130,7 +171,18 @@ class BrainInfo:
             agents=[(e, a) for e, i in full for a in i.agents],
             local_done=[d for i in infos for d in i.local_done],
             action=None if infos[0].previous_actions is None else cat([i.previous_actions for i in infos]),
+            max_reached=[m for i in infos for m in i.max_reached],
+            action_masks=None if infos[0].action_masks is None else cat([i.action_masks for i in infos]),
+            group_id=[g for i in infos for g in i.group_id],
+            group_rewards=[g for i in infos for g in i.group_rewards],
+            decision_requested=[d for i in infos for d in i.decision_requested],
+            terminal_info=cls._merge_terminal(parts),
         )
+
+    @classmethod
+    def _merge_terminal(cls, parts: Sequence[Tuple[Hashable, "BrainInfo"]]) -> Optional["BrainInfo"]:
+        terminal = [(e, i.terminal_info) for e, i in parts if i.terminal_info is not None]
+        return cls.merge(terminal) if terminal else None
 
     def __repr__(self) -> str:
         shapes = [o.shape for o in self.observations]

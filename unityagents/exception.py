@@ -47,6 +47,20 @@ class UnityCommunicationException(UnityEnvironmentException):
         super().__init__(message + _log_hint(log_file_path))
 
 
+class UnityProtocolException(UnityCommunicationException):
+    """The other end speaks another protocol or version, or sent a message that does not parse.
+
+    Raised, for example, when an API-2 listener receives an HTTP/2 preface (a modern build), when
+    a gRPC listener receives API-2 bytes, when the communication version is not 1.x, or when a
+    protobuf message is truncated.
+    """
+
+
+class UnityObservationException(UnityCommunicationException):
+    """An observation disagrees with its brain's parameters (its size or shape), or a camera
+    frame does not decode."""
+
+
 def _log_hint(log_file_path: Optional[str]) -> str:
     """The error blocks of the environment's log, or where to find it."""
     if not log_file_path:

@@ -1,0 +1,705 @@
+"""The Python end of the modern ML-Agents protocol (communication API 1.5.0), over gRPC.
+
+Facts: ``shared/reference/modern-protocol-facts.md``. Python is the gRPC **server** and Unity the
+client; the one unary RPC ``/communicator_objects.UnityToExternalProto/Exchange`` carries
+Unity's outputs in its requests and Python's inputs in its replies, so the reply to call N is
+whatever the trainer sends next (§1, §2):
+
+* call #1 (initialisation output) → reply with our initialisation input;
+* call #2 (header only) → left pending: the reply is the first RESET (or, after a version
+  mismatch, status 400);
+* then every call is the environment's answer to the previous reply (a RESET or STEP).
+
+How behaviours become brains (§4): a behaviour is a brain named by its fully-qualified name
+(``"3DBall?team=0"``); its vector observations are concatenated, in wire order, into one
+continuous state; its rank-3 observations are cameras, delivered as ``[N, H, W, C]`` floats in
+0..1 whatever the wire layout ([H,W,C] before C# package 3.0, [C,H,W] from 3.0, chosen from the
+package version in call #1); continuous actions and discrete branches map onto
+``BrainParameters``. A ``BrainInfo`` row is an agent that reported in this step: one that asks
+for a decision, or one whose episode ended (``local_done``; ``max_reached`` when interrupted).
+An agent that ended its episode and asks for its next decision in the same step has one row, as
+with API-2: the terminal reward and done flag, and the first observation of its next episode; its
+last observation is kept in ``BrainInfo.terminal_info``.
+
+Not supported (clear errors): hybrid (continuous + discrete) action specs and variable-length
+observations (we tell Unity so through the capabilities).
+
+The server binds 127.0.0.1 only (Unity's own binds all interfaces). Requests are handed to the
+caller's thread as raw bytes and parsed there, so a malformed message is an exception in the
+trainer, not a log line in a gRPC worker thread.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import logging
+import queue
+import socket
+import struct
+import time
+import uuid
+from concurrent import futures
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .brain import BrainInfo, BrainParameters
+from .communicator import STATS_AGGREGATIONS, Communicator, Handshake
+from .exception import (
+    UnityActionException,
+    UnityCommunicationException,
+    UnityEnvironmentException,
+    UnityObservationException,
+    UnityProtocolException,
+    UnityTimeOutException,
+)
+from .protos import communicator_objects_pb2 as pb
+
+if TYPE_CHECKING:
+    from .environment import UnityEnvironment
+
+logger = logging.getLogger("unityagents")
+
+COMMUNICATION_VERSION = "1.5.0"
+#: What we tell Unity as our "Python library version" (Unity 2.x+ does not check it).
+PACKAGE_VERSION = "0.3.0"
+METHOD = "/communicator_objects.UnityToExternalProto/Exchange"
+SERVICE, RPC = "communicator_objects.UnityToExternalProto", "Exchange"
+
+ENGINE_CONFIGURATION_CHANNEL = uuid.UUID("e951342c-4f7e-11ea-b238-784f4387d1f7")
+ENVIRONMENT_PARAMETERS_CHANNEL = uuid.UUID("534c891e-810f-11ea-a9d0-822485860400")
+STATS_CHANNEL = uuid.UUID("a1d8f7b7-cec8-50f9-b78b-d3e165a78520")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_POLL_SECONDS = 0.2
+_STATUS_OK, _STATUS_CLOSE = 200, 400
+
+
+@dataclasses.dataclass
+class EngineConfig:
+    """Engine settings sent through the engine-configuration side channel (facts §5.3).
+
+    Only the settings that are not None are sent, in the channel's order (resolution, quality,
+    time scale, target frame rate, capture frame rate). ``width`` and ``height`` go together.
+    """
+
+    width: Optional[int] = None
+    height: Optional[int] = None
+    quality_level: Optional[int] = None
+    time_scale: Optional[float] = 20.0
+    target_frame_rate: Optional[int] = None
+    capture_frame_rate: Optional[int] = None
+
+    def messages(self) -> List[bytes]:
+        """One payload per setting, as ``EngineConfigurationChannel`` reads them."""
+        if (self.width is None) != (self.height is None):
+            raise UnityEnvironmentException(
+                f"The engine configuration needs width and height together (got width={self.width}, "
+                f"height={self.height}); pass both --width and --height, or neither.")
+        out = []
+        if self.width is not None:
+            out.append(struct.pack("<iii", 0, int(self.width), int(self.height)))
+        if self.quality_level is not None:
+            out.append(struct.pack("<ii", 1, int(self.quality_level)))
+        if self.time_scale is not None:
+            out.append(struct.pack("<if", 2, float(self.time_scale)))
+        if self.target_frame_rate is not None:
+            out.append(struct.pack("<ii", 3, int(self.target_frame_rate)))
+        if self.capture_frame_rate is not None:
+            out.append(struct.pack("<ii", 4, int(self.capture_frame_rate)))
+        return out
+
+
+# ------------------------------------------------------------------------------- side channels
+def side_channel_frame(channel: uuid.UUID, payload: bytes) -> bytes:
+    """One frame: the channel id in .NET ``Guid.ToByteArray`` order, int32 LE length, payload."""
+    return channel.bytes_le + struct.pack("<i", len(payload)) + payload
+
+
+def _string(text: str) -> bytes:
+    data = text.encode("ascii")
+    return struct.pack("<i", len(data)) + data
+
+
+def float_parameter_payload(key: str, value: float) -> bytes:
+    """An environment-parameters message setting ``key`` to the constant ``value`` (FLOAT = 0)."""
+    try:
+        return _string(key) + struct.pack("<if", 0, float(value))
+    except UnicodeEncodeError:
+        raise UnityEnvironmentException(
+            f"The environment parameter name {key!r} is not ASCII; the side channel carries ASCII only.") from None
+
+
+def parse_side_channels(data: bytes, log_path: Optional[str]) -> List[Tuple[uuid.UUID, bytes]]:
+    """Split Unity's ``side_channel`` bytes into (channel, payload) frames."""
+    frames = []
+    offset = 0
+    while offset < len(data):
+        if len(data) - offset < 20:
+            raise UnityProtocolException(
+                f"A side-channel frame of the environment is truncated: expected a 20-byte header "
+                f"(16-byte channel id + int32 length) at offset {offset}, received {len(data) - offset} bytes.",
+                log_path)
+        channel = uuid.UUID(bytes_le=bytes(data[offset:offset + 16]))
+        (length,) = struct.unpack_from("<i", data, offset + 16)
+        offset += 20
+        if length < 0 or offset + length > len(data):
+            raise UnityProtocolException(
+                f"A side-channel message of channel {channel} is truncated: its header says {length} bytes, "
+                f"{len(data) - offset} remain.", log_path)
+        frames.append((channel, bytes(data[offset:offset + length])))
+        offset += length
+    return frames
+
+
+def parse_stat(payload: bytes) -> Tuple[str, float, str]:
+    """A stats message: string key, float32 value, int32 aggregation (0 average ... 3 histogram)."""
+    (n,) = struct.unpack_from("<i", payload, 0)
+    key = payload[4:4 + n].decode("ascii", errors="replace")
+    value, method = struct.unpack_from("<fi", payload, 4 + n)
+    aggregation = STATS_AGGREGATIONS[method] if 0 <= method < len(STATS_AGGREGATIONS) else "average"
+    return key, float(value), aggregation
+
+
+# ------------------------------------------------------------------------------- observations
+def split_pngs(data: bytes) -> List[bytes]:
+    """The PNG files of a concatenation, found by walking each file's chunks to its IEND."""
+    images, offset = [], 0
+    while offset < len(data):
+        if data[offset:offset + 8] != PNG_SIGNATURE:
+            raise ValueError(f"no PNG signature at byte {offset} (found {bytes(data[offset:offset + 8])!r})")
+        pos = offset + 8
+        while True:
+            if pos + 8 > len(data):
+                raise ValueError("the PNG ends before its IEND chunk")
+            (length,) = struct.unpack_from(">I", data, pos)
+            kind = data[pos + 4:pos + 8]
+            pos += 12 + length
+            if kind == b"IEND":
+                break
+        if pos > len(data):
+            raise ValueError("the PNG ends inside its IEND chunk")
+        images.append(bytes(data[offset:pos]))
+        offset = pos
+    return images
+
+
+def decode_png_observation(data: bytes, hwc: Tuple[int, int, int], mapping: Sequence[int]) -> np.ndarray:
+    """Concatenated PNGs → float ``[H, W, C]`` in 0..1, with the channel rules of facts §4.4.
+
+    Raises ``ValueError`` with the reason when the images do not decode or do not fit ``hwc``.
+    """
+    from PIL import Image
+
+    planes = []
+    for png in split_pngs(data):
+        with Image.open(io.BytesIO(png)) as img:
+            if img.mode not in ("L", "RGB", "RGBA"):
+                img = img.convert("RGB")
+            pixels = np.asarray(img, dtype=np.float32) / 255.0
+        planes.append(pixels[:, :, None] if pixels.ndim == 2 else pixels)
+    if not planes:
+        raise ValueError("no image in the compressed data")
+    height, width, channels = hwc
+    if any(p.shape[:2] != (height, width) for p in planes):
+        raise ValueError(f"an image is {planes[0].shape[1]}x{planes[0].shape[0]}, expected {width}x{height}")
+    if mapping:
+        stacked = np.concatenate(planes, axis=2)
+        if len(mapping) != stacked.shape[2]:
+            raise ValueError(f"the channel mapping has {len(mapping)} entries for {stacked.shape[2]} decoded channels")
+        used = sorted({m for m in mapping if m >= 0})
+        if used != list(range(len(used))) or len(used) != channels:
+            raise ValueError(f"the channel mapping {list(mapping)} does not map onto channels 0..{channels - 1}")
+        out = np.zeros((height, width, channels), np.float32)
+        counts = np.zeros(channels, np.float32)
+        for i, target in enumerate(mapping):
+            if target >= 0:
+                out[:, :, target] += stacked[:, :, i]
+                counts[target] += 1
+        return out / counts
+    if channels == 1:  # a camera sends RGB even for grayscale: average the first image
+        return planes[0][:, :, :3].mean(axis=2, keepdims=True)
+    stacked = np.concatenate(planes, axis=2)
+    if stacked.shape[2] < channels:
+        raise ValueError(f"decoded {stacked.shape[2]} channels, expected {channels}")
+    return stacked[:, :, :channels]
+
+
+@dataclasses.dataclass
+class _ObservationSpec:
+    shape: Tuple[int, ...]          # as on the wire
+    visual: bool
+    hwc: Tuple[int, ...] = ()       # visual: (H, W, C) whatever the wire layout
+    size: int = 0                   # vector: number of floats
+
+
+@dataclasses.dataclass
+class _Behaviour:
+    name: str
+    observations: List[_ObservationSpec]
+    continuous: int
+    branches: List[int]
+    parameters: BrainParameters
+    last_actions: Dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
+    decision_ids: List[int] = dataclasses.field(default_factory=list)
+
+
+class _Call:
+    """One pending ``Exchange`` call: the request bytes and where its reply goes."""
+
+    __slots__ = ("request", "_reply", "_answered")
+
+    def __init__(self, request: bytes):
+        self.request = request
+        self._reply: "queue.SimpleQueue[bytes]" = queue.SimpleQueue()
+        self._answered = False
+
+    def answer(self, reply: bytes) -> None:
+        if not self._answered:
+            self._answered = True
+            self._reply.put(reply)
+
+    def wait(self) -> bytes:
+        return self._reply.get()
+
+
+# ------------------------------------------------------------------------------- communicator
+class GrpcCommunicator(Communicator):
+    """The gRPC server end of one environment (see the module docstring).
+
+    :param env: the owning environment (its process checks, timeouts and log path).
+    :param port: listened on at 127.0.0.1 only.
+    :param seed: sent in the initialisation input (Unity seeds its ``Random`` with it).
+    :param engine_config: the engine settings sent with the first reset (time scale 20 by default).
+    """
+
+    protocol = "grpc"
+
+    def __init__(self, env: "UnityEnvironment", port: int, worker_id: int, seed: Optional[int] = None,
+                 engine_config: Optional[EngineConfig] = None):
+        super().__init__(env)
+        import grpc  # only a gRPC environment needs grpcio
+
+        self.port = port
+        self.seed = int(seed or 0)
+        self._calls: "queue.SimpleQueue[_Call]" = queue.SimpleQueue()
+        self._pending: Optional[_Call] = None
+        self._behaviours: Dict[str, _Behaviour] = {}
+        self.brains: Dict[str, BrainParameters] = {}
+        self._outgoing: List[bytes] = [side_channel_frame(ENGINE_CONFIGURATION_CHANNEL, m)
+                                       for m in (engine_config or EngineConfig()).messages()]
+        self._channels_first = True  # engine messages ride on the first reset
+        self.channels_last = True  # the layout: [C,H,W] from C# package 3.0, set in the handshake
+        self.package_version = ""
+        self.connected = False
+        self._closed = False
+        self._probe_port(port, worker_id)
+        self._server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="unityagents-grpc"),
+            options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", -1),
+                     ("grpc.max_send_message_length", -1)],
+        )
+        handler = grpc.method_handlers_generic_handler(SERVICE, {
+            RPC: grpc.unary_unary_rpc_method_handler(self._exchange)})  # raw bytes both ways
+        self._server.add_generic_rpc_handlers((handler,))
+        try:
+            bound = self._server.add_insecure_port(f"127.0.0.1:{port}")
+        except RuntimeError:
+            bound = 0
+        if bound != port:
+            self._server.stop(None)
+            raise self._port_in_use(port, worker_id, "gRPC could not bind it")
+        self._server.start()
+
+    @staticmethod
+    def _port_in_use(port: int, worker_id: int, why: str) -> UnityEnvironmentException:
+        return UnityEnvironmentException(
+            f"Couldn't listen on 127.0.0.1:{port} (base port {port - worker_id} + worker id {worker_id}): "
+            f"{why}. Another environment or training run probably uses that port. Close it, or pick a "
+            "free port with a different --worker-id (or --base-port).")
+
+    def _probe_port(self, port: int, worker_id: int) -> None:
+        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as e:
+            raise self._port_in_use(port, worker_id, e.strerror or str(e)) from None
+        finally:
+            probe.close()
+
+    def _exchange(self, request: bytes, context: Any) -> bytes:
+        """gRPC worker thread: hand the call to the trainer's thread, block until it answers."""
+        call = _Call(request)
+        self._calls.put(call)
+        return call.wait()
+
+    # ---------------------------------------------------------------- waiting for Unity
+    def _next_message(self, what: str, timeout: float) -> "pb.UnityMessageProto":
+        """Wait for Unity's next call (it becomes the pending one) and parse it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                call = self._calls.get(timeout=_POLL_SECONDS)
+                break
+            except queue.Empty:
+                self.env._check_process_alive(f"to send {what}")
+                if time.monotonic() > deadline:
+                    if not self.connected:
+                        raise UnityTimeOutException(
+                            f"The environment did not call the gRPC server on 127.0.0.1:{self.port} within "
+                            f"{timeout:.0f} s (expected its initialisation message). Make sure it was "
+                            "launched with --mlagents-port, needs no user interaction, has agents with "
+                            "Behavior Type 'Default', and is a modern ML-Agents build (Release 19 or "
+                            "later); a 2018 build (ML-Agents 0.3, API-2) needs --protocol api2. Raise "
+                            "start_timeout if it is only slow to start.", self.env.logfile_path)
+                    self.env._raise_timeout(what)
+        self._pending = call
+        try:
+            message = pb.UnityMessageProto.FromString(call.request)
+        except Exception as e:  # protobuf's DecodeError, or worse for garbage
+            raise UnityProtocolException(
+                f"The environment sent a malformed or truncated message when {what} was expected "
+                f"({type(e).__name__}: {e}; {len(call.request)} bytes, starting {call.request[:24]!r}). "
+                "Check that the build uses ML-Agents communication API 1.x.", self.env.logfile_path) from None
+        if message.header.status != _STATUS_OK:
+            raise UnityCommunicationException(
+                f"The environment closed the connection (status {message.header.status} where {what} "
+                "with status 200 was expected): it is quitting, or its Editor left play mode.",
+                self.env.logfile_path)
+        return message
+
+    def _reply(self, message: "pb.UnityMessageProto") -> None:
+        call, self._pending = self._pending, None
+        if call is None:
+            raise UnityEnvironmentException("No call of the environment is pending; receive() its answer first.")
+        call.answer(message.SerializeToString())
+
+    # ---------------------------------------------------------------- handshake
+    def connect(self, start_timeout: float, file_name: str) -> None:
+        self._init_output = self._next_message("its initialisation message", start_timeout)
+        self.connected = True
+
+    def handshake(self) -> Handshake:
+        log_path = self.env.logfile_path
+        output = self._init_output.unity_output
+        if not output.HasField("rl_initialization_output"):
+            raise UnityProtocolException(
+                "The environment's first message has no initialisation output (expected "
+                "unity_output.rl_initialization_output with its communication version).", log_path)
+        init = output.rl_initialization_output
+        version = init.communication_version
+        self.package_version = init.package_version
+        self.channels_last = not _before_package_3(init.package_version)
+        reply = pb.UnityMessageProto()
+        reply.header.status = _STATUS_OK
+        ri = reply.unity_input.rl_initialization_input
+        ri.seed = self.seed
+        ri.communication_version = COMMUNICATION_VERSION
+        ri.package_version = PACKAGE_VERSION
+        caps = ri.capabilities
+        caps.baseRLCapabilities = True
+        caps.concatenatedPngObservations = True
+        caps.compressedChannelMapping = True
+        caps.hybridActions = True
+        caps.trainingAnalytics = False  # we send no analytics
+        caps.variableLengthObservation = False  # Unity then refuses such sensors with a clear error
+        caps.multiAgentGroups = True
+        ri.num_areas = 1
+        self._reply(reply)
+        self._next_message("the second handshake message", self.env._timeout_wait)
+        if not _compatible(version):
+            bye = pb.UnityMessageProto()
+            bye.header.status = _STATUS_CLOSE
+            self._reply(bye)
+            raise UnityProtocolException(
+                f"The environment speaks ML-Agents communication API {version!r}; this trainer speaks 1.x "
+                f"({COMMUNICATION_VERSION}: ML-Agents Release 19 and later, C# packages 2.x to 4.x). Use a build "
+                "made with such a package (a 2018 build speaks API-2: use --protocol api2).", log_path)
+        if not init.capabilities.baseRLCapabilities:
+            logger.warning("The environment does not report base RL capabilities; it may be too old for this trainer.")
+        logger.info("Connected to %s: package version %s, communication version %s (%s cameras)",
+                    init.name or "a Unity environment", init.package_version, version,
+                    "[C,H,W]" if self.channels_last else "[H,W,C]")
+        # Behaviours are announced with their first agents, so reset once now to learn them: the
+        # trainers are built from the brains before the first real reset.
+        self.send_reset(True, {})
+        first, _ = self.receive()
+        return Handshake(init.name or "AcademySingleton", self.brains, list(self.brains), {},
+                         init.log_path or None, first)
+
+    # ---------------------------------------------------------------- sending
+    def _input(self) -> "pb.UnityMessageProto":
+        message = pb.UnityMessageProto()
+        message.header.status = _STATUS_OK
+        rl = message.unity_input.rl_input
+        if self._outgoing:
+            rl.side_channel = b"".join(self._outgoing)
+            self._outgoing = []
+        return message
+
+    def send_reset(self, train_mode: bool, config: Dict[str, float]) -> None:
+        for key, value in config.items():
+            self._outgoing.append(side_channel_frame(ENVIRONMENT_PARAMETERS_CHANNEL, float_parameter_payload(key, value)))
+        message = self._input()
+        message.unity_input.rl_input.command = pb.RESET
+        for behaviour in self._behaviours.values():
+            behaviour.last_actions.clear()
+            behaviour.decision_ids = []
+        self._reply(message)
+
+    def send_step(self, actions: Dict[str, np.ndarray], memories: Dict[str, np.ndarray],
+                  values: Dict[str, np.ndarray]) -> None:
+        message = self._input()
+        agent_actions = message.unity_input.rl_input.agent_actions
+        for name, flat in actions.items():
+            behaviour = self._behaviours.get(name)
+            if behaviour is None or not behaviour.decision_ids:
+                continue
+            ids = behaviour.decision_ids
+            width = behaviour.parameters.action_width
+            rows = np.asarray(flat, dtype=np.float64).reshape(-1, width)[: len(ids)]
+            entry = agent_actions[name].value
+            if behaviour.branches:
+                ints = rows.astype(np.int64)
+                bad = (ints < 0) | (ints >= np.asarray(behaviour.branches)) | (ints != rows)
+                if bad.any():
+                    i, k = map(int, np.argwhere(bad)[0])
+                    raise UnityActionException(
+                        f"Brain {name!r}: agent {ids[i]} chose {rows[i, k]!r} on discrete branch {k}, which has "
+                        f"{behaviour.branches[k]} actions: expected an integer in 0..{behaviour.branches[k] - 1}.")
+                for agent, row in zip(ids, ints.tolist()):
+                    entry.add(discrete_actions=row, vector_actions_deprecated=row)
+                    behaviour.last_actions[agent] = np.asarray(row, np.float32)
+            else:
+                for agent, row in zip(ids, rows.astype(np.float32)):
+                    as_list = row.tolist()
+                    entry.add(continuous_actions=as_list, vector_actions_deprecated=as_list)
+                    behaviour.last_actions[agent] = row
+        self._reply(message)
+
+    # ---------------------------------------------------------------- receiving
+    def receive(self) -> Tuple[Dict[str, BrainInfo], bool]:
+        message = self._next_message("its next observations", self.env._timeout_wait)
+        output = message.unity_output
+        rl = output.rl_output
+        self.stats = {}
+        if rl.side_channel:
+            self._read_side_channels(rl.side_channel)
+        lists = rl.agentInfos
+        if output.HasField("rl_initialization_output"):
+            for params in output.rl_initialization_output.brain_parameters:
+                name = params.brain_name
+                infos = lists[name].value if name in lists else ()
+                if name not in self._behaviours and len(infos):
+                    self._add_behaviour(name, params, infos[0])
+        result = {}
+        for name, behaviour in self._behaviours.items():
+            infos = lists[name].value if name in lists else ()
+            result[name] = self._brain_info(behaviour, infos)
+        return result, False
+
+    def _read_side_channels(self, data: bytes) -> None:
+        for channel, payload in parse_side_channels(data, self.env.logfile_path):
+            if channel == STATS_CHANNEL:
+                try:
+                    key, value, aggregation = parse_stat(payload)
+                except struct.error:
+                    raise UnityProtocolException(
+                        f"A stats message is truncated ({len(payload)} bytes; expected a string key, a float32 "
+                        "value and an int32 aggregation).", self.env.logfile_path) from None
+                self.stats.setdefault(key, []).append((value, aggregation))
+            else:
+                logger.info("Unknown side channel data received. Channel type: %s.", channel)
+
+    def _add_behaviour(self, name: str, params: "pb.BrainParametersProto", first: "pb.AgentInfoProto") -> None:
+        spec = params.action_spec
+        if spec.num_continuous_actions == 0 and spec.num_discrete_actions == 0:  # pre-1.3 fields
+            if params.vector_action_space_type_deprecated == pb.continuous:
+                continuous, branches = int(params.vector_action_size_deprecated[0]), []
+            else:
+                continuous, branches = 0, [int(b) for b in params.vector_action_size_deprecated]
+        else:
+            continuous, branches = int(spec.num_continuous_actions), [int(b) for b in spec.discrete_branch_sizes]
+        if continuous and branches:
+            raise UnityEnvironmentException(
+                f"Behaviour {name!r} has {continuous} continuous actions and discrete branches {branches}: "
+                "hybrid action spaces are not supported by these trainers. Give the behaviour either "
+                "continuous actions or discrete branches.")
+        observations, cameras, state_size = [], [], 0
+        for k, obs in enumerate(first.observations):
+            shape = tuple(int(d) for d in obs.shape)
+            if len(shape) == 3:
+                hwc = (shape[1], shape[2], shape[0]) if self.channels_last else shape
+                observations.append(_ObservationSpec(shape, True, hwc))
+                cameras.append({"width": hwc[1], "height": hwc[0], "blackAndWhite": hwc[2] == 1,
+                                "channels": hwc[2]})
+            else:
+                size = int(np.prod(shape)) if shape else 0
+                observations.append(_ObservationSpec(shape, False, size=size))
+                state_size += size
+        if branches:
+            action_type, action_size = 0, int(sum(branches))
+        else:
+            action_type, action_size = 1, continuous
+        parameters = BrainParameters(name, {
+            "stateSize": state_size, "actionSize": action_size, "memorySize": 0,
+            "cameraResolutions": cameras, "actionDescriptions": list(spec.action_descriptions),
+            "actionSpaceType": action_type, "stateSpaceType": 1, "actionBranches": branches})
+        self._behaviours[name] = _Behaviour(name, observations, continuous, branches, parameters)
+        self.brains[name] = parameters
+        logger.info("Connected new brain: %s (state %d, cameras %s, %s)", name, state_size,
+                    [tuple(o.hwc) for o in observations if o.visual],
+                    f"discrete branches {branches}" if branches else f"{continuous} continuous actions")
+
+    def _decode(self, behaviour: _Behaviour, info: "pb.AgentInfoProto") -> Tuple[List[float], List[np.ndarray]]:
+        """One agent's observations: its vector values (concatenated) and its camera frames."""
+        specs = behaviour.observations
+        observations = info.observations
+        if len(observations) != len(specs):
+            raise UnityObservationException(
+                f"Agent {info.id} of brain {behaviour.name!r} sent {len(observations)} observations; its "
+                f"behaviour was announced with {len(specs)} (shapes {[s.shape for s in specs]}). Every agent "
+                "of a behaviour must have the same sensors.", self.env.logfile_path)
+        vector: List[float] = []
+        frames = []
+        for k, (spec, obs) in enumerate(zip(specs, observations)):
+            if tuple(obs.shape) != spec.shape:
+                raise UnityObservationException(
+                    f"Observation {k} of agent {info.id} of brain {behaviour.name!r} has shape "
+                    f"{tuple(obs.shape)}; expected {spec.shape} (its ObservationSpec).", self.env.logfile_path)
+            if obs.compression_type == pb.NONE:
+                data = obs.float_data.data
+                expected = spec.size if not spec.visual else int(np.prod(spec.shape))
+                if len(data) != expected:
+                    raise UnityObservationException(
+                        f"Observation {k} of agent {info.id} of brain {behaviour.name!r} has {len(data)} values; "
+                        f"expected {expected} (shape {spec.shape}).", self.env.logfile_path)
+                if spec.visual:
+                    array = np.asarray(data, dtype=np.float32).reshape(spec.shape)
+                    frames.append(array.transpose(1, 2, 0) if self.channels_last else array)
+                else:
+                    vector.extend(data)
+            elif not spec.visual:
+                raise UnityObservationException(
+                    f"Observation {k} of agent {info.id} of brain {behaviour.name!r} is compressed but has shape "
+                    f"{spec.shape}; only rank-3 (visual) observations may be PNG.", self.env.logfile_path)
+            else:
+                try:
+                    frames.append(decode_png_observation(obs.compressed_data, spec.hwc,
+                                                         list(obs.compressed_channel_mapping)))
+                except Exception as e:  # Pillow raises several types for bad images
+                    raise UnityObservationException(
+                        f"Observation {k} of agent {info.id} of brain {behaviour.name!r} is not a readable "
+                        f"PNG observation of shape {spec.shape} ({type(e).__name__}: {e}). Check the camera "
+                        "sensor's compression, and the layout: a C# 2.x build sends [H,W,C], 3.x [C,H,W] "
+                        f"(package version {self.package_version!r}).", self.env.logfile_path) from None
+        return vector, frames
+
+    def _brain_info(self, behaviour: _Behaviour, infos: Sequence["pb.AgentInfoProto"]) -> BrainInfo:
+        params = behaviour.parameters
+        deciding = [i for i in infos if not i.done]
+        ending = [i for i in infos if i.done]
+        row_of = {info.id: r for r, info in enumerate(deciding)}
+        rows = deciding + [i for i in ending if i.id not in row_of]
+        n = len(rows)
+        state = np.zeros((n, params.state_space_size), np.float32)
+        cameras = [np.zeros((n,) + tuple(s.hwc), np.float32) for s in behaviour.observations if s.visual]
+        for r, info in enumerate(rows):
+            vector, frames = self._decode(behaviour, info)
+            if vector:
+                state[r] = vector
+            for c, frame in enumerate(frames):
+                cameras[c][r] = frame
+        rewards = [float(i.reward) for i in rows]
+        done = [False] * len(deciding) + [True] * (n - len(deciding))
+        interrupted = [False] * n
+        group_rewards = [float(i.group_reward) for i in rows]
+        for info in ending:
+            r = row_of.get(info.id)
+            if r is None:
+                r = len(deciding) + [i.id for i in rows[len(deciding):]].index(info.id)
+                interrupted[r] = bool(info.max_step_reached)
+                continue
+            rewards[r] += float(info.reward)  # the last reward of the episode that just ended
+            group_rewards[r] += float(info.group_reward)
+            done[r] = True
+            interrupted[r] = bool(info.max_step_reached)
+        masks = None
+        if behaviour.branches:
+            total = int(sum(behaviour.branches))
+            masks = np.ones((n, total), np.float32)
+            for r, info in enumerate(rows):
+                if len(info.action_mask) == total:  # True = disabled; any other length: all allowed
+                    masks[r] = 1.0 - np.asarray(info.action_mask, np.float32)
+        width = params.action_width
+        previous = np.zeros((n, width), np.float32)
+        for r, info in enumerate(rows):
+            last = behaviour.last_actions.get(info.id)
+            if last is not None:
+                previous[r] = last
+        terminal = self._terminal_info(behaviour, ending) if ending else None
+        behaviour.decision_ids = [i.id for i in deciding]
+        return BrainInfo(
+            cameras, state, np.zeros((n, 0), np.float32), rewards, [int(i.id) for i in rows], done, previous,
+            max_reached=interrupted, action_masks=masks, group_id=[int(i.group_id) for i in rows],
+            group_rewards=group_rewards, decision_requested=[True] * len(deciding) + [False] * (n - len(deciding)),
+            terminal_info=terminal)
+
+    def _terminal_info(self, behaviour: _Behaviour, ending: Sequence["pb.AgentInfoProto"]) -> BrainInfo:
+        """The last observations of the agents whose episodes ended (for bootstrapping)."""
+        params = behaviour.parameters
+        n = len(ending)
+        state = np.zeros((n, params.state_space_size), np.float32)
+        cameras = [np.zeros((n,) + tuple(s.hwc), np.float32) for s in behaviour.observations if s.visual]
+        for r, info in enumerate(ending):
+            vector, frames = self._decode(behaviour, info)
+            if vector:
+                state[r] = vector
+            for c, frame in enumerate(frames):
+                cameras[c][r] = frame
+        return BrainInfo(
+            cameras, state, np.zeros((n, 0), np.float32), [float(i.reward) for i in ending],
+            [int(i.id) for i in ending], [True] * n, np.zeros((n, params.action_width), np.float32),
+            max_reached=[bool(i.max_step_reached) for i in ending],
+            action_masks=None if not behaviour.branches else np.ones((n, int(sum(behaviour.branches))), np.float32),
+            group_id=[int(i.group_id) for i in ending], group_rewards=[float(i.group_reward) for i in ending],
+            decision_requested=[False] * n)
+
+    # ---------------------------------------------------------------- closing
+    def close(self) -> None:
+        """Answer the pending call with status 400 (Unity quits), then stop the server."""
+        if self._closed:
+            return
+        self._closed = True
+        bye = pb.UnityMessageProto()
+        bye.header.status = _STATUS_CLOSE
+        data = bye.SerializeToString()
+        if self._pending is not None:
+            self._pending.answer(data)
+            self._pending = None
+        while True:  # calls that arrived but were never read
+            try:
+                self._calls.get_nowait().answer(data)
+            except queue.Empty:
+                break
+        self._server.stop(grace=1.0)
+
+
+def _compatible(version: str) -> bool:
+    """The major/minor rule of facts §2 against our 1.5.0: any 1.x is compatible."""
+    parts = version.split(".")
+    try:
+        major = int(parts[0])
+        [int(p) for p in parts[1:3]]
+    except (ValueError, IndexError):
+        return False
+    return major == 1 and 2 <= len(parts) <= 3
+
+
+def _before_package_3(package_version: str) -> bool:
+    """Whether a C# package version is older than 3.0 (cameras [H,W,C] on the wire)."""
+    try:
+        return int(package_version.split(".")[0]) < 3
+    except ValueError:
+        logger.warning("Unreadable Unity package version %r; assuming 3.x or later ([C,H,W] cameras).",
+                       package_version)
+        return False
