@@ -40,6 +40,7 @@ import logging
 import math
 import os
 import shlex
+import signal
 import sys
 from typing import List, Optional
 
@@ -77,6 +78,20 @@ def _float_option(options, name: str) -> float:
     return number
 
 
+def _run_path(value: str) -> str:
+    """``--run-path`` names a folder under models/ (and a prefix under summaries/): relative, no ``..``.
+
+    Refused rather than resolved, so that a run never writes anywhere but where the user looks.
+    """
+    parts = value.replace("\\", "/").split("/")
+    if not value.strip() or os.path.isabs(value) or value.startswith(("/", "\\", "~")) or ".." in parts \
+            or any(p.strip() == "" for p in parts[:-1]) or "\0" in value:
+        raise UnityEnvironmentException(
+            f"--run-path {value!r} must be a relative path inside models/ and summaries/ (no absolute path, "
+            "no '..', no '~'), such as 'ppo' or 'experiments/run-3'.")
+    return os.path.normpath(value)
+
+
 def _trainer_config_path(value: str) -> str:
     """The given file; for the default name, fall back to the file shipped next to learn.py."""
     if value == "trainer_configurations.yaml" and not os.path.exists(value):
@@ -87,10 +102,12 @@ def _trainer_config_path(value: str) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     options = docopt(__doc__, argv=argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    from trainers.trainer_controller import Stop, TrainerController, install_signal_handlers, latest_checkpoint
+
+    install_signal_handlers()  # from here on SIGINT and SIGTERM raise Stop, even during start-up
     try:
         from trainers.config import load_trainer_config
         from trainers.registry import load_registry
-        from trainers.trainer_controller import TrainerController, latest_checkpoint
 
         save_freq = _int_option(options, "--save-freq", 1)
         keep = _int_option(options, "--keep-checkpoints", 1)
@@ -114,7 +131,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise UnityEnvironmentException(f"--env-args {options['--env-args']!r} is not a valid argument "
                                             f"string ({e}).") from None
         curriculum = None if options["--curriculum"] in (None, "None") else options["--curriculum"]
-        run_path = options["--run-path"]
+        run_path = _run_path(options["--run-path"])
         model_path = os.path.join("models", run_path)
 
         # Everything that can be checked without the environment is checked before launching it.
@@ -123,27 +140,48 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise UnityEnvironmentException(
                 f"--load: no checkpoint was found in {model_path}. Check --run-path, or start without --load.")
 
+        log_dir = os.path.join(model_path, "logs")  # this run's own folder, not a shared temp folder
+
         def launch(i: int) -> UnityEnvironment:
             return UnityEnvironment(options["<env>"], worker_id=worker_id + i, base_port=base_port,
-                                    seed=seed + i, timeout_wait=timeout, env_args=env_args)
+                                    seed=seed + i, timeout_wait=timeout, env_args=env_args, log_dir=log_dir)
 
         env = EnvironmentSet(launch, num_envs, curriculum=curriculum, restart_policy=restarts)
-        if curriculum is not None and lesson > env.curriculum.max_lesson_number:
+        try:
+            if curriculum is not None and lesson > env.curriculum.max_lesson_number:
+                raise UnityEnvironmentException(
+                    f"--lesson {lesson}: the curriculum {curriculum} has lessons 0..{env.curriculum.max_lesson_number}.")
+            controller = TrainerController(
+                env, config, env_name=options["<env>"], run_path=run_path, load=options["--load"],
+                train=options["--train"], keep_checkpoints=keep, save_freq=save_freq, lesson=lesson,
+                fast_simulation=not options["--slow"], seed=seed)
+        except BaseException:
             env.close()
-            raise UnityEnvironmentException(
-                f"--lesson {lesson}: the curriculum {curriculum} has lessons 0..{env.curriculum.max_lesson_number}.")
-        controller = TrainerController(
-            env, config, env_name=options["<env>"], run_path=run_path, load=options["--load"],
-            train=options["--train"], keep_checkpoints=keep, save_freq=save_freq, lesson=lesson,
-            fast_simulation=not options["--slow"], seed=seed)
+            raise
         controller.start_learning()
     except UnityException as e:
         logger.error("%s: %s", type(e).__name__, e)
         return 1
-    except KeyboardInterrupt:
-        logger.info("Interrupted before training started.")
-        return 130
+    except KeyboardInterrupt as e:
+        return _stopped(e if isinstance(e, Stop) else Stop(signal.SIGINT))
     return 0
+
+
+#: Exit status after a signal. Ctrl-C is the user's way to end a run early: 0 once the model is
+#: saved and exported. SIGTERM comes from a supervisor (docker stop, systemd, a scheduler), which
+#: must see that the run did not finish: 143 (128 + 15) whether or not anything was saved.
+EXIT_SIGINT_SAVED, EXIT_SIGINT_NOTHING_SAVED, EXIT_SIGTERM = 0, 130, 143
+
+
+def _stopped(stop) -> int:
+    name = signal.Signals(stop.signum).name
+    if stop.saved:
+        logger.info("Stopped by %s after saving the checkpoint and the export listed above.", name)
+    else:
+        logger.info("Stopped by %s before training started: nothing was learned, so nothing was saved.", name)
+    if stop.signum == signal.SIGTERM:
+        return EXIT_SIGTERM
+    return EXIT_SIGINT_SAVED if stop.saved else EXIT_SIGINT_NOTHING_SAVED
 
 
 def cli() -> None:

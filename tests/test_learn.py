@@ -110,7 +110,7 @@ def test_environment_death_exits_non_zero_and_keeps_the_checkpoint(tmp_path):
     config = write_config(tmp_path, BASIC_SHORT.replace("max_steps: 3000", "max_steps: 1.0e6"))
     port = free_port()
     proc = subprocess.Popen([sys.executable, LEARN, "Basic", "--train", "--trainer-config", config,
-                             "--save-freq", "500", "--base-port", str(port)],
+                             "--save-freq", "500", "--base-port", str(port), "--max-lifetime-restarts", "0"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.time() + 120
@@ -122,6 +122,7 @@ def test_environment_death_exits_non_zero_and_keeps_the_checkpoint(tmp_path):
     finally:
         proc.kill()
     assert proc.returncode == 1, out
+    assert "cannot be restarted" in out and "--max-lifetime-restarts 0" in out
     assert "UnityCommunicationException" in out and "exited with code -9" in out
     # The checkpoint left behind loads and training continues from its step.
     saved = json.loads(_latest_state(tmp_path).read_text())["trainers"]["BasicBrain"]["step"]

@@ -12,11 +12,21 @@ cluster); the controller never sees how many: it gets one ``BrainInfo`` per brai
 brain over all its agents, and, when some environment was reset (its Academy was done, or it
 crashed and was restarted), tells the trainers which agents' episodes were cut.
 
-On Ctrl-C it saves, exports and returns normally; if the environment fails it saves, exports and
-re-raises, so ``learn.py`` exits non-zero with the cause.
+Stopping (``learn.py`` maps these onto its exit status):
+
+* SIGINT (Ctrl-C) or SIGTERM (``docker stop``, systemd, a cluster scheduler) at any point raises
+  ``Stop``; once the trainers are built the run saves a checkpoint and exports exactly once, then
+  re-raises it, so the caller knows which signal ended the run and whether anything was saved. A
+  second signal while saving is held back until the files are written (``shielded``): a save is
+  never cut in half.
+* If the environment fails for good it saves, exports and re-raises the ``UnityException``.
+* A model whose weights or normaliser statistics are no longer finite (NaN/inf) is never saved
+  or exported: the last good checkpoint stays the latest, and the run stops with
+  ``PoisonedModelError`` saying so.
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import inspect
 import json
@@ -24,6 +34,7 @@ import logging
 import os
 import random
 import re
+import signal
 import tempfile
 import time
 from typing import Any, Dict, List, Optional
@@ -43,6 +54,51 @@ from .trainer import Trainer, UnityTrainerException
 logger = logging.getLogger("unityagents")
 
 STATE_SUFFIX = ".state.json"
+
+
+class Stop(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived. ``saved`` tells whether the run saved and exported before stopping."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.saved = False
+
+
+class PoisonedModelError(UnityTrainerException):
+    """The model's weights or statistics became NaN or infinite; nothing was saved over the last good checkpoint."""
+
+
+_shield = {"depth": 0, "deferred": None}
+
+
+def _on_signal(signum, frame) -> None:
+    if _shield["depth"]:
+        if _shield["deferred"] is None:
+            _shield["deferred"] = signum
+        logger.warning("%s received while saving: the save finishes first, then the run stops.",
+                       signal.Signals(signum).name)
+        return
+    raise Stop(signum)
+
+
+def install_signal_handlers() -> None:
+    """SIGINT and SIGTERM raise ``Stop`` in the main thread (call it from there, once, early)."""
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
+
+
+@contextlib.contextmanager
+def shielded():
+    """Hold SIGINT/SIGTERM back while files are written; a held signal is raised right after."""
+    _shield["depth"] += 1
+    try:
+        yield
+    finally:
+        _shield["depth"] -= 1
+        if _shield["depth"] == 0 and _shield["deferred"] is not None:
+            signum, _shield["deferred"] = _shield["deferred"], None
+            raise Stop(signum)
 
 
 def graph_scope_for(brain_name: str, n_external_brains: int) -> str:
@@ -129,6 +185,11 @@ class TrainerController:
             self.trainers[s.brain_name] = self._make_trainer(s, settings, n_ext, i)
         self.trainers = {b: self.trainers[b] for b in self.env.external_brain_names}
         self.saver = tf.train.Saver(max_to_keep=self.keep_checkpoints)
+        floats = [v for v in tf.global_variables() if v.dtype.base_dtype in (tf.float32, tf.float64)]
+        with tf.name_scope("checks"):  # one op, built before finalize, run before each save
+            self._all_finite = tf.reduce_all(tf.stack([tf.reduce_all(tf.is_finite(v)) for v in floats])) \
+                if floats else tf.constant(True)
+        self._non_finite = {v.name: tf.logical_not(tf.reduce_all(tf.is_finite(v))) for v in floats}
         init = tf.global_variables_initializer()
         if self.load:
             self._restore()
@@ -162,6 +223,10 @@ class TrainerController:
                 f"--load: no checkpoint was found in {self.model_path}. Check --run-path (it names the "
                 "folder under models/), or start without --load.")
         logger.info("Loading the model from %s", ckpt)
+        # Earlier checkpoints stay under --keep-checkpoints, whatever the number of resumes.
+        index = tf.train.get_checkpoint_state(self.model_path)
+        if index is not None:
+            self.saver.recover_last_checkpoints(list(index.all_model_checkpoint_paths))
         try:
             self.saver.restore(self.sess, ckpt)
         except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError) as e:
@@ -187,8 +252,26 @@ class TrainerController:
                            self.lesson)
 
     # ---------------------------------------------------------------- checkpoints and export
+    def _check_finite(self) -> None:
+        """Refuse to save or export a model with NaN/inf weights or normaliser statistics."""
+        if self.sess.run(self._all_finite):
+            return
+        bad = [name for name, op in self._non_finite.items() if self.sess.run(op)]
+        last = latest_checkpoint(self.model_path)
+        raise PoisonedModelError(
+            f"The model became non-finite (NaN or infinity) by environment step {self.global_step}, in "
+            f"{len(bad)} variable(s): {', '.join(bad[:5])}{' ...' if len(bad) > 5 else ''}. It was not saved or "
+            "exported: " + (f"the last good checkpoint {last} stays the latest, and --load resumes from it."
+                            if last else "no checkpoint had been written yet.")
+            + " Lower learning_rate, or check the environment's states and rewards.")
+
     def save_model(self) -> str:
         """Write a checkpoint (weights + optimizer + normalisers) and the training state beside it."""
+        self._check_finite()
+        with shielded():
+            return self._save_model()
+
+    def _save_model(self) -> str:
         prefix = os.path.join(self.model_path, f"model-{self.global_step}.cptk")
         state = {
             "global_step": self.global_step,
@@ -219,7 +302,9 @@ class TrainerController:
             nodes += [prefix + n for n in t.export_nodes()]
             inputs += contract_inputs(self.graph, prefix)
         path = os.path.join(self.model_path, self.env_name + ".bytes")
-        export_graph(self.sess, nodes, path, keep_nodes=inputs)
+        self._check_finite()
+        with shielded():
+            export_graph(self.sess, nodes, path, keep_nodes=inputs)
         if len(scopes) > 1:
             logger.info("List of available scopes :\n%s", "\n".join("\t" + s for s in scopes))
         logger.info("List of nodes exported :\n%s", "\n".join("\t" + n for n in nodes))
@@ -266,10 +351,20 @@ class TrainerController:
                 for t in self.trainers.values():
                     t.write_tensorboard_text("Hyperparameters", t.parameters)
             self._run()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
+            stop = e if isinstance(e, Stop) else Stop(signal.SIGINT)
             if self.train and self._ready:
-                logger.info("Learning was interrupted. Please wait while the model is saved and exported.")
-                self._save_and_export()
+                logger.info("Learning was interrupted (%s). Please wait while the model is saved and exported.",
+                            signal.Signals(stop.signum).name)
+                try:
+                    with shielded():
+                        self._save_and_export()
+                except Stop:  # a second signal during the save: it was held back until the save ended
+                    pass
+                stop.saved = True
+            raise stop from None
+        except PoisonedModelError:
+            raise
         except UnityException:
             if self.train and self._ready and self.global_step > 0:
                 logger.error("The run failed; saving what was learned so far before exiting.")
@@ -277,7 +372,11 @@ class TrainerController:
             raise
         else:
             if self.train:
-                self._save_and_export()
+                try:
+                    self._save_and_export()
+                except Stop as stop:  # arrived during the final save, which completed first
+                    stop.saved = True
+                    raise
         finally:
             self.env.close()
             for t in self.trainers.values():
@@ -286,8 +385,10 @@ class TrainerController:
                 self.sess.close()
 
     def _save_and_export(self) -> None:
-        self.save_model()
-        self.export()
+        with shielded():
+            prefix = self.save_model()
+            path = self.export()
+        logger.info("Saved the checkpoint %s and the export %s.", prefix, path)
 
     def _run(self) -> None:
         if not self.train:

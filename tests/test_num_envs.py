@@ -1,0 +1,166 @@
+"""``learn.py --num-envs N`` end to end: real scene processes, real sockets, real crashes."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from test_learn import BASIC_SHORT, LEARN, _find_process, free_port, mean_rewards, run_academy, steps
+from test_multibrain import TENNIS_SHORT, checkpoint_state, write
+
+BALL_SHORT = """
+Ball3DBrain:
+    normalize: true
+    buffer_size: 12000
+    batch_size: 1200
+    time_horizon: 1000
+    clip_value: false
+    max_steps: {max_steps}
+    summary_freq: 12000
+"""
+
+
+def learn(cwd, *args, timeout=600, port=None):
+    proc = subprocess.run([sys.executable, LEARN, *args, "--base-port", str(port or free_port())], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def start(cwd, *args, port):
+    return subprocess.Popen([sys.executable, LEARN, *args, "--base-port", str(port)], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for(predicate, seconds=120):
+    deadline = time.time() + seconds
+    while not predicate():
+        if time.time() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.2)
+
+
+def test_bad_num_envs_and_restart_limits_are_errors_before_launch(tmp_path):
+    for args, message in [(["--num-envs", "0"], "--num-envs must be >= 1, got 0"),
+                          (["--num-envs", "two"], "--num-envs expects an integer, got 'two'"),
+                          (["--max-lifetime-restarts", "x"], "--max-lifetime-restarts expects an integer"),
+                          (["--restarts-rate-limit-n", "-5"], "--restarts-rate-limit-n must be >= -1"),
+                          (["--restarts-rate-limit-period-s", "inf"], "must be a finite number > 0"),
+                          (["--num-envs", "3", "--worker-id", "65534"], "past 65535")]:
+        code, out = learn(tmp_path, "Basic", "--train", *args, port=1)
+        assert code == 1 and message in out, out
+        assert "Launching" not in out  # nothing was started
+
+
+def test_a_busy_port_of_one_environment_names_it_and_leaves_nothing_running(tmp_path):
+    import socket
+
+    port = free_port()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", port + 1))
+        busy.listen(1)
+        code, out = learn(tmp_path, "Basic", "--train", "--num-envs", "2", port=port)
+    assert code == 1, out
+    assert f"127.0.0.1:{port + 1}" in out and "--base-port" in out and "Environment 1 of 2" in out
+    with pytest.raises(AssertionError):
+        _find_process(f"--port {port} ")
+
+
+def test_a_killed_environment_restarts_and_past_the_limit_the_run_saves_and_exits_1(tmp_path):
+    config = write(tmp_path / "basic.yaml", BASIC_SHORT.replace("max_steps: 3000", "max_steps: 1.0e6"))
+    port = free_port()
+    proc = start(tmp_path, "Basic", "--train", "--trainer-config", config, "--num-envs", "2",
+                 "--max-lifetime-restarts", "1", "--restarts-rate-limit-n", "-1", "--save-freq", "300", port=port)
+    try:
+        wait_for(lambda: list((tmp_path / "models" / "ppo").glob("model-*.cptk.index")))
+        first = _find_process(f"--port {port + 1} ")
+        os.kill(first, signal.SIGKILL)
+        # The restarted environment 1 is a new process on the same port; environment 0 is untouched.
+        wait_for(lambda: _pid_or_none(f"--port {port + 1} ") not in (None, first))
+        survivor = _find_process(f"--port {port} ")
+        time.sleep(3)  # it trains on with both
+        os.kill(_find_process(f"--port {port + 1} "), signal.SIGKILL)  # the second crash is past the limit
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert "Environment 1 failed and will be restarted: UnityCommunicationException" in out, out
+    assert "Restarting environment 1 (restart 1" in out, out
+    assert "Environment 1 failed and cannot be restarted" in out and "--max-lifetime-restarts 1" in out, out
+    assert "exited with code -9" in out and "Basic-worker1.log" in out, out
+    assert proc.returncode == 1, out
+    assert _pid_or_none(f"--port {port} ") is None and survivor  # nothing is left running
+    model = tmp_path / "models" / "ppo"
+    # Training went on between the crashes: steps were counted after the restart.
+    counted = steps(out, "BasicBrain")
+    assert counted and max(counted) >= 2000, out
+    # A loadable checkpoint and a valid export are left.
+    assert run_academy("Basic", "--brain", f"BasicBrain=internal:{model / 'Basic.bytes'}", "--episodes", "2") > -10
+    saved = checkpoint_state(model)["trainers"]["BasicBrain"]["step"]
+    config = write(tmp_path / "more.yaml", BASIC_SHORT.replace("max_steps: 3000", f"max_steps: {saved + 500}"))
+    code, out = learn(tmp_path, "Basic", "--train", "--load", "--trainer-config", config)
+    assert code == 0, out
+
+
+def _pid_or_none(needle):
+    try:
+        return _find_process(needle)
+    except AssertionError:
+        return None
+
+
+@pytest.mark.slow
+def test_3dball_learns_with_two_environments(tmp_path):
+    config = write(tmp_path / "ball.yaml", BALL_SHORT.format(max_steps=240000))
+    code, out = learn(tmp_path, "3DBall", "--train", "--trainer-config", config, "--num-envs", "2", timeout=600)
+    assert code == 0, out
+    means = mean_rewards(out, "Ball3DBrain")
+    assert means and max(means) >= 90, out
+    # 24 agents per environment step: 240k agent steps are 10k environment steps.
+    assert "Training finished after 10000 environment steps" in out, out
+    bytes_path = tmp_path / "models" / "ppo" / "3DBall.bytes"
+    assert run_academy("3DBall", "--brain", f"Ball3DBrain=internal:{bytes_path}", "--episodes", "12") >= 80
+
+
+def test_tennis_with_its_ghost_runs_with_two_environments(tmp_path):
+    config = write(tmp_path / "tennis.yaml", TENNIS_SHORT)
+    code, out = learn(tmp_path, "Tennis", "--train", "--trainer-config", config, "--run-path", "t",
+                      "--num-envs", "2", timeout=180)
+    assert code == 0, out
+    # 2 x 8 learner agents per environment step: 4000 agent steps are 250 environment steps.
+    assert "Training finished after 250 environment steps" in out, out
+    state = checkpoint_state(tmp_path / "models" / "t")
+    assert state["trainers"]["TennisBrain"]["step"] == 4000
+    assert state["trainers"]["ghost-TennisBrain"]["n_snapshots"] >= 2
+
+
+def test_3dball_imitation_runs_with_two_environments(tmp_path):
+    config = write(tmp_path / "il.yaml", """
+        Student:
+            trainer: imitation
+            brain_to_imitate: Teacher
+            max_steps: 2400
+            summary_freq: 1200
+            batch_size: 64
+    """)
+    code, out = learn(tmp_path, "3DBallIL", "--train", "--trainer-config", config, "--run-path", "il",
+                      "--num-envs", "2", timeout=180)
+    assert code == 0, out
+    assert "Training finished after 100 environment steps" in out, out  # 24 students per step
+    assert "Imitating Teacher" in out, out
+
+
+def test_a_one_environment_run_loads_into_two(tmp_path):
+    config = write(tmp_path / "basic.yaml", BASIC_SHORT)
+    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config)
+    assert code == 0, out
+    config = write(tmp_path / "more.yaml", BASIC_SHORT.replace("max_steps: 3000", "max_steps: 5000"))
+    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config, "--load", "--num-envs", "2")
+    assert code == 0, out
+    assert steps(out, "BasicBrain") == [4000, 5000], out
+    state = json.loads(max((tmp_path / "models" / "ppo").glob("*.state.json"),
+                           key=lambda p: p.stat().st_mtime).read_text())
+    assert state["trainers"]["BasicBrain"]["step"] == 5000
+    # 3000 one-agent steps, then 1000 steps of two agents (the environment step count resumes too).
+    assert "Training finished after 4000 environment steps" in out, out
