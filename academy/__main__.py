@@ -27,7 +27,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("scene", help="built-in scene name")
     parser.add_argument("--port", type=int, help="connect to a trainer on 127.0.0.1:PORT")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the scene (default 0)")
-    parser.add_argument("--log-file", help="write the log here (its absolute path is sent as logPath)")
+    parser.add_argument("--log-file", "-logFile", dest="log_file",
+                        help="write the log here (its absolute path is sent as logPath)")
+    modern = parser.add_argument_group("modern ML-Agents protocol (gRPC), as a Unity player gets it")
+    modern.add_argument("--mlagents-port", type=int, metavar="PORT",
+                        help="serve a trainer's gRPC server on 127.0.0.1:PORT (communication API 1.5.0)")
+    modern.add_argument("--package-version", default="3.0.0",
+                        help="C# package version to report (default 3.0.0: [C,H,W] cameras; 2.x: [H,W,C])")
+    modern.add_argument("--decision-period", type=int, metavar="K",
+                        help="every brain asks for a decision every K steps (default: the scene's)")
+    modern.add_argument("-batchmode", action="store_true", help="accepted, like a Unity player")
+    modern.add_argument("-nographics", action="store_true", help="accepted, like a Unity player")
     parser.add_argument("--episodes", type=int, default=10,
                         help="stand-alone: agent episodes per brain to average (default 10)")
     parser.add_argument("--brain", action="append", default=[], metavar="NAME=TYPE",
@@ -87,6 +97,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as exc:
         print(f"python -m academy: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+    if args.mlagents_port is not None:
+        from .grpc_communicator import serve_modern
+
+        log.info("serving %s to the gRPC trainer on port %d (package %s)", args.scene, args.mlagents_port,
+                 args.package_version)
+        return serve_modern(academy, args.mlagents_port, args.package_version, args.decision_period, log_path)
 
     if args.port is None:
         for brain, mean in academy.run_episodes(args.episodes).items():

@@ -69,6 +69,9 @@ class BrainSpec:
     action_descriptions: tuple[str, ...] = ()
     max_step: int = 0
     brain_type: str = "external"
+    #: Modern protocol only (``--mlagents-port``): agents ask for a decision every this many
+    #: Academy steps and repeat their action in between (Unity's ``DecisionRequester``).
+    decision_period: int = 1
 
     def __post_init__(self) -> None:
         for field in ("state_space", "action_space"):
@@ -141,6 +144,11 @@ class Scene(abc.ABC):
     @abc.abstractmethod
     def states(self, brain: str) -> np.ndarray:
         """The state vectors, float ``[n_agents, state_width]`` (the index as a float if discrete)."""
+
+    def action_mask(self, brain: str) -> np.ndarray | None:
+        """Discrete actions each agent may not take now: bool ``[n_agents, action_size]``, True =
+        disabled, or None (all allowed). Sent only over the modern protocol; API-2 has no masks."""
+        return None
 
     def render(self, brain: str, camera: int) -> np.ndarray:
         """Camera ``camera`` of every agent, uint8 RGB ``[n_agents, height, width, 3]``, top row first."""

@@ -319,6 +319,7 @@ class GrpcCommunicator(Communicator):
 
     def _probe_port(self, port: int, worker_id: int) -> None:
         probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed run's TIME_WAIT is no owner
         try:
             probe.bind(("127.0.0.1", port))
         except OSError as e:
@@ -681,7 +682,7 @@ class GrpcCommunicator(Communicator):
                 self._calls.get_nowait().answer(data)
             except queue.Empty:
                 break
-        self._server.stop(grace=1.0)
+        self._server.stop(grace=1.0).wait(5.0)
 
 
 def _compatible(version: str) -> bool:

@@ -73,6 +73,11 @@ class GridWorld(Scene):
     def states(self, brain: str) -> np.ndarray:
         return np.zeros((self._n, 0))
 
+    def action_mask(self, brain: str) -> np.ndarray:
+        """Moves into the wall are disabled (over the modern protocol; API-2 has no masks)."""
+        targets = self.agent[:, None, :] + MOVES[None, :, :]
+        return ((targets < 0) | (targets >= self.size)).any(axis=2)
+
     def render(self, brain: str, camera: int) -> np.ndarray:
         size = self.size
         palette = np.array([COLOURS["floor"], COLOURS["goal"], COLOURS["pit"], COLOURS["agent"],

@@ -35,7 +35,7 @@ LEFT, RIGHT = "TennisBrain", "ghost-TennisBrain"
 
 def _tennis_brain(name: str) -> BrainSpec:
     return BrainSpec(name=name, n_agents=8, state_size=8, action_size=2,
-                     action_descriptions=("move", "jump"))
+                     action_descriptions=("move", "jump"), decision_period=5)
 
 
 class Tennis(Scene):

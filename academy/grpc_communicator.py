@@ -1,0 +1,398 @@
+"""The Unity side of the modern ML-Agents protocol (communication API 1.5.0): the gRPC client.
+
+``python -m academy <Scene> --mlagents-port N`` serves a built-in scene the way a Unity build
+made with the C# package 3.0.0 would (``shared/reference/modern-protocol-facts.md``; the
+``--package-version 2.3.0`` flag gives the 2.x camera layout [H,W,C] instead of [C,H,W]):
+
+* handshake (§2): call #1 carries the initialisation output ("AcademySingleton", "1.5.0", the
+  package version, seven capabilities); call #2 is a bare header; its reply is the first command;
+* every later call is the answer to Python's last reply: it runs the Academy until an agent has
+  something to report (a decision request, or the end of its episode), then sends that;
+* behaviours are the scene's External brains, named ``<brain>?team=0``; each behaviour's
+  ``BrainParameters`` go out once, with its first agents;
+* observations per agent, sorted by sensor name like Unity's: cameras (``CameraSensor_<k>``, one
+  RGB PNG each, shape [C,H,W] or [H,W,C]) and then one vector (``VectorSensor_size<n>``; the
+  discrete states of API-2 scenes such as Basic become one-hot vectors);
+* a brain's ``decision_period`` (``BrainSpec``; ``--decision-period`` overrides it): agents ask
+  for a decision every that many Academy steps and repeat their action in between; an episode's
+  end is reported in the step it happens;
+* a scene's ``action_mask`` (GridWorld: moves into a wall) goes out as ``action_mask`` (true =
+  disabled);
+* side channels: the engine configuration is accepted (and logged: a Python scene has no frame
+  rate); environment parameters become the reset parameters of the next reset; one stat per
+  finished episode, ``Academy/<brain> Episode Reward``, goes to the stats channel;
+* status 400 or QUIT from Python ends the run (exit 0); on an error we send a status-400 call.
+
+Written independently of ``unityagents``: it shares only the message classes generated from the
+same ``.proto`` (its own copy, ``academy/protos``).
+"""
+from __future__ import annotations
+
+import logging
+import struct
+import uuid
+from typing import Any
+
+import numpy as np
+
+from .academy import Academy, ActionError, BrainRuntime
+from .communicator import encode_png
+from .protos import communicator_objects_pb2 as pb
+
+log = logging.getLogger("academy.grpc")
+
+API_VERSION = "1.5.0"
+DEFAULT_PACKAGE_VERSION = "3.0.0"
+_METHOD = "/communicator_objects.UnityToExternalProto/Exchange"
+_OK, _BYE = 200, 400
+
+ENGINE_CHANNEL = uuid.UUID("e951342c-4f7e-11ea-b238-784f4387d1f7")
+PARAMETERS_CHANNEL = uuid.UUID("534c891e-810f-11ea-a9d0-822485860400")
+STATS_CHANNEL = uuid.UUID("a1d8f7b7-cec8-50f9-b78b-d3e165a78520")
+_ENGINE_SETTINGS = {0: ("resolution", "<ii"), 1: ("quality level", "<i"), 2: ("time scale", "<f"),
+                    3: ("target frame rate", "<i"), 4: ("capture frame rate", "<i")}
+
+
+class TrainerGone(Exception):
+    """The trainer refused a call, closed the channel, or was never there."""
+
+
+class TrainerProtocolError(Exception):
+    """The trainer's reply does not follow the protocol."""
+
+
+class GrpcClient:
+    """One channel to the trainer's gRPC server; ``exchange`` is one blocking unary call."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1", connect_timeout: float = 30.0) -> None:
+        import grpc
+
+        self._grpc = grpc
+        self.connect_timeout = connect_timeout
+        # No proxy: gRPC honours http_proxy, which would send a loopback call elsewhere.
+        self._channel = grpc.insecure_channel(
+            f"{host}:{port}", options=[("grpc.enable_http_proxy", 0), ("grpc.max_receive_message_length", -1),
+                                       ("grpc.max_send_message_length", -1)])
+        self._call = self._channel.unary_unary(_METHOD, request_serializer=pb.UnityMessageProto.SerializeToString,
+                                               response_deserializer=pb.UnityMessageProto.FromString)
+        self._first = True
+        self.open = True
+
+    def exchange(self, message: "pb.UnityMessageProto") -> "pb.UnityMessageProto":
+        """Send ``message``; block (without deadline after the first call, as Unity) for the reply."""
+        try:
+            if self._first:  # the trainer may still be starting its server
+                self._first = False
+                return self._call(message, timeout=self.connect_timeout, wait_for_ready=True)
+            return self._call(message)
+        except self._grpc.RpcError as exc:
+            self.open = False
+            raise TrainerGone(f"the call to the trainer failed ({exc.code().name}: {exc.details()})") from None
+
+    def say_goodbye(self) -> None:
+        """Unity's ``Dispose``: a status-400 call if still connected (errors ignored)."""
+        if not self.open:
+            return
+        self.open = False
+        bye = pb.UnityMessageProto()
+        bye.header.status = _BYE
+        try:
+            self._call(bye, timeout=2.0)
+        except self._grpc.RpcError:
+            pass
+
+    def close(self) -> None:
+        self._channel.close()
+
+
+def _frame(channel: uuid.UUID, payload: bytes) -> bytes:
+    return channel.bytes_le + struct.pack("<i", len(payload)) + payload
+
+
+def _frames(data: bytes) -> list[tuple[uuid.UUID, bytes]]:
+    out, at = [], 0
+    while at < len(data):
+        if at + 20 > len(data):
+            raise TrainerProtocolError(f"side-channel bytes end inside a frame header at offset {at}")
+        channel = uuid.UUID(bytes_le=bytes(data[at:at + 16]))
+        (size,) = struct.unpack_from("<i", data, at + 16)
+        at += 20
+        if size < 0 or at + size > len(data):
+            raise TrainerProtocolError(f"side-channel frame of {channel} claims {size} bytes, {len(data) - at} remain")
+        out.append((channel, bytes(data[at:at + size])))
+        at += size
+    return out
+
+
+class ModernUnity:
+    """Runs an ``Academy`` behind the modern protocol (see the module docstring)."""
+
+    def __init__(self, academy: Academy, client: GrpcClient, package_version: str = DEFAULT_PACKAGE_VERSION,
+                 decision_period: int | None = None, log_path: str = "") -> None:
+        self.academy = academy
+        self.client = client
+        self.package_version = package_version
+        self.channels_first = int(package_version.split(".")[0]) >= 3
+        self.log_path = log_path
+        self.brains = [b for b in academy.brains if b.config.kind == "external"]
+        self.names = {b.name: f"{b.name}?team=0" for b in self.brains}
+        self.period = {b.name: max(1, int(decision_period or b.spec.decision_period)) for b in self.brains}
+        offsets, total = {}, 0
+        for b in self.brains:  # Unity's episode ids: one global counter
+            offsets[b.name] = total
+            total += b.spec.n_agents
+        self.ids = {b.name: np.arange(offsets[b.name], offsets[b.name] + b.spec.n_agents) for b in self.brains}
+        self.announced: set[str] = set()
+        self.deciding: dict[str, np.ndarray] = {b.name: np.zeros(0, np.int64) for b in self.brains}
+        #: Rows whose episode the Academy cut (its max step): reported as interrupted.
+        self.forced = {b.name: np.zeros(b.spec.n_agents, bool) for b in self.brains}
+        self.pending_parameters: dict[str, float] = {}
+        self.stats: list[bytes] = []
+        self.step_count = 0
+
+    # --- the conversation -------------------------------------------------------------------------
+
+    def run(self) -> str:
+        """Handshake, then serve until the trainer ends the run; returns why it ended."""
+        hello = pb.UnityMessageProto()
+        hello.header.status = _OK
+        init = hello.unity_output.rl_initialization_output
+        init.name = "AcademySingleton"
+        init.communication_version = API_VERSION
+        init.package_version = self.package_version
+        for flag in ("baseRLCapabilities", "concatenatedPngObservations", "compressedChannelMapping",
+                     "hybridActions", "trainingAnalytics", "variableLengthObservation", "multiAgentGroups"):
+            setattr(init.capabilities, flag, True)
+        if self.log_path:
+            init.log_path = self.log_path
+        reply = self.client.exchange(hello)
+        if reply.header.status != _OK or not reply.HasField("unity_input"):
+            return f"the trainer refused the handshake (status {reply.header.status})"
+        settings = reply.unity_input.rl_initialization_input
+        log.info("trainer: communication version %r, package %r, seed %d", settings.communication_version,
+                 settings.package_version, settings.seed)
+        self.academy.scene.rng = np.random.default_rng(settings.seed)  # Random.InitState(seed)
+        second = pb.UnityMessageProto()
+        second.header.status = _OK
+        reply = self.client.exchange(second)
+        while True:
+            if reply.header.status != _OK:
+                self.client.open = False
+                return f"the trainer closed the run (status {reply.header.status})"
+            rl = reply.unity_input.rl_input
+            self._side_channels(rl.side_channel)
+            if rl.command == pb.QUIT:
+                return "QUIT"
+            if rl.command == pb.RESET:
+                output = self._reset()
+            else:
+                self._apply_actions(rl)
+                output = self._run_until_report()
+            reply = self.client.exchange(output)
+
+    def _side_channels(self, data: bytes) -> None:
+        for channel, payload in _frames(data):
+            if channel == PARAMETERS_CHANNEL:
+                (size,) = struct.unpack_from("<i", payload, 0)
+                key = payload[4:4 + size].decode("ascii", errors="replace")
+                (kind,) = struct.unpack_from("<i", payload, 4 + size)
+                if kind != 0:
+                    log.warning("environment parameter %r: only constant (FLOAT) values are supported; ignored", key)
+                    continue
+                (value,) = struct.unpack_from("<f", payload, 8 + size)
+                self.pending_parameters[key] = float(value)
+            elif channel == ENGINE_CHANNEL:
+                (kind,) = struct.unpack_from("<i", payload, 0)
+                name, layout = _ENGINE_SETTINGS.get(kind, (f"setting {kind}", ""))
+                value = struct.unpack_from(layout, payload, 4) if layout else ()
+                log.info("engine configuration: %s %s accepted (a Python scene has no engine to apply it to)",
+                         name, value)
+            else:
+                log.info("side channel %s: not registered here; ignored", channel)
+
+    # --- the Academy ------------------------------------------------------------------------------
+
+    def _reset(self) -> "pb.UnityMessageProto":
+        """RESET: new parameters first, a full reset without done infos, then everyone decides."""
+        parameters, self.pending_parameters = self.pending_parameters, {}
+        self.academy.reset(parameters=parameters)
+        self.step_count = 0
+        for forced in self.forced.values():
+            forced[:] = False
+        return self._output({b.name: ([], np.arange(b.spec.n_agents)) for b in self.brains})
+
+    def _apply_actions(self, rl: Any) -> None:
+        for b in self.brains:
+            rows = self.deciding[b.name]
+            if not rows.size:
+                continue
+            name = self.names[b.name]
+            entries = rl.agent_actions[name].value if name in rl.agent_actions else ()
+            if not entries:  # Unity: no action → ActionBuffers.Empty
+                b.action[rows] = 0.0
+                continue
+            if len(entries) < rows.size:
+                raise ActionError(f"behaviour {name!r}: {len(entries)} actions for the {rows.size} agents that asked "
+                                  "for a decision; send one AgentActionProto per agent, in decision order")
+            spec = b.spec
+            for row, entry in zip(rows, entries):
+                if spec.action_space == "discrete":
+                    values = list(entry.discrete_actions)
+                    if len(values) != 1 or not 0 <= values[0] < spec.action_size:
+                        raise ActionError(f"behaviour {name!r}: discrete_actions {values} for agent "
+                                          f"{self.ids[b.name][row]}; expected one action in 0..{spec.action_size - 1}")
+                else:
+                    values = list(entry.continuous_actions)
+                    if len(values) != spec.action_size or not np.all(np.isfinite(values)):
+                        raise ActionError(f"behaviour {name!r}: {len(values)} continuous_actions for agent "
+                                          f"{self.ids[b.name][row]}; expected {spec.action_size} finite floats")
+                b.action[row] = values
+
+    def _run_until_report(self) -> "pb.UnityMessageProto":
+        """Academy steps with the stored actions until some agent reports (Unity sends only then)."""
+        academy = self.academy
+        while True:
+            academy.decide()  # non-External brains (heuristic, internal) act locally every step
+            academy.advance()
+            self.step_count += 1
+            reports: dict[str, tuple[list[dict], np.ndarray]] = {}
+            if academy.done:  # an Academy max step: every episode is interrupted, then a full reset
+                for b in self.brains:
+                    b.done[:] = True
+                    self.forced[b.name][:] = True
+            for b in self.brains:
+                done_rows = np.flatnonzero(b.done)
+                ending = self._terminal(b, done_rows) if done_rows.size else []
+                if done_rows.size:
+                    academy._reset_agents(b, done_rows)
+                    b.done[done_rows] = False
+                reports[b.name] = (ending, np.zeros(0, np.int64))
+            if academy.done:
+                academy.reset()
+                self.step_count = 0
+            for b in self.brains:
+                if self.step_count % self.period[b.name] == 0:
+                    reports[b.name] = (reports[b.name][0], np.arange(b.spec.n_agents))
+            for b in academy.brains:
+                if b.config.kind != "external":  # not behaviours: Unity would not send them
+                    done_rows = np.flatnonzero(b.done)
+                    if done_rows.size:
+                        academy._reset_agents(b, done_rows)
+                    b.reward[:] = 0.0
+                    b.done[:] = False
+            if any(ending or rows.size for ending, rows in reports.values()):
+                return self._output(reports)
+
+    def _terminal(self, b: BrainRuntime, rows: np.ndarray) -> list[dict]:
+        """The done infos of ``rows``: last observation, last reward, and why the episode ended."""
+        max_step = b.spec.max_step
+        forced = self.forced[b.name]
+        observations = self._observations(b, rows)
+        infos = []
+        for k, row in enumerate(rows):
+            reward = float(b.reward[row])
+            b.episode_reward[row] += reward
+            interrupted = bool(forced[row]) or (max_step > 0 and b.steps[row] > max_step)
+            infos.append({"row": int(row), "reward": reward, "done": True, "max_step_reached": interrupted,
+                          "observations": observations[k]})
+            self.stats.append(_frame(STATS_CHANNEL, _stat(f"Academy/{b.name} Episode Reward",
+                                                          float(b.episode_reward[row]))))
+            b.episode_reward[row] = 0.0
+            b.reward[row] = 0.0
+        forced[rows] = False
+        return infos
+
+    def _observations(self, b: BrainRuntime, rows: np.ndarray) -> list[list["pb.ObservationProto"]]:
+        """Per row, its ObservationProtos in Unity's sensor order (cameras, then the vector)."""
+        spec = b.spec
+        per_row: list[list[pb.ObservationProto]] = [[] for _ in rows]
+        for c, camera in enumerate(spec.cameras):
+            images = self.academy.scene.render(b.name, c)
+            channels = 1 if camera.black_and_white else 3
+            if self.channels_first:
+                shape, dims = [channels, camera.height, camera.width], [1, 2, 2]
+            else:
+                shape, dims = [camera.height, camera.width, channels], [2, 2, 1]
+            for k, row in enumerate(rows):
+                per_row[k].append(pb.ObservationProto(
+                    shape=shape, compression_type=pb.PNG, compressed_data=encode_png(images[row]),
+                    dimension_properties=dims, name=f"CameraSensor_{c}"))
+        if spec.state_size:
+            states = self.academy.scene.states(b.name)
+            if spec.state_space == "discrete":  # the modern protocol has no discrete states
+                vectors = np.zeros((len(rows), spec.state_size), np.float32)
+                vectors[np.arange(len(rows)), states[rows, 0].astype(np.int64)] = 1.0
+            else:
+                vectors = np.asarray(states[rows], np.float32)
+            name = f"VectorSensor_size{spec.state_size}"
+            for k, vector in enumerate(vectors.tolist()):
+                per_row[k].append(pb.ObservationProto(
+                    shape=[spec.state_size], float_data=pb.ObservationProto.FloatData(data=vector),
+                    dimension_properties=[1], name=name))
+        return per_row
+
+    def _output(self, reports: dict[str, tuple[list[dict], np.ndarray]]) -> "pb.UnityMessageProto":
+        """One Unity output: every behaviour's list (terminal infos, then decision requests)."""
+        message = pb.UnityMessageProto()
+        message.header.status = _OK
+        rl = message.unity_output.rl_output
+        for b in self.brains:
+            name = self.names[b.name]
+            ending, deciding = reports.get(b.name, ([], np.zeros(0, np.int64)))
+            infos = rl.agentInfos[name].value  # every known behaviour is listed, maybe empty
+            ids = self.ids[b.name]
+            for info in ending:
+                infos.add(reward=info["reward"], done=True, max_step_reached=info["max_step_reached"],
+                          id=int(ids[info["row"]]), observations=info["observations"])
+            if deciding.size:
+                masks = self.academy.scene.action_mask(b.name)
+                observations = self._observations(b, deciding)
+                rewards = b.reward[deciding].tolist()
+                b.episode_reward[deciding] += b.reward[deciding]
+                b.reward[deciding] = 0.0
+                for k, row in enumerate(deciding):
+                    info = infos.add(reward=rewards[k], id=int(ids[row]), observations=observations[k])
+                    if masks is not None:
+                        info.action_mask.extend(bool(m) for m in masks[row])
+            self.deciding[b.name] = deciding
+            if len(infos) and name not in self.announced:
+                self.announced.add(name)
+                params = message.unity_output.rl_initialization_output.brain_parameters.add(
+                    brain_name=name, is_training=True)
+                if b.spec.action_space == "discrete":
+                    params.action_spec.num_discrete_actions = 1
+                    params.action_spec.discrete_branch_sizes.append(b.spec.action_size)
+                else:
+                    params.action_spec.num_continuous_actions = b.spec.action_size
+        if self.stats:
+            rl.side_channel = b"".join(self.stats)
+            self.stats = []
+        return message
+
+
+def _stat(key: str, value: float, aggregation: int = 0) -> bytes:
+    data = key.encode("ascii", errors="replace")
+    return struct.pack("<i", len(data)) + data + struct.pack("<fi", value, aggregation)
+
+
+def serve_modern(academy: Academy, port: int, package_version: str = DEFAULT_PACKAGE_VERSION,
+                 decision_period: int | None = None, log_path: str = "") -> int:
+    """``python -m academy <Scene> --mlagents-port N``: connect, serve, return the exit status.
+
+    0 when the trainer ends the run (status 400 or QUIT), 1 when the trainer is unreachable or the
+    call fails, 3 when its reply breaks the protocol (after telling it with a status-400 call).
+    """
+    client = GrpcClient(port)
+    try:
+        reason = ModernUnity(academy, client, package_version, decision_period, log_path).run()
+        log.info("%s: quitting", reason)
+        return 0
+    except TrainerGone as exc:
+        log.error("%s; exiting", exc)
+        return 1
+    except (TrainerProtocolError, ActionError, ValueError, struct.error) as exc:
+        log.error("protocol error: %s; exiting", exc)
+        client.say_goodbye()
+        return 3
+    finally:
+        client.close()
