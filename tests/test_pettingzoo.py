@@ -1,0 +1,86 @@
+"""PettingZoo bridge (``unityagents/pettingzoo.py``) over the socket, against the built-in scenes."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from pettingzoo.test import parallel_api_test
+from test_gym import assert_in_space, open_env
+
+from unityagents.exception import UnityEnvironmentException
+from unityagents.pettingzoo import UnityParallelEnv
+
+AGENTS = {"3DBall": 12, "Basic": 1, "Tennis": 16}
+
+
+@pytest.mark.parametrize("scene", sorted(AGENTS))
+def test_parallel_api_test_passes_over_the_socket(scene):
+    """PettingZoo's own test, with its warnings (a live agent given no reward, ...) counted as failures."""
+    env = UnityParallelEnv(open_env(scene))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            parallel_api_test(env, num_cycles=1000)
+        assert not [str(w.message) for w in caught if "pettingzoo" in w.filename], [str(w.message) for w in caught]
+        assert len(env.possible_agents) == AGENTS[scene]
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("scene", sorted(AGENTS))
+def test_reset_and_200_random_steps(scene):
+    env = UnityParallelEnv(open_env(scene))
+    try:
+        obs, infos = env.reset(seed=0)
+        assert set(obs) == set(infos) == set(env.agents) == set(env.possible_agents)
+        finished = 0
+        for _ in range(200):
+            if not env.agents:
+                obs, _ = env.reset()
+            live = list(env.agents)
+            for agent in live:
+                assert_in_space(obs[agent], env.observation_space(agent))
+            actions = {agent: env.action_space(agent).sample() for agent in live}
+            obs, rewards, terminations, truncations, infos = env.step(actions)
+            assert set(obs) == set(rewards) == set(terminations) == set(truncations) == set(live)
+            assert all(type(r) is float for r in rewards.values())
+            ended = {a for a in live if terminations[a] or truncations[a]}
+            finished += len(ended)
+            assert set(env.agents) == set(live) - ended
+        assert finished > 0
+    finally:
+        env.close()
+
+
+def test_tennis_agents_are_both_rackets_of_every_court():
+    env = UnityParallelEnv(open_env("Tennis"))
+    try:
+        env.reset()
+        assert env.possible_agents == [f"TennisBrain_{k}" for k in range(8)] + [
+            f"ghost-TennisBrain_{k}" for k in range(8)]
+        assert env.action_space("ghost-TennisBrain_3").shape == (2,)
+        # an agent that has ended stays out until reset()
+        for _ in range(500):
+            _, _, terminations, truncations, _ = env.step({a: env.action_space(a).sample() for a in env.agents})
+            gone = [a for a in terminations if terminations[a] or truncations[a]]
+            if gone:
+                break
+        assert gone, "some racket should miss the ball within 500 random steps"
+        with pytest.raises(UnityEnvironmentException, match="not live"):
+            env.step({gone[0]: np.zeros(2, np.float32)})
+    finally:
+        env.close()
+
+
+def test_max_cycles_truncates_every_live_agent():
+    env = UnityParallelEnv(open_env("3DBall"), max_cycles=3)
+    try:
+        env.reset()
+        for _ in range(2):
+            _, _, _, truncations, _ = env.step({a: np.zeros(2, np.float32) for a in env.agents})
+            assert not any(truncations.values())
+        _, _, terminations, truncations, _ = env.step({a: np.zeros(2, np.float32) for a in env.agents})
+        assert all(truncations[a] or terminations[a] for a in truncations) and env.agents == []
+    finally:
+        env.close()
