@@ -164,6 +164,8 @@ class RLTrainer(Trainer):
         self.is_continuous = self.brain.action_space_type == "continuous"
         self.cumulative_rewards: Dict[Any, float] = {}
         self.episode_steps: Dict[Any, int] = {}
+        #: agent -> (info, outputs, row) of a decision not answered yet (see _with_late_decisions).
+        self._waiting: Dict[Any, Tuple[BrainInfo, PolicyOutput, int]] = {}
 
     @contextlib.contextmanager
     def build_scope(self) -> Iterator[None]:
@@ -206,10 +208,63 @@ class RLTrainer(Trainer):
         """
         following = next_info[self.brain_name]
         next_index = {agent: j for j, agent in enumerate(following.agents)}
+        # A row that only reports an episode's end (modern protocol) took no action: no transition.
+        asked = info[self.brain_name].decision_requested
         for i, agent in enumerate(info[self.brain_name].agents):
             j = next_index.get(agent)
-            if j is not None:
+            if j is not None and asked[i]:
                 yield i, j, agent
+
+    def _with_late_decisions(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo],
+                             outputs: Optional[PolicyOutput]) -> Tuple[Mapping[str, BrainInfo], Optional[PolicyOutput]]:
+        """``info``/``outputs`` extended with the decisions that are answered only now.
+
+        With the modern protocol an agent may act at step t and report again only at t+k
+        (decision periods, staggered agents): its row of ``info`` finds no partner in
+        ``next_info``. Such a decision is kept, with its outputs row, until the agent reappears;
+        then it is appended as an extra row, so that ``_pairs`` pairs it like any other. API-2
+        agents report every step, so there this returns its arguments unchanged.
+        """
+        if outputs is None:
+            return info, outputs
+        current, following = info[self.brain_name], next_info[self.brain_name]
+        present = set(following.agents)
+        asked = current.decision_requested
+        deciding_now = {a for a, ask in zip(current.agents, asked) if ask}
+        late = [(agent, self._waiting.pop(agent)) for agent in list(self._waiting)
+                if agent in present and agent not in deciding_now]
+        for i, agent in enumerate(current.agents):
+            if asked[i] and agent not in present:
+                self._waiting[agent] = (current, outputs, i)
+        if not late:
+            return info, outputs
+
+        def rows(field: str, fn=lambda x, i: x[i:i + 1]) -> List[Any]:
+            return [fn(getattr(src, field), i) for _, (src, _, i) in late]
+
+        def cat(own: Any, field: str) -> Any:
+            if own is None:
+                return None
+            return np.concatenate([np.asarray(own)] + [np.asarray(r) for r in rows(field)], axis=0)
+
+        def extend(own: List[Any], field: str) -> List[Any]:
+            return list(own) + [getattr(src, field)[i] for _, (src, _, i) in late]
+
+        extended = BrainInfo(
+            [np.concatenate([obs] + [src.observations[k][i:i + 1] for _, (src, _, i) in late])
+             for k, obs in enumerate(current.observations)],
+            cat(current.states, "states"), cat(current.memories, "memories"), extend(current.rewards, "rewards"),
+            extend(current.agents, "agents"), extend(current.local_done, "local_done"),
+            cat(current.previous_actions, "previous_actions"), extend(current.max_reached, "max_reached"),
+            cat(current.action_masks, "action_masks"), extend(current.group_id, "group_id"),
+            extend(current.group_rewards, "group_rewards"), list(asked) + [True] * len(late),
+            current.terminal_info)
+        fields = {key: np.concatenate([np.asarray(values)] + [np.asarray(out.fields[key])[i:i + 1]
+                                                              for _, (_, out, i) in late])
+                  for key, values in outputs.fields.items()}
+        merged_info = dict(info)
+        merged_info[self.brain_name] = extended
+        return merged_info, PolicyOutput(outputs.actions, fields, outputs.memories, outputs.values)
 
     def _count_reward(self, agent: Any, reward: float) -> None:
         self.cumulative_rewards[agent] = self.cumulative_rewards.get(agent, 0.0) + reward
@@ -226,10 +281,12 @@ class RLTrainer(Trainer):
         if agents is None:
             self.cumulative_rewards.clear()
             self.episode_steps.clear()
+            self._waiting.clear()
             return
         for agent in agents:
             self.cumulative_rewards.pop(agent, None)
             self.episode_steps.pop(agent, None)
+            self._waiting.pop(agent, None)
 
 
 # ---------------------------------------------------------------------------------- on-policy
@@ -299,6 +356,7 @@ class OnPolicyTrainer(RLTrainer):
         ``next_info`` reports for the action taken from ``info``'s state."""
         if outputs is None:
             return
+        info, outputs = self._with_late_decisions(info, next_info, outputs)
         rewards = next_info[self.brain_name].rewards
         for i, j, agent in self._pairs(info, next_info):
             trajectory = self.training_buffer[agent]
@@ -317,14 +375,27 @@ class OnPolicyTrainer(RLTrainer):
         current = info[self.brain_name]
         time_horizon = int(self.hp["time_horizon"])
         cut: List[int] = []
+        interrupted: List[Any] = []
         for j, agent in enumerate(current.agents):
             length = len(self.training_buffer[agent]["rewards"]) if agent in self.training_buffer else 0
             if current.local_done[j]:
-                if length:
+                if length and current.max_reached[j]:
+                    interrupted.append(agent)  # cut by a max step, not ended: bootstrapped below
+                elif length:
                     self._finish_trajectory(agent, 0.0)
                 self._close_episode(agent)
             elif length >= time_horizon:
                 cut.append(j)
+        if interrupted:
+            # The value of the episode's last observation (the terminal info's row when the agent
+            # already reported its next episode's first observation, modern protocol).
+            source = current.terminal_info if current.terminal_info is not None else current
+            where = {agent: r for r, agent in enumerate(source.agents)}
+            values = self.bootstrap_values(source, np.asarray([where[a] for a in interrupted]))
+            for k, agent in enumerate(interrupted):
+                value = ({name: float(v[k]) for name, v in values.items()} if isinstance(values, dict)
+                         else float(values[k]))
+                self._finish_trajectory(agent, value)
         if cut:
             values = self.bootstrap_values(current, np.asarray(cut))
             for j, value in zip(cut, values):
@@ -532,6 +603,7 @@ class OffPolicyTrainer(RLTrainer):
         """Store one transition per agent present in both infos, all in one ``ReplayBuffer.add``."""
         if outputs is None:
             return
+        info, outputs = self._with_late_decisions(info, next_info, outputs)
         pairs = list(self._pairs(info, next_info))
         if not pairs:
             return

@@ -1,0 +1,115 @@
+"""The trainer bases with the modern protocol's changing set of agents (no TensorFlow, no socket).
+
+An agent that acts at step t may report again only at t+k (decision periods), a row may only report
+the end of an episode (no decision asked), and an episode cut by its max step is bootstrapped from
+the value of its last observation.
+"""
+import numpy as np
+
+from trainers.bases import OnPolicyTrainer, PolicyOutput
+from trainers.buffer import Buffer
+from unityagents.brain import BrainInfo
+
+BRAIN = "Ball?team=0"
+
+
+class Recorder(OnPolicyTrainer):
+    """An on-policy base without a graph: records what the base hands to its hooks."""
+
+    def __init__(self):  # no Trainer.__init__: no session, no config
+        self.brain_name = BRAIN
+        self.cumulative_rewards, self.episode_steps, self._waiting = {}, {}, {}
+        self.training_buffer = Buffer()
+        self.update_fields = ["actions", "rewards"]
+        self.hp = {"time_horizon": 1000}
+        self.reward_signals = {}
+        self.stats, self.finished, self.bootstrapped = [], [], []
+
+    def add_stat(self, key, value):
+        self.stats.append((key, value))
+
+    def bootstrap_values(self, info, rows):
+        self.bootstrapped.append([float(info.states[r, 0]) for r in rows])
+        return np.asarray([10.0 * info.states[r, 0] for r in rows])
+
+    def process_trajectory(self, trajectory, value_next):
+        self.finished.append((list(trajectory["actions"]), list(trajectory["rewards"]), value_next))
+
+
+def info(agents, rewards=None, done=None, asked=None, interrupted=None, states=None, terminal=None):
+    n = len(agents)
+    return BrainInfo([], np.asarray(states if states is not None else [[float(a)] for a in agents], np.float32),
+                     np.zeros((n, 0)), rewards or [0.0] * n, list(agents), done or [False] * n,
+                     np.zeros((n, 1)), max_reached=interrupted, decision_requested=asked, terminal_info=terminal)
+
+
+def act(trainer, i):
+    return PolicyOutput(np.zeros((len(i.agents), 1)), {"actions": np.asarray([[10 * a] for a in i.agents], float)})
+
+
+def test_a_decision_answered_steps_later_is_paired_with_the_next_report():
+    t = Recorder()
+    s0 = info([1, 2])
+    s1 = info([1], rewards=[0.5])                 # agent 2 acts on a longer period: absent
+    t.add_experiences({BRAIN: s0}, {BRAIN: s1}, act(t, s0))
+    assert list(t.training_buffer[1]["rewards"]) == [0.5]
+    assert 2 not in t.training_buffer or len(t.training_buffer[2]["rewards"]) == 0
+    s2 = info([1, 2], rewards=[0.25, 0.75])      # agent 2 reports again: its decision from s0 pairs
+    t.add_experiences({BRAIN: s1}, {BRAIN: s2}, act(t, s1))
+    assert list(t.training_buffer[2]["rewards"]) == [0.75]
+    assert [list(a) for a in t.training_buffer[2]["actions"]] == [[20.0]]  # the action taken at s0
+    assert list(t.training_buffer[1]["rewards"]) == [0.5, 0.25]
+    assert t._waiting == {}
+
+
+def test_a_row_that_only_reports_an_end_is_no_decision():
+    t = Recorder()
+    s0 = info([1])
+    s1 = info([1], rewards=[-1.0], done=[True], asked=[False])   # terminal only
+    t.add_experiences({BRAIN: s0}, {BRAIN: s1}, act(t, s0))
+    t.process_experiences({BRAIN: s1})
+    assert t.finished == [([[10.0]], [-1.0], 0.0)]
+    assert ("cumulative_reward", -1.0) in t.stats
+    s2 = info([1], rewards=[0.0])                 # first decision of the next episode
+    t.add_experiences({BRAIN: s1}, {BRAIN: s2}, act(t, s1))
+    assert len(t.training_buffer[1]["rewards"]) == 0, "no transition may start from a terminal-only row"
+
+
+def test_an_interrupted_episode_is_bootstrapped_from_its_last_observation():
+    t = Recorder()
+    s0 = info([1, 2])
+    last = info([1], rewards=[0.1], done=[True], asked=[False], interrupted=[True], states=[[7.0]])
+    # agent 1: max step reached, and already asked for its next decision (state 3 = next episode)
+    s1 = info([1, 2], rewards=[0.1, 0.2], done=[True, True], interrupted=[True, False],
+              states=[[3.0], [4.0]], terminal=last)
+    t.add_experiences({BRAIN: s0}, {BRAIN: s1}, act(t, s0))
+    t.process_experiences({BRAIN: s1})
+    finished = {tuple(a[0]): v for a, _, v in t.finished}
+    assert finished[(20.0,)] == 0.0                # agent 2 ended its episode: value 0
+    assert finished[(10.0,)] == 70.0               # agent 1 was interrupted: V(terminal state 7)
+    assert t.bootstrapped == [[7.0]]
+
+
+def test_api2_infos_pair_row_by_row_as_before():
+    t = Recorder()
+    s0, s1 = info([5, 6]), info([6, 5], rewards=[1.0, 2.0], done=[False, True])
+    t.add_experiences({BRAIN: s0}, {BRAIN: s1}, act(t, s0))
+    t.process_experiences({BRAIN: s1})
+    assert t.finished == [([[50.0]], [2.0], 0.0)]
+    assert list(t.training_buffer[6]["rewards"]) == [1.0]
+    assert t._waiting == {}
+
+
+def test_merge_keeps_the_modern_fields():
+    a = info([1], done=[True], asked=[False], interrupted=[True], terminal=info([1], done=[True]))
+    b = info([1, 2])
+    b.action_masks = np.asarray([[1, 0], [0, 1]], np.float32)
+    a.action_masks = np.asarray([[1, 1]], np.float32)
+    a.group_id, b.group_id = [3], [0, 4]
+    merged = BrainInfo.merge([(0, a), (1, b)])
+    assert merged.agents == [(0, 1), (1, 1), (1, 2)]
+    assert merged.decision_requested == [False, True, True]
+    assert merged.max_reached == [True, False, False]
+    assert merged.group_id == [3, 0, 4]
+    assert merged.action_masks.tolist() == [[1, 1], [1, 0], [0, 1]]
+    assert merged.terminal_info.agents == [(0, 1)]
