@@ -13,7 +13,13 @@ import logging
 import os
 import sys
 
+from typing import TYPE_CHECKING
+
 from . import SCENES, load_scene
+
+if TYPE_CHECKING:
+    from .academy import Academy
+    from .communicator import ExternalCommunicator
 
 EXIT_OK, EXIT_CONNECTION, EXIT_USAGE, EXIT_PROTOCOL = 0, 1, 2, 3
 log = logging.getLogger("academy")
@@ -87,8 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:  # a Unity player ignores arguments it does not know; so do we, visibly
         log.warning("ignoring unknown arguments %s", unknown)
 
-    from .academy import Academy, ActionError
-    from .communicator import ConnectionLost, ExternalCommunicator, ProtocolError
+    from .academy import Academy
+    from .communicator import ConnectionLost, ExternalCommunicator
 
     try:
         scene_cls = load_scene(args.scene)
@@ -113,14 +119,32 @@ def main(argv: list[str] | None = None) -> int:
     comm = ExternalCommunicator(args.port)
     try:
         comm.connect()
-        log.info("connected to the trainer on port %d; serving %s", args.port, args.scene)
+    except ConnectionLost as exc:
+        log.error("%s; exiting", exc)
+        comm.close()
+        return EXIT_CONNECTION
+    log.info("connected to the trainer on port %d; serving %s", args.port, args.scene)
+    return serve_trainer(academy, comm, log_path)
+
+
+def serve_trainer(academy: "Academy", comm: "ExternalCommunicator", log_path: str = "") -> int:
+    """Serve a connected trainer until it quits; return the exit status, and close ``comm``.
+
+    0 after EXIT (or any other command: Unity quits on it), 1 when the connection is lost or a
+    started message stalls, 3 when the trainer's bytes or values break the protocol. Each of these
+    is one logged line, never a traceback, whatever the trainer sends (tests/test_academy_fuzz.py).
+    """
+    from .academy import TrainerMessageError
+    from .communicator import ConnectionLost, ProtocolError
+
+    try:
         command = academy.serve(comm, log_path)
         log.info("received %r: quitting", command)
         return EXIT_OK
     except ConnectionLost as exc:
         log.error("%s; exiting", exc)
         return EXIT_CONNECTION
-    except (ProtocolError, ActionError) as exc:
+    except (ProtocolError, TrainerMessageError) as exc:
         log.error("protocol error: %s; exiting", exc)
         return EXIT_PROTOCOL
     finally:

@@ -37,6 +37,9 @@ log = logging.getLogger("academy")
 #: Values of Unity's ``StateType`` enum as serialised in ``actionSpaceType`` / ``stateSpaceType``.
 SPACE_TYPES = {"discrete": 0, "continuous": 1}
 
+#: Unity holds actions, memories and reset parameters in 32-bit floats: a larger magnitude is an infinity there.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
 #: Brain types a brain can be switched to (Unity's Player brain is replaced by the scripted Heuristic).
 BRAIN_TYPES = ("external", "heuristic", "internal")
 
@@ -119,6 +122,9 @@ class Scene(abc.ABC):
     academy_name: str = "Academy"
     brains: tuple[BrainSpec, ...] = ()
     default_reset_parameters: dict[str, float] = {}
+    #: Optional ``name -> (low, high)``: reset parameters outside are refused before the scene sees
+    #: them (e.g. a grid size that would not fit in memory). Any finite value passes otherwise.
+    reset_parameter_ranges: dict[str, tuple[float, float]] = {}
     max_steps: int = 0
     frame_to_skip: int = 0
 
@@ -219,8 +225,21 @@ class BrainRuntime:
         return self.config.kind == "external" or self.config.broadcast
 
 
-class ActionError(ValueError):
-    """The action message from Python does not fit a brain (wrong size or missing)."""
+class TrainerMessageError(ValueError):
+    """A message from the trainer that parses but does not fit the scene: the run ends (exit 3).
+
+    Checked here rather than in a communicator so that every protocol (API-2, gRPC) gets the same
+    checks: a Unity build would index past its arrays, or run its physics on NaN, and stall or
+    poison the trainer.
+    """
+
+
+class ActionError(TrainerMessageError):
+    """The action message does not fit a brain: missing, not a list of numbers, wrong size, non-finite."""
+
+
+class ResetParameterError(TrainerMessageError):
+    """A reset parameter that is not a finite number in the scene's range, or that the scene cannot use."""
 
 
 class Academy:
@@ -267,26 +286,60 @@ class Academy:
     # --- reset ------------------------------------------------------------------------------------
 
     def reset(self, train_mode: bool | None = None, parameters: dict | None = None) -> None:
-        """``Academy.Reset()``: merge reset parameters, reset the scene and every agent."""
+        """``Academy.Reset()``: merge reset parameters, reset the scene and every agent.
+
+        An unknown parameter name or a value that is not a number is logged and ignored (as Unity
+        does); NaN, an infinity or a value outside the scene's range raises ResetParameterError
+        before anything changes, and so does a scene that cannot be reset with the new values.
+        """
         if train_mode is not None:
             self.train_mode = bool(train_mode)
-        for key, value in (parameters or {}).items():
-            if key not in self.scene.params:
-                log.error("reset parameter %r is not a parameter of %s (known: %s); ignored",
-                          key, self.scene.academy_name, sorted(self.scene.params))
-            elif isinstance(value, bool) or not isinstance(value, (int, float)):
-                log.error("reset parameter %r must be a number, got %r; ignored", key, value)
-            else:
-                self.scene.params[key] = float(value)
+        updates = self._checked_reset_parameters(parameters)
+        previous = dict(self.scene.params)
+        self.scene.params.update(updates)
         self.current_step = 0
         self.episode_count += 1
         self.done = False
-        self.scene.academy_reset()
+        try:
+            self.scene.academy_reset()
+            for brain in self.brains:
+                self._reset_agents(brain, np.arange(brain.spec.n_agents))
+        except (ValueError, ArithmeticError, MemoryError) as exc:
+            self.scene.params.clear()
+            self.scene.params.update(previous)
+            raise ResetParameterError(f"{self.scene.academy_name} cannot reset with the reset parameters "
+                                      f"{_clip(repr(updates))}: {exc}. Send values the scene can use.") from None
         for brain in self.brains:
-            self._reset_agents(brain, np.arange(brain.spec.n_agents))
             brain.reward[:] = 0.0
             brain.done[:] = False
             brain.episode_reward[:] = 0.0
+
+    def _checked_reset_parameters(self, parameters: object) -> dict[str, float]:
+        if parameters is None:
+            return {}
+        if not isinstance(parameters, dict):
+            raise ResetParameterError(f"the reset parameters must be an object of name -> number, got "
+                                      f"{_describe(parameters)}")
+        updates = {}
+        for key, value in parameters.items():
+            if key not in self.scene.params:
+                log.error("reset parameter %s is not a parameter of %s (known: %s); ignored",
+                          _clip(repr(key)), self.scene.academy_name, sorted(self.scene.params))
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                log.error("reset parameter %r must be a number, got %s; ignored", key, _describe(value))
+                continue
+            number = _finite(value)
+            if number is None:  # a number, but NaN or infinite (in Unity's float32): it would poison the physics
+                raise ResetParameterError(f"reset parameter {key!r} must be a finite number, got {value!r}; "
+                                          f"send a finite value (its default is "
+                                          f"{self.scene.default_reset_parameters.get(key)!r})")
+            low, high = self.scene.reset_parameter_ranges.get(key, (-math.inf, math.inf))
+            if not low <= number <= high:
+                raise ResetParameterError(f"reset parameter {key!r} must be in [{low:g}, {high:g}] for "
+                                          f"{self.scene.academy_name}, got {number!r}")
+            updates[key] = number
+        return updates
 
     def _reset_agents(self, brain: BrainRuntime, index: np.ndarray) -> None:
         """``Agent.Reset()``: zero memory and step counter, then the scene's ``AgentReset``."""
@@ -299,24 +352,42 @@ class Academy:
     def set_external_actions(self, message: dict) -> None:
         """Store Python's ``{"action", "memory", "value"}`` for every External brain.
 
-        Raises ActionError when a brain's action is missing or a list has the wrong length, because a
-        Unity build would index past its arrays and stall the trainer.
+        Raises ActionError, before anything is stored, when a brain's action is missing, when a
+        field is not a list of finite numbers of the brain's size, or when a discrete action is not
+        one of the brain's actions: a Unity build would index past its arrays or run its physics on
+        NaN, and stall or poison the trainer.
         """
+        if not isinstance(message, dict):
+            raise ActionError('the action message must be an object {"action": {brain: [numbers]}, '
+                              f'"memory": {{...}}, "value": {{...}}}}, got {_describe(message)}')
+        fields = {}
+        for field in ("action", "memory", "value"):
+            part = message.get(field)
+            if part is None:
+                part = {}
+            if not isinstance(part, dict):
+                raise ActionError(f'"{field}" of the action message must be an object of brain name -> list of '
+                                  f"numbers, got {_describe(part)}")
+            fields[field] = part
+        staged = []
         for brain in self.brains:
             if brain.config.kind != "external":
                 continue
             n, spec = brain.spec.n_agents, brain.spec
-            actions = (message.get("action") or {}).get(brain.name)
+            actions = fields["action"].get(brain.name)
             if actions is None:
                 raise ActionError(f"the action message has no action for External brain {brain.name!r}; "
                                   f"it must hold {n * spec.action_width} floats under \"action\"")
-            brain.action[:] = _sized(actions, (n, spec.action_width), brain.name, "action")
-            memory = (message.get("memory") or {}).get(brain.name)
+            choices = spec.action_size if spec.action_space == "discrete" else None
+            staged.append((brain.action, _sized(actions, (n, spec.action_width), brain.name, "action", choices)))
+            memory = fields["memory"].get(brain.name)
             if memory is not None and spec.memory_size:
-                brain.memory[:] = _sized(memory, (n, spec.memory_size), brain.name, "memory")
-            value = (message.get("value") or {}).get(brain.name)
+                staged.append((brain.memory, _sized(memory, (n, spec.memory_size), brain.name, "memory")))
+            value = fields["value"].get(brain.name)
             if value is not None:
-                brain.value[:] = _sized(value, (n,), brain.name, "value")
+                staged.append((brain.value, _sized(value, (n,), brain.name, "value")))
+        for target, array in staged:
+            target[:] = array
 
     def decide(self, external_by_heuristic: bool = False) -> None:
         """``DecideAction()`` of the non-External brains (and of External ones when stand-alone)."""
@@ -438,11 +509,62 @@ class Academy:
         return {b.name: float(np.mean(b.finished[:episodes])) for b in self.brains}
 
 
-def _sized(values: object, shape: tuple[int, ...], brain: str, field: str) -> np.ndarray:
-    """``values`` as a float array of ``shape``, or an ActionError saying what was expected."""
-    array = np.asarray(values, dtype=float)
+def _sized(values: object, shape: tuple[int, ...], brain: str, field: str,
+           choices: int | None = None) -> np.ndarray:
+    """``values`` as a float array of ``shape``, or an ActionError saying what was expected.
+
+    ``values`` must be a list of finite numbers (or a list of per-agent lists); with ``choices``
+    (a discrete action) each must be a whole number in ``[0, choices)``.
+    """
     expected = int(np.prod(shape))
+    wanted = f"{expected} floats ({' x '.join(map(str, shape))} for its agents)"
+    if not isinstance(values, list):
+        raise ActionError(f"brain {brain!r}: {field} must be a list of {wanted}, got {_describe(values)}")
+    try:
+        array = np.array(values)
+    except (ValueError, TypeError, OverflowError):
+        raise ActionError(f"brain {brain!r}: {field} must be a flat list of {wanted}, got a ragged or mixed "
+                          f"list {_describe(values)}") from None
+    if array.size and array.dtype.kind not in "iuf":
+        raise ActionError(f"brain {brain!r}: {field} must hold numbers only, got {_describe(values)}")
+    if array.ndim > 2:
+        raise ActionError(f"brain {brain!r}: {field} is nested {array.ndim} levels deep; send a flat list of {wanted}")
     if array.size != expected:
-        raise ActionError(f"brain {brain!r}: {field} has {array.size} floats, expected {expected} "
-                          f"({' x '.join(map(str, shape))} for its agents)")
+        raise ActionError(f"brain {brain!r}: {field} has {array.size} floats, expected {wanted}")
+    array = array.astype(float)
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(~(np.abs(array) <= FLOAT32_MAX))
+    if bad.size:
+        raise ActionError(f"brain {brain!r}: {field} must be finite as a 32-bit float, got "
+                          f"{float(array.ravel()[bad[0]])} at index {bad[0]} ({bad.size} such values); the "
+                          "trainer's policy has diverged")
+    if choices is not None:
+        wrong = np.flatnonzero((array != np.floor(array)) | (array < 0) | (array >= choices))
+        if wrong.size:
+            raise ActionError(f"brain {brain!r}: a discrete action must be a whole number in [0, {choices}), "
+                              f"got {float(array.ravel()[wrong[0]])!r} at index {wrong[0]}")
     return array.reshape(shape)
+
+
+def _finite(value: object) -> float | None:
+    """``value`` as a finite float, or None when it is not a finite number (bools are not numbers)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if abs(number) <= FLOAT32_MAX else None  # False for NaN too
+
+
+def _clip(text: str, n: int = 200) -> str:
+    return text if len(text) <= n else f"{text[:n]}... ({len(text)} characters)"
+
+
+def _describe(value: object) -> str:
+    """A short description of what arrived, for error messages: its type and a clipped repr."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        text = "<too deeply nested to print>"
+    return f"{type(value).__name__} {_clip(text, 80)}"
