@@ -18,8 +18,9 @@ cannot stall a prefix that waits for its payload.
 What the trainer sends is distrusted (issue 13): the unframed reset configuration is scanned once,
 in linear time, for the end of its object, with a cap on its size and on its nesting depth; the
 action message's length prefix is capped before anything is allocated; and once a message has
-begun it must be complete within ``message_timeout`` seconds, a deadline for the whole message
-rather than for each ``recv``. A violation is a ``ProtocolError`` (or ``TrainerTimeout``), never
+begun (its first byte arrived) it must be complete within ``message_timeout`` seconds, a deadline
+for the whole message rather than for each ``recv``. The wait for a message to begin has no limit,
+as in Unity: a trainer may take its time between messages (a model update, a paused process). A violation is a ``ProtocolError`` (or ``TrainerTimeout``), never
 another exception. What the values mean is checked by the Academy, for every communicator.
 """
 from __future__ import annotations
@@ -138,8 +139,9 @@ class ExternalCommunicator:
                 self._sock.settimeout(remaining)
             chunk = self._sock.recv(_RECV_SIZE)
         except socket.timeout:
-            raise TrainerTimeout(f"the trainer began {what} but sent nothing more for {self.message_timeout:g} s "
-                                 "(the whole message must arrive within that time)") from None
+            raise TrainerTimeout(f"the trainer began {what} but did not complete it within {self.message_timeout:g} s "
+                                 "of its first byte (a stalled or trickling trainer); the whole message must arrive "
+                                 "within that time") from None
         except OSError as exc:
             raise ConnectionLost(f"the trainer connection broke while waiting for {what} ({exc})") from exc
         if not chunk:
@@ -150,11 +152,13 @@ class ExternalCommunicator:
         return time.monotonic() + self.message_timeout
 
     def _read_exact(self, n: int, what: str, deadline: float | None = None) -> bytes:
-        """``n`` bytes; the message is under way, so it must be complete by ``deadline`` (default: now + timeout)."""
-        if deadline is None:
+        """``n`` bytes, complete by ``deadline``; without one, within ``message_timeout`` of the first byte."""
+        if deadline is None and self._buffer:
             deadline = self._deadline()
         while len(self._buffer) < n:
             self._fill(what, deadline)
+            if deadline is None:
+                deadline = self._deadline()
         data = bytes(self._buffer[:n])
         del self._buffer[:n]
         return data
@@ -166,7 +170,7 @@ class ExternalCommunicator:
         the message, a nesting deeper than MAX_JSON_DEPTH or a message longer than ``limit`` is
         refused before it is parsed, and the object is parsed once, when complete.
         """
-        deadline = self._deadline()
+        deadline = self._deadline() if self._buffer else None
         pos = 0           # next byte of the buffer to scan
         start = None      # where the object's '{' is
         depth = 0
@@ -210,6 +214,8 @@ class ExternalCommunicator:
                 raise ProtocolError(f"{what} is longer than {limit} bytes and still not complete; it must be "
                                     '{"train_model": bool, "parameters": {name: number}}')
             self._fill(what, deadline)
+            if deadline is None:
+                deadline = self._deadline()
 
     def _parse_json(self, what: str, start: int, end: int) -> dict:
         raw = bytes(self._buffer[start:end])
@@ -264,8 +270,8 @@ class ExternalCommunicator:
     def get_actions(self) -> dict:
         """Answer STEP: send STEPPING, read the length-prefixed ``{"action", "memory", "value"}``."""
         self._send(b"STEPPING")
+        (length,) = _PREFIX.unpack(self._read_exact(4, "the action message's length prefix"))
         deadline = self._deadline()
-        (length,) = _PREFIX.unpack(self._read_exact(4, "the action message's length prefix", deadline))
         if length > MAX_ACTION_BYTES:
             raise ProtocolError(f"the action message's length prefix says {length} bytes, more than the "
                                 f"{MAX_ACTION_BYTES} an action message may have; expected a 4-byte little-endian "

@@ -397,8 +397,8 @@ TARGETED = [
     ("3DBall", "action for an unknown brain", ACTION, {"action": {"Ball3DBrain": [0.0] * 24, "Other": "x"}}, 0, "quitting"),
     ("3DBall", "per-agent action rows", ACTION, {"action": {"Ball3DBrain": [[0.5, -0.5]] * 12}}, 0, "quitting"),
     # A message begun and never finished: the deadline for the whole message ends the run.
-    ("3DBall", "truncated action", "raw-action", struct.pack("<I", 100) + b'{"action"', 1, "sent nothing more for 1 s"),
-    ("3DBall", "truncated reset config", "reset", b'{"train_model": tr', 1, "sent nothing more for 1 s"),
+    ("3DBall", "truncated action", "raw-action", struct.pack("<I", 100) + b'{"action"', 1, "did not complete it within 1 s"),
+    ("3DBall", "truncated reset config", "reset", b'{"train_model": tr', 1, "did not complete it within 1 s"),
 ]
 
 
@@ -456,7 +456,7 @@ def test_truncated_reset_config_waits_for_the_deadline_not_forever(academy_log):
     result = run_session("3DBall", 0, play, academy_log)
     check(result, "stalled reset config")
     assert result["status"] == 1
-    assert any("began the reset configuration but sent nothing more" in r.getMessage() for r in result["log"])
+    assert any("began the reset configuration but did not complete it" in r.getMessage() for r in result["log"])
 
 
 SUBPROCESS_CASES = [
@@ -491,3 +491,38 @@ def test_python_m_academy_exits_3_with_a_logged_error_and_no_traceback(what, whe
     assert proc.returncode == 3, stderr
     assert "protocol error: " in stderr and text in stderr, stderr
     assert "Traceback" not in stderr, stderr
+
+
+def test_deadline_is_per_message_not_per_recv_and_a_slow_start_is_fine(academy_log):
+    """A trainer may pause between messages (and before an ack) for longer than the deadline; a
+    message trickled one byte at a time, each within the deadline, still fails as a whole."""
+    def patient(peer: Peer) -> None:
+        params = peer.handshake()
+        time.sleep(3 * FUZZ_MESSAGE_TIMEOUT)       # before the first command
+        peer.reset(params, {"train_model": True, "parameters": {}})
+        peer.send("command", b"STEP")
+        peer.expect(b"STEPPING")
+        time.sleep(3 * FUZZ_MESSAGE_TIMEOUT)       # before the action message
+        payload = json.dumps(legit_actions(params, peer.agents, random.Random(0))).encode()
+        peer.send_raw(struct.pack("<I", len(payload)) + payload)
+        peer.recv_framed()
+        time.sleep(3 * FUZZ_MESSAGE_TIMEOUT)       # before RECEIVED
+        peer.send_raw(b"RECEIVED")
+        peer.recv_exact(5)
+        peer.send("command", b"EXIT")
+
+    result = run_session("Basic", 0, patient, academy_log, FUZZ_MESSAGE_TIMEOUT)
+    check(result, "patient trainer")
+    assert result["status"] == 0, [r.getMessage() for r in result["log"]]
+
+    def trickle(peer: Peer) -> None:
+        peer.handshake()
+        for byte in b"RESET":
+            peer.send_raw(bytes([byte]))
+            time.sleep(FUZZ_MESSAGE_TIMEOUT / 2)    # each recv returns in time; the message does not
+        peer.recv_exact(1)
+
+    result = run_session("Basic", 0, trickle, academy_log, FUZZ_MESSAGE_TIMEOUT)
+    check(result, "trickling trainer")
+    assert result["status"] == 1
+    assert any("began a command (RESET, STEP or EXIT) but did not complete it" in r.getMessage() for r in result["log"])
