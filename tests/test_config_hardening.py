@@ -78,6 +78,8 @@ MISTAKES = [
      r"brain 'A', key 'hidden_units': must be at most 65536"),
     ("ghost max_num_models 1e6", "A:\n  trainer: ghost\n  brain_to_copy: B\n  max_num_models: 1.0e6\n",
      r"brain 'A', key 'max_num_models': must be at most 1000"),
+    ("alias to a typo'd block", "Ball3DBrain:\n  gamma: 0.9\nTurret: Ball3DBrian\n",
+     r"brain 'Turret' is an alias of 'Ball3DBrian', but there is no block 'Ball3DBrian'. Did you mean 'Ball3DBrain'\?"),
     ("ghost copying itself", "G:\n  trainer: ghost\n  brain_to_copy: G\n",
      r"brain 'G', key 'brain_to_copy': names the brain itself.*Name the other brain"),
     ("imitating itself", "S:\n  trainer: imitation\n  brain_to_imitate: S\n",

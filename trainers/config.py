@@ -14,6 +14,12 @@ Validation happens in two stages, both before any training step:
    has): the checks that need the scene, e.g. a ghost's ``brain_to_copy`` must be External.
 
 Every error is a ``TrainerConfigError`` naming the file, the brain and the key.
+
+Stage 1 also refuses what a hostile or careless user tried (issue 13): an empty file, a key given
+twice in one block (``StrictLoader``), a block that is a near miss of ``default``, non-finite
+numbers (``.inf``, ``.nan``, ``1e400``), values past ``SANE_MAXIMUM`` or int32, and networks that
+cannot fit the machine's memory. Stage 2 adds a block that is a near miss of a brain of the scene
+with no block of its own, and buffers that cannot fit the memory for the brain's sizes.
 """
 from __future__ import annotations
 
@@ -248,7 +254,8 @@ def _follow_aliases(path: str, raw: Dict[str, Any], name: str) -> Tuple[str, Dic
                 "An alias must lead to a block of keys.")
         if target not in raw:
             raise TrainerConfigError(
-                f"{path}: brain {chain[-1]!r} is an alias of {target!r}, but there is no block {target!r}. "
+                f"{path}: brain {chain[-1]!r} is an alias of {target!r}, but there is no block {target!r}."
+                f"{_did_you_mean(target, [str(b) for b in raw if b != chain[-1]])} "
                 f"Blocks: {', '.join(sorted(map(str, raw)))}.")
         chain.append(target)
         block = raw[target]
