@@ -26,6 +26,9 @@ Options:
   --env-args=<args>          Extra command-line arguments for every environment, in one quoted string
                              (e.g. "--frame-time-ms 5" for a built-in scene) [default: ].
   --timeout=<s>              Seconds to wait for any answer of the environment [default: 60].
+  --ray-address=<address>    Run each environment as a Ray actor on a cluster (docs/cluster.md): auto (the
+                             running cluster), local (a private one on this machine) or host:port.
+  --ray-resource=<name>      Place environment actors only on nodes offering this custom Ray resource.
   --max-lifetime-restarts=<n>  Restarts of each crashed environment over the run; -1 for no limit [default: 10].
   --restarts-rate-limit-n=<n>  Restarts of each environment allowed per rate-limit period; -1 for no limit [default: 1].
   --restarts-rate-limit-period-s=<s>  The rate-limit period, in seconds [default: 60].
@@ -42,7 +45,7 @@ import os
 import shlex
 import signal
 import sys
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from docopt import docopt
 
@@ -140,11 +143,25 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise UnityEnvironmentException(
                 f"--load: no checkpoint was found in {model_path}. Check --run-path, or start without --load.")
 
-        log_dir = os.path.join(model_path, "logs")  # this run's own folder, not a shared temp folder
+        log_dir = os.path.abspath(os.path.join(model_path, "logs"))  # the run's own folder, not a shared one
 
-        def launch(i: int) -> UnityEnvironment:
-            return UnityEnvironment(options["<env>"], worker_id=worker_id + i, base_port=base_port,
-                                    seed=seed + i, timeout_wait=timeout, env_args=env_args, log_dir=log_dir)
+        def env_kwargs(i: int) -> Dict[str, Any]:
+            return dict(file_name=options["<env>"], worker_id=worker_id + i, base_port=base_port, seed=seed + i,
+                        timeout_wait=timeout, env_args=env_args, log_dir=log_dir)
+
+        if options["--ray-address"]:
+            from unityagents.ray_backend import RayEnvironmentWorker, connect
+
+            connect(options["--ray-address"])
+
+            def launch(i: int):
+                return RayEnvironmentWorker(i, env_kwargs(i), resource=options["--ray-resource"])
+        else:
+            if options["--ray-resource"]:
+                raise UnityEnvironmentException("--ray-resource needs --ray-address (it places Ray actors).")
+
+            def launch(i: int):
+                return UnityEnvironment(**env_kwargs(i))
 
         env = EnvironmentSet(launch, num_envs, curriculum=curriculum, restart_policy=restarts)
         try:

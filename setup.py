@@ -24,6 +24,10 @@ setup(
         'tensorflow-cpu>=2.15,<2.22; platform_machine == "x86_64" or platform_machine == "AMD64"',
         'tensorflow>=2.15,<2.22; platform_machine != "x86_64" and platform_machine != "AMD64"',
     ],
+    extras_require={
+        # Environments as Ray actors on a cluster (learn.py --ray-address; docs/cluster.md).
+        "ray": ["ray>=2.40"],
+    },
     entry_points={
         "console_scripts": ["learn = learn:cli"],
         "unityagents.trainers": [

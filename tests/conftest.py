@@ -1,0 +1,90 @@
+"""Helpers shared by many test files, and the test session's one Ray cluster.
+
+Ray is told to stay on loopback before anything imports it: with
+``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` its processes bind 127.0.0.1 on Linux.
+"""
+import ipaddress
+import os
+import socket
+
+import pytest
+
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+os.environ["RAY_AUTH_MODE"] = "disabled"
+os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port() -> int:
+    """A port nothing listens on right now (127.0.0.1)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def listening_beyond_loopback():
+    """``(pid, address:port)`` of every TCP socket listening on a non-loopback address (/proc/net/tcp*)."""
+    inodes = {}
+    for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
+        try:
+            lines = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state != "0A":  # LISTEN
+                continue
+            address, port = local.split(":")
+            # The kernel prints each 32-bit word of the address in host (little-endian) order.
+            raw = b"".join(bytes.fromhex(address[i:i + 8])[::-1] for i in range(0, len(address), 8))
+            ip = ipaddress.ip_address(raw)
+            mapped = getattr(ip, "ipv4_mapped", None)
+            loopback = ip.is_loopback or (mapped is not None and mapped.is_loopback)
+            if not loopback:
+                inodes[inode] = f"{address}:{int(port, 16)}"
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:[") and target[8:-1] in inodes:
+                found.append((int(pid), inodes[target[8:-1]]))
+    return found
+
+
+def descendants(root: int):
+    """Every process below ``root`` (by parent pid), as a set of pids."""
+    children = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(pid))
+    out, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in out:
+                out.add(child)
+                todo.append(child)
+    return out
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A head and one more node (4 CPUs each), both real raylets on 127.0.0.1; one per test session."""
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 4, "include_dashboard": False})
+    cluster.add_node(num_cpus=4)
+    cluster.wait_for_nodes()
+    yield cluster
+    cluster.shutdown()

@@ -1,0 +1,123 @@
+"""Environments as Ray actors on a 2-node loopback cluster (``learn.py --ray-address``)."""
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import descendants, free_port, listening_beyond_loopback
+from test_learn import BASIC_SHORT, LEARN, mean_rewards, run_academy
+from test_multibrain import TENNIS_SHORT, checkpoint_state, node_names, write
+from test_num_envs import BALL_SHORT
+
+NODE = re.compile(r"Environment (\d+) runs in a Ray actor on node (\w+)")
+
+
+def learn(cwd, cluster, *args, timeout=600):
+    proc = subprocess.run([sys.executable, LEARN, *args, "--ray-address", cluster.address,
+                           "--base-port", str(free_port())], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def worker_node(cluster):
+    return [n for n in cluster.list_all_nodes() if n is not cluster.head_node][0]
+
+
+def test_without_ray_the_option_says_what_to_install(tmp_path):
+    code = ("import sys, builtins; real = builtins.__import__\n"
+            "def fake(name, *a, **k):\n"
+            "    if name == 'ray' or name.startswith('ray.'): raise ImportError(name)\n"
+            "    return real(name, *a, **k)\n"
+            "builtins.__import__ = fake\n"
+            f"sys.argv = ['learn.py', 'Basic', '--train', '--ray-address', 'auto']\n"
+            f"import runpy; runpy.run_path({LEARN!r}, run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "pip install -e .[ray]" in out and "Traceback" not in out
+
+
+@pytest.mark.slow
+def test_3dball_trains_through_four_actors_spread_over_two_nodes(tmp_path, ray_cluster):
+    config = write(tmp_path / "ball.yaml", BALL_SHORT.format(max_steps=240000))
+    code, out = learn(tmp_path, ray_cluster, "3DBall", "--train", "--trainer-config", config, "--num-envs", "4")
+    assert code == 0, out
+    nodes = dict(NODE.findall(out))
+    assert sorted(nodes) == ["0", "1", "2", "3"], out
+    assert len(set(nodes.values())) == 2, out  # both nodes got environments
+    means = mean_rewards(out, "Ball3DBrain")
+    assert means and max(means) >= 90, out
+    # The same outputs as a local run: summaries, checkpoint, export.
+    assert list((tmp_path / "summaries" / "ppo").glob("events*"))
+    assert checkpoint_state(tmp_path / "models" / "ppo")["trainers"]["Ball3DBrain"]["step"] == 240000
+    bytes_path = tmp_path / "models" / "ppo" / "3DBall.bytes"
+    assert "action" in node_names(str(bytes_path))
+    assert run_academy("3DBall", "--brain", f"Ball3DBrain=internal:{bytes_path}", "--episodes", "12") >= 80
+
+
+def test_nothing_the_cluster_started_listens_beyond_loopback(ray_cluster):
+    ours = descendants(os.getpid())
+    exposed = [(pid, where) for pid, where in listening_beyond_loopback() if pid in ours]
+    assert not exposed, exposed
+
+
+def _run_and_remove_the_worker_node(tmp_path, cluster, *extra):
+    config = write(tmp_path / "basic.yaml", BASIC_SHORT.replace("max_steps: 3000", "max_steps: 12000"))
+    proc = subprocess.Popen([sys.executable, LEARN, "Basic", "--train", "--trainer-config", config, "--num-envs", "4",
+                             "--ray-address", cluster.address, "--base-port", str(free_port()), *extra],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 180
+        while not list((tmp_path / "summaries").glob("ppo/events*")):
+            assert time.time() < deadline and proc.poll() is None, proc.communicate()[0]
+            time.sleep(0.2)
+        cluster.remove_node(worker_node(cluster))
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+        cluster.add_node(num_cpus=4)  # the next test gets two nodes again
+        cluster.wait_for_nodes()
+    return proc.returncode, out
+
+
+@pytest.mark.slow
+def test_a_lost_node_s_environments_restart_on_the_other_and_the_run_finishes(tmp_path, ray_cluster):
+    code, out = _run_and_remove_the_worker_node(tmp_path, ray_cluster, "--restarts-rate-limit-n", "-1")
+    assert code == 0, out
+    assert re.search(r"Environment \d failed and will be restarted: UnityCommunicationException: .*died", out), out
+    assert "Restarting environment" in out, out
+    assert checkpoint_state(tmp_path / "models" / "ppo")["trainers"]["BasicBrain"]["step"] >= 12000
+
+
+def test_past_the_restart_limit_a_lost_node_ends_the_run_with_a_save(tmp_path, ray_cluster):
+    code, out = _run_and_remove_the_worker_node(tmp_path, ray_cluster, "--max-lifetime-restarts", "0")
+    assert code == 1, out
+    assert "cannot be restarted" in out and "its node may have been lost" in out, out
+    model = tmp_path / "models" / "ppo"
+    assert (model / "Basic.bytes").is_file()
+    assert run_academy("Basic", "--brain", f"BasicBrain=internal:{model / 'Basic.bytes'}", "--episodes", "2") > -10
+
+
+def test_ghost_self_play_runs_through_actors(tmp_path, ray_cluster):
+    config = write(tmp_path / "tennis.yaml", TENNIS_SHORT)
+    code, out = learn(tmp_path, ray_cluster, "Tennis", "--train", "--trainer-config", config, "--run-path", "t",
+                      "--num-envs", "2", timeout=300)
+    assert code == 0, out
+    assert "Training finished after 250 environment steps" in out, out
+    assert checkpoint_state(tmp_path / "models" / "t")["trainers"]["ghost-TennisBrain"]["n_snapshots"] >= 2
+
+
+def test_imitation_runs_through_actors(tmp_path, ray_cluster):
+    config = write(tmp_path / "il.yaml", """
+        Student:
+            trainer: imitation
+            brain_to_imitate: Teacher
+            max_steps: 2400
+            summary_freq: 1200
+            batch_size: 64
+    """)
+    code, out = learn(tmp_path, ray_cluster, "3DBallIL", "--train", "--trainer-config", config, "--run-path", "il",
+                      "--num-envs", "2", timeout=300)
+    assert code == 0, out
+    assert "Training finished after 100 environment steps" in out and "Imitating Teacher" in out, out
