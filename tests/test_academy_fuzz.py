@@ -35,7 +35,7 @@ from academy.academy import Academy
 from academy.communicator import ExternalCommunicator
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCENES = ["Basic", "3DBall", "Tennis", "3DBallHard", "GridWorld", "3DBallIL"]
+SCENES = ["Basic", "3DBall", "Tennis", "3DBallHard", "GridWorld", "3DBallIL", "Hallway", "Push"]
 SESSIONS = 300
 SESSION_DEADLINE = 10.0   # seconds for one session, academy included
 MESSAGE_TIMEOUT = 1.0     # the academy's deadline for a started message (default 60 s) ...
