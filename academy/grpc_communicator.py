@@ -149,6 +149,7 @@ class ModernUnity:
         self.pending_parameters: dict[str, float] = {}
         self.stats: list[bytes] = []
         self.step_count = 0
+        self._sensor_templates: dict[str, list[pb.ObservationProto]] = {}
 
     # --- the conversation -------------------------------------------------------------------------
 
@@ -235,18 +236,22 @@ class ModernUnity:
                 raise ActionError(f"behaviour {name!r}: {len(entries)} actions for the {rows.size} agents that asked "
                                   "for a decision; send one AgentActionProto per agent, in decision order")
             spec = b.spec
-            for row, entry in zip(rows, entries):
-                if spec.action_space == "discrete":
-                    values = list(entry.discrete_actions)
-                    if len(values) != 1 or not 0 <= values[0] < spec.action_size:
-                        raise ActionError(f"behaviour {name!r}: discrete_actions {values} for agent "
-                                          f"{self.ids[b.name][row]}; expected one action in 0..{spec.action_size - 1}")
-                else:
-                    values = list(entry.continuous_actions)
-                    if len(values) != spec.action_size or not np.all(np.isfinite(values)):
-                        raise ActionError(f"behaviour {name!r}: {len(values)} continuous_actions for agent "
-                                          f"{self.ids[b.name][row]}; expected {spec.action_size} finite floats")
-                b.action[row] = values
+            entries = entries[:rows.size]
+            if spec.action_space == "discrete":
+                values = [list(e.discrete_actions) for e in entries]
+                ok = all(len(v) == 1 for v in values)
+                array = np.asarray(values, np.float64) if ok else None
+                if not ok or not np.all((array >= 0) & (array < spec.action_size)):
+                    raise ActionError(f"behaviour {name!r}: discrete_actions {values[:4]}...; expected one action "
+                                      f"in 0..{spec.action_size - 1} per agent")
+            else:
+                values = [list(e.continuous_actions) for e in entries]
+                ok = all(len(v) == spec.action_size for v in values)
+                array = np.asarray(values, np.float64) if ok else None
+                if not ok or not np.all(np.isfinite(array)):
+                    raise ActionError(f"behaviour {name!r}: continuous_actions {values[:4]}...; expected "
+                                      f"{spec.action_size} finite floats per agent")
+            b.action[rows] = array
 
     def _run_until_report(self) -> "pb.UnityMessageProto":
         """Academy steps with the stored actions until some agent reports (Unity sends only then)."""
@@ -287,14 +292,14 @@ class ModernUnity:
         """The done infos of ``rows``: last observation, last reward, and why the episode ended."""
         max_step = b.spec.max_step
         forced = self.forced[b.name]
-        observations = self._observations(b, rows)
+        sensors = self._sensors(b, rows)
         infos = []
         for k, row in enumerate(rows):
             reward = float(b.reward[row])
             b.episode_reward[row] += reward
             interrupted = bool(forced[row]) or (max_step > 0 and b.steps[row] > max_step)
             infos.append({"row": int(row), "reward": reward, "done": True, "max_step_reached": interrupted,
-                          "observations": observations[k]})
+                          "sensors": sensors, "k": k})
             self.stats.append(_frame(STATS_CHANNEL, _stat(f"Academy/{b.name} Episode Reward",
                                                           float(b.episode_reward[row]))))
             b.episode_reward[row] = 0.0
@@ -302,34 +307,57 @@ class ModernUnity:
         forced[rows] = False
         return infos
 
-    def _observations(self, b: BrainRuntime, rows: np.ndarray) -> list[list["pb.ObservationProto"]]:
-        """Per row, its ObservationProtos in Unity's sensor order (cameras, then the vector)."""
+    def _sensors(self, b: BrainRuntime, rows: np.ndarray) -> tuple[list[list[bytes]], list[list[float]] | None]:
+        """The sensor data of ``rows``: per camera one PNG per row, and the vectors (or None)."""
         spec = b.spec
-        per_row: list[list[pb.ObservationProto]] = [[] for _ in rows]
-        for c, camera in enumerate(spec.cameras):
+        pngs = []
+        for c in range(len(spec.cameras)):
             images = self.academy.scene.render(b.name, c)
-            channels = 1 if camera.black_and_white else 3
-            if self.channels_first:
-                shape, dims = [channels, camera.height, camera.width], [1, 2, 2]
-            else:
-                shape, dims = [camera.height, camera.width, channels], [2, 2, 1]
-            for k, row in enumerate(rows):
-                per_row[k].append(pb.ObservationProto(
-                    shape=shape, compression_type=pb.PNG, compressed_data=encode_png(images[row]),
-                    dimension_properties=dims, name=f"CameraSensor_{c}"))
+            pngs.append([encode_png(images[row]) for row in rows])
+        vectors = None
         if spec.state_size:
             states = self.academy.scene.states(b.name)
             if spec.state_space == "discrete":  # the modern protocol has no discrete states
-                vectors = np.zeros((len(rows), spec.state_size), np.float32)
-                vectors[np.arange(len(rows)), states[rows, 0].astype(np.int64)] = 1.0
+                one_hot = np.zeros((len(rows), spec.state_size), np.float32)
+                one_hot[np.arange(len(rows)), states[rows, 0].astype(np.int64)] = 1.0
+                vectors = one_hot.tolist()
             else:
-                vectors = np.asarray(states[rows], np.float32)
-            name = f"VectorSensor_size{spec.state_size}"
-            for k, vector in enumerate(vectors.tolist()):
-                per_row[k].append(pb.ObservationProto(
-                    shape=[spec.state_size], float_data=pb.ObservationProto.FloatData(data=vector),
-                    dimension_properties=[1], name=name))
-        return per_row
+                vectors = np.asarray(states[rows], np.float32).tolist()
+        return pngs, vectors
+
+    def _templates(self, b: BrainRuntime) -> list["pb.ObservationProto"]:
+        """Per sensor an ObservationProto without data (shape, dimension properties, name, compression):
+        copying one per agent is cheaper than setting those fields one by one."""
+        cached = self._sensor_templates.get(b.name)
+        if cached is None:
+            cached = []
+            for c, camera in enumerate(b.spec.cameras):
+                channels = 1 if camera.black_and_white else 3
+                if self.channels_first:
+                    shape, dims = (channels, camera.height, camera.width), (1, 2, 2)
+                else:
+                    shape, dims = (camera.height, camera.width, channels), (2, 2, 1)
+                cached.append(pb.ObservationProto(shape=shape, dimension_properties=dims, compression_type=pb.PNG,
+                                                  name=f"CameraSensor_{c}"))
+            if b.spec.state_size:
+                cached.append(pb.ObservationProto(shape=[b.spec.state_size], dimension_properties=[1],
+                                                  name=f"VectorSensor_size{b.spec.state_size}"))
+            self._sensor_templates[b.name] = cached
+        return cached
+
+    def _write_observations(self, info: "pb.AgentInfoProto", b: BrainRuntime, k: int,
+                            sensors: tuple[list[list[bytes]], list[list[float]] | None]) -> None:
+        """Row ``k``'s observations, in Unity's sensor order: cameras by name, then the vector."""
+        pngs, vectors = sensors
+        templates = self._templates(b)
+        for c in range(len(b.spec.cameras)):
+            obs = info.observations.add()
+            obs.CopyFrom(templates[c])
+            obs.compressed_data = pngs[c][k]
+        if vectors is not None:
+            obs = info.observations.add()
+            obs.CopyFrom(templates[-1])
+            obs.float_data.data.extend(vectors[k])
 
     def _output(self, reports: dict[str, tuple[list[dict], np.ndarray]]) -> "pb.UnityMessageProto":
         """One Unity output: every behaviour's list (terminal infos, then decision requests)."""
@@ -342,16 +370,18 @@ class ModernUnity:
             infos = rl.agentInfos[name].value  # every known behaviour is listed, maybe empty
             ids = self.ids[b.name]
             for info in ending:
-                infos.add(reward=info["reward"], done=True, max_step_reached=info["max_step_reached"],
-                          id=int(ids[info["row"]]), observations=info["observations"])
+                proto = infos.add(reward=info["reward"], done=True, max_step_reached=info["max_step_reached"],
+                                  id=int(ids[info["row"]]))
+                self._write_observations(proto, b, info["k"], info["sensors"])
             if deciding.size:
                 masks = self.academy.scene.action_mask(b.name)
-                observations = self._observations(b, deciding)
+                sensors = self._sensors(b, deciding)
                 rewards = b.reward[deciding].tolist()
                 b.episode_reward[deciding] += b.reward[deciding]
                 b.reward[deciding] = 0.0
                 for k, row in enumerate(deciding):
-                    info = infos.add(reward=rewards[k], id=int(ids[row]), observations=observations[k])
+                    info = infos.add(reward=rewards[k], id=int(ids[row]))
+                    self._write_observations(info, b, k, sensors)
                     if masks is not None:
                         info.action_mask.extend(bool(m) for m in masks[row])
             self.deciding[b.name] = deciding

@@ -1,15 +1,20 @@
-"""What the socket costs: 3DBall stepped over the API-2 wire vs in-process, vs bare loopback.
+"""What the wire costs: 3DBall stepped over API-2 and over gRPC vs in-process, vs bare loopback.
 
-Three measurements, side by side in one run:
+Measurements side by side in one run:
 
-1. ``UnityEnvironment.step`` on the built-in 3DBall (12 agents) with random actions: the full
-   path (JSON, framing, two processes, three lock-step round trips per step);
-2. the same scene stepped in-process through ``academy.Academy`` (no socket, no JSON);
+1. ``UnityEnvironment.step`` on the built-in 3DBall (12 agents) with random actions, over API-2
+   (JSON, framing, two processes, three lock-step round trips per step) and over the modern
+   gRPC protocol (``protocol="grpc"``: protobuf, one unary call per step), in alternating blocks
+   so that both see the same machine load;
+2. the same scene stepped in-process through ``academy.Academy`` (no socket, no encoding);
 3. a bare lock-step round trip between two processes over loopback (TCP_NODELAY, 8-byte
    messages): the floor of any lock-step protocol. A 3DBall step needs three of them
-   (STEP/STEPPING, actions/state, RECEIVED/done flag).
+   (STEP/STEPPING, actions/state, RECEIVED/done flag);
+4. a bare gRPC unary call (a few bytes each way) between two processes: the floor of the gRPC
+   protocol, which needs one per step.
 
-The wire's own cost per step is (1) minus (2); the target is at most 1.5x three round trips.
+A wire's own cost per step is (1) minus (2). Targets: API-2 at most 1.5x three round trips; gRPC
+at most 2x API-2's own cost.
 
     python bench/protocol.py [--steps 3000]
 """
@@ -49,27 +54,79 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def bench_socket(steps: int, rng: np.random.Generator) -> float:
-    """Seconds per ``UnityEnvironment.step`` on 3DBall."""
-    env = UnityEnvironment("3DBall", base_port=free_port(), seed=0)
+def bench_wires(steps: int, rng: np.random.Generator) -> dict:
+    """Seconds per ``UnityEnvironment.step`` on 3DBall, per protocol (median of 5 blocks each,
+    the protocols' blocks interleaved)."""
+    envs = {}
     try:
-        env.reset()
+        for protocol in ("api2", "grpc"):
+            envs[protocol] = UnityEnvironment("3DBall", base_port=free_port(), seed=0, protocol=protocol)
+            envs[protocol].reset()
         actions = rng.uniform(-1, 1, (steps, 12, 2))
-        for i in range(200):  # warm-up
-            env.step(actions[i])
-            if env.global_done:
-                env.reset()
+        blocks = {p: [] for p in envs}
+        for b in range(6):  # block 0 warms both up and is not counted
+            for protocol, env in envs.items():
+                start = time.perf_counter()
+                for i in range(b * (steps // 6), (b + 1) * (steps // 6)):
+                    env.step(actions[i])
+                    if env.global_done:
+                        env.reset()
+                if b:
+                    blocks[protocol].append((time.perf_counter() - start) / (steps // 6))
+        return {p: float(np.median(v)) for p, v in blocks.items()}
+    finally:
+        for env in envs.values():
+            env.close()
+
+
+GRPC_ECHO_CLIENT = """
+import sys, grpc
+channel = grpc.insecure_channel("127.0.0.1:" + sys.argv[1], options=[("grpc.enable_http_proxy", 0)])
+call = channel.unary_unary("/bench.Echo/Exchange")
+reply = call(b"RECEIVED", timeout=30, wait_for_ready=True)
+while reply != b"STOP":
+    reply = call(reply)
+"""
+
+
+def bench_grpc_round_trip(n: int) -> float:
+    """Seconds per bare unary gRPC call (8 bytes each way) from another process, served the way
+    ``GrpcCommunicator`` serves Unity: the call is handed to the main thread, which answers it."""
+    import queue
+
+    import grpc
+    from concurrent import futures
+
+    calls: "queue.SimpleQueue" = queue.SimpleQueue()
+
+    def exchange(request, context):
+        reply: "queue.SimpleQueue" = queue.SimpleQueue()
+        calls.put((request, reply))
+        return reply.get()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+        "bench.Echo", {"Exchange": grpc.unary_unary_rpc_method_handler(exchange)}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    proc = subprocess.Popen([sys.executable, "-c", GRPC_ECHO_CLIENT, str(port)])
+    try:
+        pending = calls.get(timeout=30)[1]
+        for _ in range(500):
+            pending.put(b"RECEIVED")
+            pending = calls.get()[1]
         blocks = []
-        for b in range(5):
+        for _ in range(5):
             start = time.perf_counter()
-            for i in range(b * (steps // 5), (b + 1) * (steps // 5)):
-                env.step(actions[i])
-                if env.global_done:
-                    env.reset()
-            blocks.append((time.perf_counter() - start) / (steps // 5))
+            for _ in range(n // 5):
+                pending.put(b"RECEIVED")
+                pending = calls.get()[1]
+            blocks.append((time.perf_counter() - start) / (n // 5))
+        pending.put(b"STOP")
         return float(np.median(blocks))
     finally:
-        env.close()
+        proc.wait(timeout=10)
+        server.stop(None)
 
 
 def bench_in_process(steps: int, rng: np.random.Generator) -> float:
@@ -79,7 +136,7 @@ def bench_in_process(steps: int, rng: np.random.Generator) -> float:
     actions = rng.uniform(-1, 1, (steps, 12, 2))
     start = time.perf_counter()
     for i in range(steps):
-        academy.set_external_actions({"action": {"Ball3DBrain": actions[i]}})
+        academy.set_external_actions({"action": {"Ball3DBrain": actions[i].ravel().tolist()}})
         academy.decide()
         academy.advance()
         academy.finish_step(lambda brain: academy.scene.states(brain.name))
@@ -118,17 +175,24 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     rtt = bench_round_trip(args.steps * 3)
-    wire = bench_socket(args.steps, rng)
+    grpc_rtt = bench_grpc_round_trip(args.steps)
+    wires = bench_wires(args.steps, rng)
+    wire, modern = wires["api2"], wires["grpc"]
     local = bench_in_process(args.steps, rng)
     floor = 3 * rtt
-    cost = wire - local
-    print(f"3DBall over the socket : {1 / wire:9.0f} steps/s  ({wire * 1e6:7.1f} us/step)")
+    cost, modern_cost = wire - local, modern - local
+    print(f"3DBall over API-2      : {1 / wire:9.0f} steps/s  ({wire * 1e6:7.1f} us/step)")
+    print(f"3DBall over gRPC       : {1 / modern:9.0f} steps/s  ({modern * 1e6:7.1f} us/step)")
     print(f"3DBall in-process      : {1 / local:9.0f} steps/s  ({local * 1e6:7.1f} us/step)")
     print(f"loopback round trip    : {1 / rtt:9.0f} trips/s  ({rtt * 1e6:7.1f} us/trip)")
-    print(f"socket / in-process    : {wire / local:9.2f}x slower")
-    print(f"wire cost per step     : {cost * 1e6:9.1f} us (socket minus in-process)")
+    print(f"bare gRPC unary call   : {1 / grpc_rtt:9.0f} calls/s  ({grpc_rtt * 1e6:7.1f} us/call)")
+    print(f"API-2 / in-process     : {wire / local:9.2f}x slower")
+    print(f"API-2 cost per step    : {cost * 1e6:9.1f} us (API-2 minus in-process)")
     print(f"floor: 3 round trips   : {floor * 1e6:9.1f} us")
-    print(f"wire cost / floor      : {cost / floor:9.2f}x (target <= 1.5)")
+    print(f"API-2 cost / floor     : {cost / floor:9.2f}x (target <= 1.5)")
+    print(f"gRPC cost per step     : {modern_cost * 1e6:9.1f} us (gRPC minus in-process)")
+    print(f"gRPC cost / API-2 cost : {modern_cost / cost:9.2f}x (target <= 2)")
+    print(f"gRPC cost / bare call  : {modern_cost / grpc_rtt:9.2f}x")
 
 
 if __name__ == "__main__":

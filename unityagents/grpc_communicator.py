@@ -595,6 +595,34 @@ class GrpcCommunicator(Communicator):
                         f"(package version {self.package_version!r}).", self.env.logfile_path) from None
         return vector, frames
 
+    def _observations(self, behaviour: _Behaviour,
+                      rows: Sequence["pb.AgentInfoProto"]) -> Tuple[np.ndarray, List[np.ndarray]]:
+        """``[n, state]`` and the ``[n, H, W, C]`` cameras of ``rows``, validated against the spec."""
+        specs = behaviour.observations
+        n = len(rows)
+        if len(specs) == 1 and not specs[0].visual:  # one vector sensor (most scenes): the fast path
+            size, shape = specs[0].size, list(specs[0].shape)
+            values = []
+            for info in rows:
+                observations = info.observations
+                obs = observations[0] if len(observations) == 1 else None
+                if obs is None or obs.compression_type or obs.shape != shape:
+                    self._decode(behaviour, info)  # raises the precise error
+                data = list(obs.float_data.data)
+                if len(data) != size:
+                    self._decode(behaviour, info)
+                values.append(data)
+            return (np.asarray(values, np.float32) if n else np.zeros((0, size), np.float32)), []
+        state = np.zeros((n, behaviour.parameters.state_space_size), np.float32)
+        cameras = [np.zeros((n,) + tuple(s.hwc), np.float32) for s in specs if s.visual]
+        for r, info in enumerate(rows):
+            vector, frames = self._decode(behaviour, info)
+            if vector:
+                state[r] = vector
+            for c, frame in enumerate(frames):
+                cameras[c][r] = frame
+        return state, cameras
+
     def _brain_info(self, behaviour: _Behaviour, infos: Sequence["pb.AgentInfoProto"]) -> BrainInfo:
         params = behaviour.parameters
         deciding = [i for i in infos if not i.done]
@@ -602,14 +630,7 @@ class GrpcCommunicator(Communicator):
         row_of = {info.id: r for r, info in enumerate(deciding)}
         rows = deciding + [i for i in ending if i.id not in row_of]
         n = len(rows)
-        state = np.zeros((n, params.state_space_size), np.float32)
-        cameras = [np.zeros((n,) + tuple(s.hwc), np.float32) for s in behaviour.observations if s.visual]
-        for r, info in enumerate(rows):
-            vector, frames = self._decode(behaviour, info)
-            if vector:
-                state[r] = vector
-            for c, frame in enumerate(frames):
-                cameras[c][r] = frame
+        state, cameras = self._observations(behaviour, rows)
         rewards = [float(i.reward) for i in rows]
         done = [False] * len(deciding) + [True] * (n - len(deciding))
         interrupted = [False] * n
@@ -649,14 +670,7 @@ class GrpcCommunicator(Communicator):
         """The last observations of the agents whose episodes ended (for bootstrapping)."""
         params = behaviour.parameters
         n = len(ending)
-        state = np.zeros((n, params.state_space_size), np.float32)
-        cameras = [np.zeros((n,) + tuple(s.hwc), np.float32) for s in behaviour.observations if s.visual]
-        for r, info in enumerate(ending):
-            vector, frames = self._decode(behaviour, info)
-            if vector:
-                state[r] = vector
-            for c, frame in enumerate(frames):
-                cameras[c][r] = frame
+        state, cameras = self._observations(behaviour, ending)
         return BrainInfo(
             cameras, state, np.zeros((n, 0), np.float32), [float(i.reward) for i in ending],
             [int(i.id) for i in ending], [True] * n, np.zeros((n, params.action_width), np.float32),
