@@ -8,9 +8,17 @@ Two parts, both through the real socket against the built-in scene:
 * ``--profile`` steps the same loop as ``TrainerController`` for a while on 3DBall, GridWorld
   (an 84x84 camera: PNG encode and decode included) and Hallway (recurrent), timing each phase
   (scene, PNG, wire, inference, buffer/GAE, update), and prints agent-steps/s with and without
-  updates.
+  updates;
+* ``--pyramids-seeds N`` trains the sparse-reward Pyramids scene with the shipped PyramidsBrain
+  block (PPO + RND), the same block with curiosity instead (``PyramidsBrainCuriosity``) and with
+  the extrinsic reward only, for seeds 0..N-1, and reports the agent-steps to a mean of 1.5 and
+  the last mean of each run;
+* ``--pyramids-profile`` profiles Pyramids with and without RND, side by side, and says where
+  the extra time goes (RND's rewards are computed with the trajectories, "buffer + GAE"; its
+  predictor trains inside the PPO update's ``session.run``, "update").
 
     python bench/train.py --seeds 5 --profile
+    python bench/train.py --pyramids-seeds 3 --pyramids-profile
 """
 from __future__ import annotations
 
@@ -78,8 +86,60 @@ def seeds_report(n: int, target: float, config: Optional[str]) -> None:
     print(f"seeds that reached {target} and stayed there: {reached}/{n}")
 
 
-def profile(scene: str, brain: str, env_steps: int) -> None:
-    """Time each phase of the controller's loop on ``scene`` with the shipped settings of ``brain``."""
+def pyramids_configs(scratch: str) -> Dict[str, str]:
+    """Config files for the Pyramids comparison: the shipped RND block, curiosity, extrinsic only."""
+    import yaml
+
+    with open(os.path.join(ROOT, "trainer_configurations.yaml"), encoding="utf-8") as f:
+        shipped = yaml.safe_load(f)
+    variants = {"RND (shipped)": dict(shipped)}
+    variants["curiosity"] = dict(shipped, PyramidsBrain="PyramidsBrainCuriosity")
+    extrinsic = dict(shipped["PyramidsBrain"])
+    extrinsic["reward_signals"] = {"extrinsic": shipped["PyramidsBrain"]["reward_signals"]["extrinsic"]}
+    variants["extrinsic only"] = dict(shipped, PyramidsBrain=extrinsic)
+    paths = {}
+    for i, (name, raw) in enumerate(variants.items()):
+        paths[name] = os.path.join(scratch, f"pyramids_{i}.yaml")
+        with open(paths[name], "w", encoding="utf-8") as f:
+            yaml.safe_dump(raw, f)
+    return paths
+
+
+def pyramids_report(n: int, target: float) -> None:
+    """Shipped budget, each variant, seeds 0..n-1: steps to ``target`` and the last mean."""
+    print(f"Pyramids (PyramidsBrain, 16 rooms), shipped max_steps, target mean reward {target}")
+    print(f"{'variant':<16} {'seed':>4} {'steps to target':>16} {'last mean':>10} {'agent-steps/s':>14} {'wall s':>7}")
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, path in pyramids_configs(scratch).items():
+            finals = []
+            for seed in range(n):
+                r = run_seed("Pyramids", "PyramidsBrain", seed, target, ["--trainer-config", path])
+                finals.append(r["final"])
+                reached = "-" if r["steps_to_target"] is None else f"{r['steps_to_target']:.0f}"
+                rate = r["total_steps"] / r["wall"] if r["total_steps"] else 0.0
+                print(f"{name:<16} {seed:>4} {reached:>16} {r['final']:>10.3f} {rate:>14.0f} {r['wall']:>7.0f}")
+            print(f"{name:<16} mean of last means: {np.mean(finals):.3f}")
+
+
+def pyramids_profile(env_steps: int) -> None:
+    """Pyramids profiled with RND (shipped) and without (extrinsic only), and the difference."""
+    with_rnd = profile("Pyramids", "PyramidsBrain", env_steps)
+    without = profile("Pyramids", "PyramidsBrain", env_steps, overrides={"reward_signals": None},
+                      label="extrinsic only")
+    print(f"\nPyramids: RND costs {with_rnd['us_per_step'] - without['us_per_step']:.0f} us per environment step "
+          f"({without['rate'] / with_rnd['rate']:.2f}x the time); by phase (us/step, with - without):")
+    for key, value in with_rnd["phases"].items():
+        extra = value - without["phases"].get(key, 0.0)
+        print(f"  {key:<36} {extra:+8.0f}")
+
+
+def profile(scene: str, brain: str, env_steps: int, overrides: Optional[Dict] = None,
+            label: str = "") -> Dict:
+    """Time each phase of the controller's loop on ``scene`` with the shipped settings of ``brain``.
+
+    :param overrides: hyperparameters that replace the shipped ones (e.g. ``reward_signals``).
+    :return: agent-steps/s with updates (``rate``), us per environment step, and per phase.
+    """
     from academy import load_scene
     from academy.academy import Academy
     from academy.communicator import encode_png
@@ -107,8 +167,10 @@ def profile(scene: str, brain: str, env_steps: int) -> None:
         graph = tf.Graph()
         with graph.as_default():
             sess = tf.Session(graph=graph)
-            params = dict(settings.parameters, graph_scope="", summary_path="")
+            params = dict(settings.parameters, graph_scope="", summary_path="", **(overrides or {}))
             trainer = settings.trainer_class(sess, env.brains, brain, params, True)
+            for signal in getattr(trainer, "reward_signals", {}).values():
+                signal.evaluate = _timed(signal.evaluate, timers, "  of which intrinsic rewards")
             sess.run(tf.global_variables_initializer())
             graph.finalize()
             info = env.reset()
@@ -167,17 +229,35 @@ def profile(scene: str, brain: str, env_steps: int) -> None:
     timers["scene step + render (env process)"] = scene_time / steps * env_steps
     timers["png encode (env process)"] = encode_time / steps * env_steps
     total = sum(timers.values())
-    print(f"\n{scene} ({brain}) loop profile: {env_steps} environment steps ({n_agents} agent steps), "
-          f"{updates} updates")
+    nested = timers.pop("  of which intrinsic rewards", 0.0)  # already inside "buffer + GAE"
+    print(f"\n{scene} ({brain}{', ' + label if label else ''}) loop profile: {env_steps} environment steps "
+          f"({n_agents} agent steps), {updates} updates")
     order = ("scene step + render (env process)", "png encode (env process)", "environment + wire",
              "png decode (client)", "inference", "buffer + GAE", "update")
+    phases = {}
     for key in order:
         if key.startswith("png") and timers[key] == 0:
             continue
-        label = "wire (socket, JSON, processes)" if key == "environment + wire" else key
-        print(f"  {label:<36} {timers[key] / env_steps * 1e6:8.0f} us/step  {100 * timers[key] / total:5.1f} %")
+        name = "wire (socket, JSON, processes)" if key == "environment + wire" else key
+        phases[name] = timers[key] / env_steps * 1e6
+        print(f"  {name:<36} {phases[name]:8.0f} us/step  {100 * timers[key] / total:5.1f} %")
+        if key == "buffer + GAE" and nested:
+            phases["  of which intrinsic rewards"] = nested / env_steps * 1e6
+            print(f"  {'  of which intrinsic rewards':<36} {nested / env_steps * 1e6:8.0f} us/step")
     print(f"  agent-steps/s with updates    : {n_agents / total:8.0f}")
     print(f"  agent-steps/s without updates : {n_agents / (total - timers['update']):8.0f}")
+    return {"rate": n_agents / total, "us_per_step": total / env_steps * 1e6, "phases": phases}
+
+
+def _timed(function, timers: Dict[str, float], key: str):
+    """``function``, adding its run time to ``timers[key]``."""
+    def wrapper(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            timers[key] += time.perf_counter() - t
+    return wrapper
 
 
 def main() -> None:
@@ -188,14 +268,21 @@ def main() -> None:
     parser.add_argument("--profile", nargs="*", metavar="SCENE:BRAIN",
                         help="time the phases of the loop (default: 3DBall, GridWorld and Hallway)")
     parser.add_argument("--profile-steps", type=int, default=3000, help="environment steps to profile")
+    parser.add_argument("--pyramids-seeds", type=int, default=0,
+                        help="Pyramids: RND vs curiosity vs extrinsic only, one learn.py run per seed each")
+    parser.add_argument("--pyramids-profile", action="store_true", help="Pyramids profiled with and without RND")
     args = parser.parse_args()
     if args.seeds:
         seeds_report(args.seeds, args.target, args.trainer_config)
+    if args.pyramids_seeds:
+        pyramids_report(args.pyramids_seeds, 1.5)
+    if args.pyramids_profile:
+        pyramids_profile(args.profile_steps)
     if args.profile is not None:
         for target in args.profile or ["3DBall:Ball3DBrain", "GridWorld:GridWorldBrain", "Hallway:HallwayBrain"]:
             scene, _, brain = target.partition(":")
             profile(scene, brain, args.profile_steps)
-    if not args.seeds and args.profile is None:
+    if not args.seeds and args.profile is None and not args.pyramids_seeds and not args.pyramids_profile:
         parser.print_help()
 
 

@@ -34,11 +34,18 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, Hashable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, Hashable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from trainers.buffer import AgentBuffer, Buffer
+from trainers.reward_signals import (
+    RewardSignal,
+    create_reward_signals,
+    signal_gae,
+    signal_settings,
+    validate_reward_signals,
+)
 from trainers.tf_utils import tf
 from trainers.trainer import (
     COMMON_HYPERPARAMETERS,
@@ -332,6 +339,9 @@ class OnPolicyTrainer(RLTrainer):
         super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
         self.training_buffer = Buffer()
         self.update_fields: List[str] = []
+        #: Filled by ``build_reward_signals`` (empty: the trainer has no ``reward_signals`` block).
+        self.reward_signals: Dict[str, RewardSignal] = {}
+        self._signal_stats: Dict[str, List[float]] = {}
 
     # ------------------------------------------------------------------ hooks
     def bootstrap_values(self, info: BrainInfo, rows: np.ndarray) -> np.ndarray:
@@ -358,10 +368,14 @@ class OnPolicyTrainer(RLTrainer):
             return
         info, outputs = self._with_late_decisions(info, next_info, outputs)
         rewards = next_info[self.brain_name].rewards
+        signal_fields = self._signal_input_fields(info, next_info) if self.reward_signals else None
         for i, j, agent in self._pairs(info, next_info):
             trajectory = self.training_buffer[agent]
             for key, values in outputs.fields.items():
                 trajectory[key].append(values[i])
+            if signal_fields is not None:
+                for key, (values, row) in signal_fields.items():
+                    trajectory[key].append(values[i if row == "current" else j])
             reward = float(rewards[j])
             trajectory["rewards"].append(reward)
             self._count_reward(agent, reward)
@@ -398,10 +412,13 @@ class OnPolicyTrainer(RLTrainer):
                 self._finish_trajectory(agent, value)
         if cut:
             values = self.bootstrap_values(current, np.asarray(cut))
-            for j, value in zip(cut, values):
-                self._finish_trajectory(current.agents[j], float(value))
+            for k, j in enumerate(cut):
+                # A trainer with several reward signals bootstraps each: {signal: [len(rows)]}.
+                value = ({name: float(v[k]) for name, v in values.items()} if isinstance(values, dict)
+                         else float(values[k]))
+                self._finish_trajectory(current.agents[j], value)
 
-    def _finish_trajectory(self, agent: Any, value_next: float) -> None:
+    def _finish_trajectory(self, agent: Any, value_next: Union[float, Dict[str, float]]) -> None:
         trajectory = self.training_buffer[agent]
         self.process_trajectory(trajectory, value_next)
         self.training_buffer.append_update_buffer(
@@ -418,6 +435,141 @@ class OnPolicyTrainer(RLTrainer):
             if agent in self.training_buffer:
                 self.training_buffer[agent].reset_agent()
         super().end_episode(agents)
+
+    # ------------------------------------------------------------------ reward signals
+    def build_reward_signals(self) -> List[str]:
+        """Build the ``reward_signals`` block's signals; call inside ``build_scope`` in ``__init__``.
+
+        Returns the signal names (extrinsic first), one value head each, or ``[]`` when the
+        trainer has no block (then nothing is built and nothing changes). A subclass that
+        supports reward signals declares ``"reward_signals": REWARD_SIGNALS_PARAM`` among its
+        hyperparameters, stores ``value_field(name)`` per signal in ``act``, returns
+        ``{signal: values}`` from ``bootstrap_values``, calls ``add_reward_signal_fields`` in
+        ``process_trajectory``, moves ``reward_signal_update_fields()`` to the update buffer and
+        runs ``reward_signal_update(batch)``'s ops with each minibatch.
+        """
+        names = self.reward_signal_names()
+        if names:
+            self.reward_signals = create_reward_signals(self.brain, signal_settings(self.hp))
+        return names
+
+    def reward_signal_names(self) -> List[str]:
+        """The names of the ``reward_signals`` block (extrinsic first), ``[]`` without one; builds nothing.
+
+        Validates the block (a direct caller may pass one the config loader never saw) and keeps
+        it, completed with each key's default, in ``self.hp``.
+        """
+        block = validate_reward_signals(self.brain_name, self.hp.get("reward_signals"))
+        self.hp["reward_signals"] = block
+        return list(block) if block else []
+
+    @staticmethod
+    def value_field(names: Sequence[str], name: str) -> str:
+        """The trajectory field of signal ``name``'s value estimates (the first signal's: ``value_estimates``)."""
+        return "value_estimates" if name == names[0] else f"value_estimates_{name}"
+
+    @staticmethod
+    def returns_field(names: Sequence[str], name: str) -> str:
+        """The trajectory field of signal ``name``'s returns (the first signal's: ``discounted_returns``)."""
+        return "discounted_returns" if name == names[0] else f"discounted_returns_{name}"
+
+    def _needs_next_inputs(self) -> bool:
+        return any(signal.needs_next_inputs for signal in self.reward_signals.values())
+
+    def _signal_input_fields(self, info: Mapping[str, BrainInfo],
+                             next_info: Mapping[str, BrainInfo]) -> Dict[str, Tuple[Any, str]]:
+        """The raw inputs the intrinsic signals read, ``{field: (values, 'current' | 'next')}``."""
+        if set(self.reward_signals) == {"extrinsic"}:
+            return {}
+        current, following = info[self.brain_name], next_info[self.brain_name]
+        fields: Dict[str, Tuple[Any, str]] = {}
+        if self.brain.state_space_size > 0:
+            fields["signal_state"] = (np.asarray(current.states, dtype=np.float32), "current")
+        for k, observation in enumerate(current.observations):
+            fields[f"signal_obs{k}"] = (observation, "current")
+        if self._needs_next_inputs():
+            if self.brain.state_space_size > 0:
+                fields["signal_next_state"] = (np.asarray(following.states, dtype=np.float32), "next")
+            for k, observation in enumerate(following.observations):
+                fields[f"signal_next_obs{k}"] = (observation, "next")
+            fields["signal_done"] = (np.asarray(following.local_done, dtype=np.float32), "next")
+        return fields
+
+    def reward_signal_update_fields(self) -> List[str]:
+        """The trajectory fields the update needs for the signals (returns, inputs, actions)."""
+        if not self.reward_signals:
+            return []
+        names = list(self.reward_signals)
+        fields = [self.returns_field(names, n) for n in names[1:]] + [self.value_field(names, n) for n in names[1:]]
+        if set(names) != {"extrinsic"}:
+            if self.brain.state_space_size > 0:
+                fields.append("signal_state")
+            fields += [f"signal_obs{k}" for k in range(self.brain.number_observations)]
+            if self._needs_next_inputs():
+                if self.brain.state_space_size > 0:
+                    fields.append("signal_next_state")
+                fields += [f"signal_next_obs{k}" for k in range(self.brain.number_observations)]
+                fields.append("signal_done")
+        return fields
+
+    def add_reward_signal_fields(self, trajectory: AgentBuffer, value_next: Union[float, Dict[str, float]],
+                                 lambd: float) -> None:
+        """Per signal: rewards x strength, GAE with its gamma, returns; ``advantages`` is their sum.
+
+        Writes ``advantages``, ``masks`` and each signal's ``returns_field``; records each signal's
+        mean reward (after ``strength``) and value estimate per step for the summaries.
+        """
+        names = list(self.reward_signals)
+        wanted = {"rewards", "actions"} | {self.value_field(names, name) for name in names}
+        fields = {key: np.asarray(trajectory[key]) for key in list(trajectory.keys())
+                  if key in wanted or key.startswith("signal_")}
+        rewards = {name: signal.strength * signal.evaluate(self.sess, fields, self.is_training)
+                   for name, signal in self.reward_signals.items()}
+        values = {name: fields[self.value_field(names, name)] for name in names}
+        if not isinstance(value_next, dict):
+            value_next = {name: float(value_next) for name in names}
+        result = signal_gae(rewards, values, value_next,
+                            {name: signal.gamma for name, signal in self.reward_signals.items()}, lambd)
+        advantages = np.sum([result[name]["advantages"] for name in names], axis=0)
+        trajectory["advantages"].set(advantages.astype(np.float32))
+        for name in names:
+            trajectory[self.returns_field(names, name)].set(result[name]["returns"].astype(np.float32))
+            title = self.reward_signals[name].title
+            self._signal_stats.setdefault(f"Policy/{title} Reward", []).extend(rewards[name].tolist())
+            self._signal_stats.setdefault(f"Policy/{title} Value Estimate", []).extend(values[name].tolist())
+        trajectory["masks"].set(np.ones(len(advantages), dtype=np.float32))
+
+    def reward_signal_update(self, batch: Mapping[str, np.ndarray]) -> Tuple[Dict[Any, Any], List[Any], List[str]]:
+        """``(feed, ops, metric names)`` that train the signals on a minibatch ``batch`` (flat rows).
+
+        Run the ops in the same ``session.run`` as the policy's update; the first ``len(names)``
+        of them are the metrics (``Losses/...``), the rest the signals' update ops.
+        """
+        feed: Dict[Any, Any] = {}
+        metrics: List[Any] = []
+        names: List[str] = []
+        updates: List[Any] = []
+        for signal in self.reward_signals.values():
+            if signal.update_op is None:
+                continue
+            feed.update(signal.update_feed(batch))
+            for name, tensor in signal.metrics.items():
+                names.append(name)
+                metrics.append(tensor)
+            updates.append(signal.update_op)
+        return feed, metrics + updates, names
+
+    def add_signal_stat(self, key: str, value: float) -> None:
+        """A value for a summary tag written as it is (``Policy/...``, ``Losses/...``), not under ``Info/``."""
+        self._signal_stats.setdefault(key, []).append(float(value))
+
+    def write_summary(self, lesson: Optional[int] = None) -> None:
+        """The base's summary, plus the reward signals' tags (``Policy/<Signal> Reward``, ...)."""
+        due = self.summary_due()
+        super().write_summary(lesson)
+        if due and self._signal_stats:
+            self.write_scalars({key: float(np.mean(v)) for key, v in self._signal_stats.items() if v})
+            self._signal_stats = {}
 
     # ------------------------------------------------------------------ updating
     def update_buffer_steps(self) -> int:

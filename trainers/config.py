@@ -332,7 +332,8 @@ def _resolve(path: str, raw: Dict[str, Any], name: str, registry: TrainerRegistr
     return BrainSettings(name, trainer_type, cls, params, source)
 
 
-_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string", list: "a list"}
+_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string", list: "a list",
+               dict: "a block of key: value"}
 
 
 def coerce(path: str, brain: str, key: str, value: Any, param: Param) -> Any:
@@ -489,7 +490,43 @@ def hyperparameters_markdown(registry: TrainerRegistry, names: Tuple[str, ...] =
                 allowed = f"{allowed}, {bound}" if allowed else bound
             lines.append(f"| `{key}` | {p.kind.__name__} | {default} | {allowed} | {p.doc} |")
         lines.append("")
+    lines += _reward_signals_markdown()
     return "\n".join(lines)
+
+
+def _reward_signals_markdown() -> List[str]:
+    """The nested ``reward_signals`` block of PPO (and of plugins that declare it), per signal."""
+    from .reward_signals import SIGNAL_PARAMETERS, SIGNAL_TITLES
+
+    lines = [
+        "## `reward_signals` (ppo)",
+        "",
+        "A nested block, one entry per signal; each signal gets its own value head and its own GAE",
+        "(its `gamma`), its rewards are multiplied by its `strength`, and the policy's advantage is the",
+        "sum of the signals' advantages. Without the block a brain trains on the extrinsic reward alone",
+        "with the flat `gamma`, exactly as before; with it, the flat `gamma` is unused and only the listed",
+        "signals reward the agent (leave `extrinsic` out and the environment's reward is ignored). An",
+        "unknown signal or key, or a wrong type, is an error naming the brain and the dotted key, e.g.",
+        "`key 'reward_signals.rnd.strenght'`. TensorBoard: `Policy/<Signal> Reward` and",
+        "`Policy/<Signal> Value Estimate` per signal (mean per agent step, after `strength`), and the",
+        "intrinsic models' losses under `Losses/`.",
+        "",
+        "```yaml",
+        "PyramidsBrain:",
+        "    reward_signals:",
+        "        extrinsic: {strength: 1.0, gamma: 0.99}",
+        "        rnd: {strength: 0.01, gamma: 0.99, encoding_size: 64, learning_rate: 1.0e-4}",
+        "```",
+        "",
+    ]
+    for signal, declared in SIGNAL_PARAMETERS.items():
+        lines += [f"### `{signal}` ({SIGNAL_TITLES[signal]})", "",
+                  "| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
+        for key, p in declared.items():
+            allowed = p.check[1] if p.check else ""
+            lines.append(f"| `{key}` | {p.kind.__name__} | `{p.default}` | {allowed} | {p.doc} |")
+        lines.append("")
+    return lines
 
 
 if __name__ == "__main__":

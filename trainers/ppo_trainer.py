@@ -32,6 +32,7 @@ from trainers.bases import (
 )
 from trainers.buffer import AgentBuffer
 from trainers.ppo_models import create_agent_model, validate_memory_size
+from trainers.reward_signals import REWARD_SIGNALS_PARAM, validate_reward_signals
 from trainers.tf_utils import tf
 from trainers.trainer import (
     Param,
@@ -66,6 +67,7 @@ PPO_HYPERPARAMETERS: Dict[str, Param] = {
     "max_grad_norm": Param(float, 0.5, check=(positive, "> 0"), doc="global norm the gradients are clipped to"),
     "vf_coef": Param(float, 0.5, check=(non_negative, ">= 0"), doc="weight of the value loss"),
     "clip_value": Param(bool, True, doc="clip the value loss around the old value predictions (PPO2)"),
+    "reward_signals": REWARD_SIGNALS_PARAM,
 }
 
 
@@ -87,8 +89,11 @@ class PPOTrainer(OnPolicyTrainer):
         super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
         self.use_recurrent = bool(self.hp["use_recurrent"])
         self.sequence_length = int(self.hp["sequence_length"]) if self.use_recurrent else 1
+        # Reward signals (trainers.reward_signals): one value head each, then their own networks.
+        signals = self.reward_signal_names()
         with self.build_scope():
-            self.model = create_agent_model(self.brain, **self.model_arguments(self.hp))
+            self.model = create_agent_model(self.brain, **self.model_arguments(self.hp), reward_signals=signals)
+            self.signal_names = self.build_reward_signals()
         self.memory_size = self.model.m_size
         # The fields each transition carries to the update buffer ('rewards' stays behind).
         self.update_fields = (
@@ -96,6 +101,7 @@ class PPOTrainer(OnPolicyTrainer):
             + [f"observations{k}" for k in range(len(self.model.observation_in))]
             + (["memory"] if self.use_recurrent else [])
             + ["actions", "log_probs", "value_estimates", "advantages", "discounted_returns", "masks"]
+            + self.reward_signal_update_fields()
         )
 
     @staticmethod
@@ -118,7 +124,8 @@ class PPOTrainer(OnPolicyTrainer):
     # ------------------------------------------------------------------ configuration checks
     @classmethod
     def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
-        """Settings that are each valid but cannot work together."""
+        """Settings that are each valid but cannot work together; the nested reward_signals block."""
+        params["reward_signals"] = validate_reward_signals(brain_name, params.get("reward_signals"))
         if params["batch_size"] > params["buffer_size"]:
             raise TrainerConfigError(
                 f"brain '{brain_name}', key 'batch_size': {params['batch_size']} is larger than buffer_size "
@@ -189,6 +196,8 @@ class PPOTrainer(OnPolicyTrainer):
         if self.is_continuous and self.is_training:
             feed[m.epsilon] = self.rng.standard_normal((n, self.brain.action_space_size)).astype(np.float32)
         fetches = {"actions": m.output, "log_probs": m.log_prob, "values": m.value, "entropy": m.entropy}
+        for name in self.signal_names[1:]:
+            fetches[f"values_{name}"] = m.values[name]
         if m.normalize:
             fetches["states"] = m.vector_in
             if self.is_training:
@@ -206,6 +215,8 @@ class PPOTrainer(OnPolicyTrainer):
             "log_probs": out["log_probs"],
             "value_estimates": values,
         }
+        for name in self.signal_names[1:]:
+            fields[self.value_field(self.signal_names, name)] = out[f"values_{name}"][:, 0]
         if m.state_in is not None:
             fields["states"] = out.get("states", info.states)
         for k, observation in enumerate(info.observations):
@@ -215,12 +226,20 @@ class PPOTrainer(OnPolicyTrainer):
         return PolicyOutput(actions, fields, memories=out.get("memory_out"), values=values)
 
     # ------------------------------------------------------------------ trajectories
-    def bootstrap_values(self, info: BrainInfo, rows: np.ndarray) -> np.ndarray:
-        """V of the current state of the agents at ``rows`` (trajectories cut at time_horizon)."""
+    def bootstrap_values(self, info: BrainInfo, rows: np.ndarray):
+        """V of the current state of the agents at ``rows`` (trajectories cut at time_horizon);
+        ``{signal: V}`` when the brain has reward signals."""
+        if self.signal_names:
+            values = self.sess.run(self.model.values, self._input_feed(info, rows))
+            return {name: v[:, 0] for name, v in values.items()}
         return self.sess.run(self.model.value, self._input_feed(info, rows))[:, 0]
 
-    def process_trajectory(self, trajectory: AgentBuffer, value_next: float) -> None:
-        """GAE advantages and TD(lambda) returns (``advantages + value_estimates``)."""
+    def process_trajectory(self, trajectory: AgentBuffer, value_next) -> None:
+        """GAE advantages and TD(lambda) returns (``advantages + value_estimates``); with reward
+        signals, per signal (each its gamma), the advantages summed."""
+        if self.signal_names:
+            self.add_reward_signal_fields(trajectory, value_next, lambd=float(self.hp["lambd"]))
+            return
         add_gae_fields(trajectory, value_next, gamma=float(self.hp["gamma"]), lambd=float(self.hp["lambd"]))
 
     # ------------------------------------------------------------------ updating
@@ -261,6 +280,9 @@ class PPOTrainer(OnPolicyTrainer):
             feed[placeholder] = take(f"observations{k}")
         if self.use_recurrent:
             feed[m.memory_in] = arrays["initial_memory"][rows]
+        for name in self.signal_names[1:]:
+            feed[m.signal_returns[name]] = take(self.returns_field(self.signal_names, name))
+            feed[m.signal_old_values[name]] = take(self.value_field(self.signal_names, name))
         return feed
 
     def update(self, batch: Dict[str, np.ndarray]) -> None:
@@ -272,12 +294,32 @@ class PPOTrainer(OnPolicyTrainer):
         learning_rate = self.current_learning_rate()
         fetches = [m.policy_loss, m.value_loss, m.mean_entropy, m.approx_kl, m.clip_fraction, m.update_batch]
         metrics = []
+        signal_metrics: List[List[float]] = []
+        signal_names: List[str] = []
+        signal_fields = [key for key in batch if key.startswith("signal_")] + ["actions"]
         for _ in range(int(self.hp["num_epoch"])):
             for rows in np.array_split(self.rng.permutation(n), n_batches):
-                metrics.append(self.sess.run(fetches, self.minibatch_feed(batch, rows, learning_rate))[:-1])
+                feed = self.minibatch_feed(batch, rows, learning_rate)
+                if not self.reward_signals:
+                    metrics.append(self.sess.run(fetches, feed)[:-1])
+                    continue
+                # The intrinsic networks train on the same minibatch, in the same session.run.
+                flat = {key: self._flat(batch[key][rows]) for key in signal_fields}
+                signal_feed, signal_ops, signal_names = self.reward_signal_update(flat)
+                feed.update(signal_feed)
+                out = self.sess.run(fetches + signal_ops, feed)
+                metrics.append(out[:len(fetches) - 1])
+                signal_metrics.append(out[len(fetches):len(fetches) + len(signal_names)])
+        if signal_metrics and signal_names:
+            for name, value in zip(signal_names, np.mean(signal_metrics, axis=0)):
+                self.add_signal_stat(name, value)
         for key, value in zip(("policy_loss", "value_loss", "policy_entropy", "approx_kl", "clip_fraction"), np.mean(metrics, axis=0)):
             self.add_stat(key, value)
         self.add_stat("learning_rate", learning_rate)
+
+    def _flat(self, batch: np.ndarray) -> np.ndarray:
+        """``[sequences, T, ...] -> [sequences*T, ...]`` when recurrent; unchanged otherwise."""
+        return batch.reshape((-1,) + batch.shape[2:]) if self.use_recurrent else batch
 
     # ------------------------------------------------------------------ export
     def export_nodes(self) -> List[str]:

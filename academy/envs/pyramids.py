@@ -31,6 +31,7 @@ from ..academy import BrainSpec, Scene
 
 ROOM = 16             # cells per side of each room
 MAX_STEP = 299        # done after 300 decisions
+MIN_DISTANCE = 8      # cells (Manhattan) from the start to the switch, and from the switch to the pyramid
 N_AGENTS = 16
 RAY_ANGLES = np.deg2rad(np.arange(-90, 91, 30))     # relative to the heading, + is to the right
 RAY_RANGE = ROOM * 1.5                              # every ray hits a wall within this distance
@@ -69,12 +70,13 @@ class Pyramids(Scene):
     def reset_agents(self, brain: str, index: np.ndarray) -> None:
         k = len(index)
         self.cells[index] = EMPTY
-        start = self.rng.integers(0, ROOM * ROOM, k)
-        # The switch on any other cell: draw among the ROOM*ROOM - 1 cells that are not the start.
-        switch = self.rng.integers(0, ROOM * ROOM - 1, k)
-        switch = switch + (switch >= start)
-        self.position[index] = np.column_stack([start // ROOM, start % ROOM])
-        self.switch[index] = np.column_stack([switch // ROOM, switch % ROOM])
+        self.position[index] = self.rng.integers(0, ROOM, (k, 2))
+        for i in index:   # the switch at least MIN_DISTANCE cells (Manhattan) from the start
+            while True:
+                switch = self.rng.integers(0, ROOM, 2)
+                if np.abs(switch - self.position[i]).sum() >= MIN_DISTANCE:
+                    break
+            self.switch[i] = switch
         self.heading[index] = self.rng.integers(0, 4, k)
         self.cells[index, self.switch[index, 0], self.switch[index, 1]] = SWITCH
         self.switch_on[index] = False
@@ -87,8 +89,7 @@ class Pyramids(Scene):
             while True:
                 centre = self.rng.integers(1, ROOM - 1, 2)
                 cells = centre + PLUS
-                taken = np.any(np.all(cells == self.position[i], axis=1)) or np.any(np.all(cells == self.switch[i], axis=1))
-                if not taken:
+                if np.abs(centre - self.switch[i]).sum() >= MIN_DISTANCE and not np.any(np.all(cells == self.position[i], axis=1)):
                     break
             self.pyramid[i] = centre
             self.cells[i, cells[:, 0], cells[:, 1]] = BRICK
