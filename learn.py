@@ -139,6 +139,13 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         # Everything that can be checked without the environment is checked before launching it.
         config = load_trainer_config(_trainer_config_path(options["--trainer-config"]), load_registry())
+        if curriculum is not None:
+            from unityagents.curriculum import load_curriculum_file
+
+            last_lesson = len(load_curriculum_file(curriculum)["thresholds"])
+            if lesson > last_lesson:
+                raise UnityEnvironmentException(
+                    f"--lesson {lesson}: the curriculum {curriculum} has lessons 0..{last_lesson}. Pick one of them.")
         if options["--load"] and latest_checkpoint(model_path) is None:
             raise UnityEnvironmentException(
                 f"--load: no checkpoint was found in {model_path}. Check --run-path, or start without --load.")
@@ -165,9 +172,6 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         env = EnvironmentSet(launch, num_envs, curriculum=curriculum, restart_policy=restarts)
         try:
-            if curriculum is not None and lesson > env.curriculum.max_lesson_number:
-                raise UnityEnvironmentException(
-                    f"--lesson {lesson}: the curriculum {curriculum} has lessons 0..{env.curriculum.max_lesson_number}.")
             controller = TrainerController(
                 env, config, env_name=options["<env>"], run_path=run_path, load=options["--load"],
                 train=options["--train"], keep_checkpoints=keep, save_freq=save_freq, lesson=lesson,

@@ -80,7 +80,8 @@ def test_a_killed_environment_restarts_and_past_the_limit_the_run_saves_and_exit
         # The restarted environment 1 is a new process on the same port; environment 0 is untouched.
         wait_for(lambda: _pid_or_none(f"--port {port + 1} ") not in (None, first))
         survivor = _find_process(f"--port {port} ")
-        time.sleep(3)  # it trains on with both
+        saved = _checkpoints(tmp_path)
+        wait_for(lambda: len(_checkpoints(tmp_path) - saved) >= 2)  # it trains on with both: two more saves
         os.kill(_find_process(f"--port {port + 1} "), signal.SIGKILL)  # the second crash is past the limit
         out, _ = proc.communicate(timeout=120)
     finally:
@@ -92,15 +93,16 @@ def test_a_killed_environment_restarts_and_past_the_limit_the_run_saves_and_exit
     assert proc.returncode == 1, out
     assert _pid_or_none(f"--port {port} ") is None and survivor  # nothing is left running
     model = tmp_path / "models" / "ppo"
-    # Training went on between the crashes: steps were counted after the restart.
-    counted = steps(out, "BasicBrain")
-    assert counted and max(counted) >= 2000, out
     # A loadable checkpoint and a valid export are left.
     assert run_academy("Basic", "--brain", f"BasicBrain=internal:{model / 'Basic.bytes'}", "--episodes", "2") > -10
     saved = checkpoint_state(model)["trainers"]["BasicBrain"]["step"]
     config = write(tmp_path / "more.yaml", BASIC_SHORT.replace("max_steps: 3000", f"max_steps: {saved + 500}"))
     code, out = learn(tmp_path, "Basic", "--train", "--load", "--trainer-config", config)
     assert code == 0, out
+
+
+def _checkpoints(tmp_path):
+    return {p.name for p in (tmp_path / "models" / "ppo").glob("model-*.cptk.index")}
 
 
 def _pid_or_none(needle):
@@ -164,3 +166,23 @@ def test_a_one_environment_run_loads_into_two(tmp_path):
     assert state["trainers"]["BasicBrain"]["step"] == 5000
     # 3000 one-agent steps, then 1000 steps of two agents (the environment step count resumes too).
     assert "Training finished after 4000 environment steps" in out, out
+
+
+def test_timers_and_onnx_files_account_for_the_run(tmp_path):
+    config = write(tmp_path / "basic.yaml", BASIC_SHORT)
+    started = time.time()
+    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config, "--num-envs", "2",
+                      "--save-freq", "500", "--keep-checkpoints", "2")
+    assert code == 0, out
+    model = tmp_path / "models" / "ppo"
+    timers = json.loads((model / "timers.json").read_text())
+    parts = timers["children"]
+    assert {"build", "env_reset", "inference", "env_step", "buffer", "update", "summaries", "checkpoint",
+            "export"} <= set(parts), sorted(parts)
+    assert "env_wait" in parts["env_step"]["children"]
+    assert parts["env_step"]["count"] == 1500 and parts["inference"]["count"] == 1500
+    assert sum(p["total"] for p in parts.values()) >= 0.9 * timers["total"]
+    assert timers["total"] <= time.time() - started
+    # One ONNX file per exporting brain at the end, one per kept checkpoint, deleted with it.
+    assert (model / "BasicBrain.onnx").is_file()
+    assert sorted(p.name for p in model.glob("BasicBrain-*.onnx")) == ["BasicBrain-1000.onnx", "BasicBrain-1500.onnx"]

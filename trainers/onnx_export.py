@@ -93,8 +93,12 @@ class OnnxExportSpec:
         return list(self.output_nodes)
 
 
-def export_onnx(sess: Any, trainers: Iterable[Any], model_path: str, opset: int = DEFAULT_OPSET) -> List[str]:
-    """Write ``<model_path>/<Brain>.onnx`` for every exporting trainer; return the paths written.
+def export_onnx(sess: Any, trainers: Iterable[Any], model_path: str, opset: int = DEFAULT_OPSET,
+                suffix: str = "") -> List[str]:
+    """Write ``<model_path>/<Brain><suffix>.onnx`` for every exporting trainer; return the paths written.
+
+    The controller writes ``<Brain>.onnx`` at the end of a run and ``<Brain>-<step>.onnx`` beside
+    each checkpoint, as ML-Agents does.
 
     ``trainers`` are Trainer objects (or :class:`OnnxExportSpec`): anything with ``brain``
     (BrainParameters), ``brain_name``, ``graph_scope`` (None = exports nothing, as the ghost) and
@@ -107,7 +111,7 @@ def export_onnx(sess: Any, trainers: Iterable[Any], model_path: str, opset: int 
             continue
         model = convert_brain(sess, trainer, opset=opset)
         name = trainer.brain_name.replace(os.sep, "_")
-        paths.append(write_model_atomically(model, os.path.join(model_path, f"{name}.onnx")))
+        paths.append(write_model_atomically(model, os.path.join(model_path, f"{name}{suffix}.onnx")))
     return paths
 
 

@@ -48,6 +48,8 @@ from unityagents.exception import UnityException
 
 from .config import BrainSettings, TrainerConfig
 from .export import contract_inputs, export_graph
+from .onnx_export import export_onnx
+from .timers import Timers
 from .tf_utils import tf
 from .trainer import Trainer, UnityTrainerException
 
@@ -165,6 +167,9 @@ class TrainerController:
         self.seed = seed
         self.global_step = 0
         self.trainers: Dict[str, Trainer] = {}
+        #: Where the run's time goes, written to ``<model_path>/timers.json`` at each checkpoint and at the end.
+        self.timers = Timers()
+        self.env.timer = self.timers
         self.graph = tf.Graph()
         self.sess = None
         self.saver = None
@@ -266,10 +271,25 @@ class TrainerController:
             + " Lower learning_rate, or check the environment's states and rewards.")
 
     def save_model(self) -> str:
-        """Write a checkpoint (weights + optimizer + normalisers) and the training state beside it."""
+        """Write a checkpoint (weights + optimizer + normalisers), the training state and an ONNX file
+        per brain (``<Brain>-<step>.onnx``) beside it, and ``timers.json``."""
         self._check_finite()
-        with shielded():
-            return self._save_model()
+        with shielded(), self.timers("checkpoint"):
+            prefix = self._save_model()
+            self._export_onnx(f"-{self.global_step}")
+        self._write_timers()
+        return prefix
+
+    def _write_timers(self) -> None:
+        self.timers.write_json(os.path.join(self.model_path, "timers.json"))
+
+    def _export_onnx(self, suffix: str = "") -> List[str]:
+        """ONNX beside the ``.bytes``; a graph tf2onnx cannot convert (a plugin's) is logged, not fatal."""
+        try:
+            return export_onnx(self.sess, self.trainers.values(), self.model_path, suffix=suffix)
+        except Exception as e:  # the .bytes export stands on its own; say why ONNX is missing
+            logger.error("The ONNX export failed (%s: %s); the .bytes export is not affected.", type(e).__name__, e)
+            return []
 
     def _save_model(self) -> str:
         prefix = os.path.join(self.model_path, f"model-{self.global_step}.cptk")
@@ -285,6 +305,11 @@ class TrainerController:
         kept = {os.path.abspath(p) for p in self.saver.last_checkpoints}
         for path in glob.glob(os.path.join(self.model_path, "model-*.cptk" + STATE_SUFFIX)):
             if os.path.abspath(path[: -len(STATE_SUFFIX)]) not in kept:
+                os.unlink(path)
+        kept_steps = {p.rsplit("model-", 1)[1].split(".cptk")[0] for p in kept}
+        for path in glob.glob(os.path.join(self.model_path, "*-*.onnx")):  # <Brain>-<step>.onnx
+            step = os.path.basename(path)[: -len(".onnx")].rsplit("-", 1)[1]
+            if step.isdigit() and step not in kept_steps:
                 os.unlink(path)
         logger.info("Saved the model at step %d to %s", self.global_step, prefix)
         return prefix
@@ -303,12 +328,16 @@ class TrainerController:
             inputs += contract_inputs(self.graph, prefix)
         path = os.path.join(self.model_path, self.env_name + ".bytes")
         self._check_finite()
-        with shielded():
+        with shielded(), self.timers("export"):
             export_graph(self.sess, nodes, path, keep_nodes=inputs)
+            onnx_paths = self._export_onnx()
         if len(scopes) > 1:
             logger.info("List of available scopes :\n%s", "\n".join("\t" + s for s in scopes))
         logger.info("List of nodes exported :\n%s", "\n".join("\t" + n for n in nodes))
         logger.info("Exported the graph to %s", path)
+        for p in onnx_paths:
+            logger.info("Exported the ONNX model %s", p)
+        self._write_timers()
         return path
 
     # ---------------------------------------------------------------- loop
@@ -346,7 +375,8 @@ class TrainerController:
 
     def _start_learning(self) -> None:
         try:
-            self._build()
+            with self.timers("build"):
+                self._build()
             if self.train:
                 for t in self.trainers.values():
                     t.write_tensorboard_text("Hyperparameters", t.parameters)
@@ -395,29 +425,38 @@ class TrainerController:
             logger.warning("Running without --train: the brains only act%s, until Ctrl-C.",
                            "" if self.load else " with untrained weights (add --load to use the last checkpoint)")
         self._advance_curriculum()
-        info = self.env.reset(train_mode=self.fast_simulation)
+        timers = self.timers
+        with timers("env_reset"):
+            info = self.env.reset(train_mode=self.fast_simulation)
         lesson = self.env.curriculum.lesson_number
         started = time.time()
         while self._keep_going():
             if self.env.needs_reset:  # some environment's Academy is done, or it was lost
                 self._advance_curriculum()
-                info, ended = self.env.reset_finished()
+                with timers("env_reset"):
+                    info, ended = self.env.reset_finished()
                 lesson = self.env.curriculum.lesson_number
                 self._end_episodes(ended)
             actions, memories, values, outputs = {}, {}, {}, {}
+            with timers("inference"):
+                for name, t in self.trainers.items():
+                    if len(info[name].agents) == 0:
+                        continue
+                    actions[name], memories[name], values[name], outputs[name] = t.take_action(info)
+            with timers("env_step"):
+                new_info = self.env.step(action=actions, memory=memories, value=values)
+            with timers("buffer"):
+                for name, t in self.trainers.items():
+                    if name in outputs:
+                        t.add_experiences(info, new_info, outputs[name])
+                for name, t in self.trainers.items():
+                    t.process_experiences(new_info)
             for name, t in self.trainers.items():
-                if len(info[name].agents) == 0:
-                    continue
-                actions[name], memories[name], values[name], outputs[name] = t.take_action(info)
-            new_info = self.env.step(action=actions, memory=memories, value=values)
-            for name, t in self.trainers.items():
-                if name in outputs:
-                    t.add_experiences(info, new_info, outputs[name])
-            for name, t in self.trainers.items():
-                t.process_experiences(new_info)
                 if self.train and t.should_still_train and t.is_ready_update():
-                    t.update_model()
-                t.write_summary(lesson)
+                    with timers("update"):
+                        t.update_model()
+                with timers("summaries"):
+                    t.write_summary(lesson)
                 t.increment_step(len(info[name].agents))
                 t.update_last_reward()
             info = new_info

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -170,6 +171,8 @@ class EnvironmentSet:
             self.close()
             raise
         self.train_mode = True
+        #: ``timer(name)`` gives a context manager that times a phase (the controller's timers); no-op by default.
+        self.timer: Callable[[str], Any] = lambda name: contextlib.nullcontext()
         self._current: List[Optional[Dict[str, BrainInfo]]] = [None] * self.n_envs
         self._pending: Dict[int, str] = {}  # environments to reset before the next step: index -> why
         self._closed = False
@@ -327,14 +330,15 @@ class EnvironmentSet:
                 sent.append(i)
             except RESTARTABLE as e:
                 self._lost(i, e)
-        for i in sent:
-            try:
-                self._current[i] = self._workers[i].receive()
-            except RESTARTABLE as e:
-                self._lost(i, e)
-                continue
-            if self._workers[i].global_done:
-                self._pending[i] = "its Academy is done"
+        with self.timer("env_wait"):  # the environments simulate; what is left is waiting and decoding
+            for i in sent:
+                try:
+                    self._current[i] = self._workers[i].receive()
+                except RESTARTABLE as e:
+                    self._lost(i, e)
+                    continue
+                if self._workers[i].global_done:
+                    self._pending[i] = "its Academy is done"
         return self._merged()
 
     def _merged(self) -> Dict[str, BrainInfo]:
