@@ -1,7 +1,9 @@
 """Stable-Baselines3 PPO on 3DBall through ``unityagents.gym.UnityVectorEnv`` over the socket, against SB3 on
-the in-process scene (``bench/vs_sb3.py``), in one run; then what the wrapper costs per step.
+the in-process scene, in one run; then what the wrapper costs per step.
 
-Both runs use vs_sb3's settings (2x128 tanh networks, observation normalisation, 12k-transition
+The in-process run steps the scene's Academy in this process behind the same wrapper and SB3
+adapter (``InProcessEnv``), so the two differ only by the socket and the second process. Both use
+``bench/vs_sb3.py``'s settings (2x128 tanh networks, observation normalisation, 12k-transition
 rollouts, minibatches of 1200, 3 epochs, linear learning rate 3e-4, entropy 0.005) and report the
 agent-steps and seconds (training only, start-up excluded) at which the mean reward of the episodes
 finished in the last rollout first reaches the target, and the agent-steps per second.
@@ -29,6 +31,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from unityagents import UnityEnvironment  # noqa: E402
+from unityagents.brain import BrainInfo, BrainParameters  # noqa: E402
 from unityagents.gym import UnityVectorEnv  # noqa: E402
 
 
@@ -87,14 +90,56 @@ def sb3_adapter(vec: UnityVectorEnv):
     return GymnasiumVecEnv()
 
 
-def over_socket(seed: int, target: float, budget: int) -> Dict[str, Optional[float]]:
-    """SB3 PPO through UnityVectorEnv on the built-in 3DBall in its own process."""
+class InProcessEnv:
+    """The built-in 3DBall stepped in this process, behind the few ``UnityEnvironment`` members the
+    wrappers use: the same wrapper and SB3 adapter run on it, so only the socket differs."""
+
+    def __init__(self, scene: str = "3DBall", seed: int = 0):
+        from academy import load_scene
+        from academy.academy import Academy
+
+        self.academy = Academy(load_scene(scene)(seed), train_mode=True)
+        self.external_brain_names = [b.name for b in self.academy.brains if b.config.kind == "external"]
+        self.brains = {b.name: BrainParameters(b.name, b.spec.parameters_json()) for b in self.academy.brains}
+        self.global_done = False
+
+    def _infos(self, finish: bool) -> Dict[str, BrainInfo]:
+        a, out = self.academy, {}
+
+        def emit(brain):
+            out[brain.name] = BrainInfo([], a.scene.states(brain.name).astype(np.float32), None,
+                                        brain.reward.tolist(), list(brain.ids), brain.done.tolist())
+
+        if finish:
+            self.global_done = bool(a.finish_step(emit))
+        else:
+            for brain in a.brains:
+                emit(brain)
+        return out
+
+    def reset(self, train_mode: bool = True) -> Dict[str, BrainInfo]:
+        self.academy.reset()
+        self.global_done = False
+        return self._infos(finish=False)
+
+    def step(self, action: Dict[str, np.ndarray]) -> Dict[str, BrainInfo]:
+        self.academy.set_external_actions({"action": {k: np.asarray(v).ravel().tolist() for k, v in action.items()}})
+        self.academy.decide()
+        self.academy.advance()
+        return self._infos(finish=True)
+
+    def close(self) -> None:
+        pass
+
+
+def train_sb3(make_env, seed: int, target: float, budget: int) -> Dict[str, Optional[float]]:
+    """SB3 PPO (vs_sb3's settings) through UnityVectorEnv over ``make_env()``; steps and seconds to ``target``."""
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.vec_env import VecNormalize
 
-    raw = sb3_adapter(UnityVectorEnv(UnityEnvironment("3DBall", base_port=free_port(), seed=seed)))
+    raw = sb3_adapter(UnityVectorEnv(make_env()))
     env = VecNormalize(raw, norm_obs=True, norm_reward=False)
     result: Dict[str, Optional[float]] = {"steps": None, "seconds": None, "rate": None, "final": None}
 
@@ -178,6 +223,11 @@ def main() -> None:
     parser.add_argument("--cost-only", action="store_true", help="only measure the per-step cost")
     args = parser.parse_args()
 
+    if not args.cost_only:
+        # torch's compiler stack (triton) segfaults on import once TensorFlow is loaded, and SB3's
+        # logger pulls TensorFlow in through tensorboard: load torch's side first.
+        import torch._dynamo  # noqa: F401
+
     cost = step_cost()
     base = cost["raw UnityEnvironment.step"]
     print("per environment step (12 agents), median of interleaved blocks of 250:")
@@ -186,18 +236,18 @@ def main() -> None:
     if args.cost_only:
         return
 
-    import vs_sb3
-
     fmt = lambda x, f="{:.0f}": "-" if x is None else f.format(x)  # noqa: E731
     print(f"{'seed':>4} | {'socket: steps':>13} {'s':>5} {'steps/s':>8} | {'in-process: steps':>17} {'s':>5} "
           f"{'steps/s':>8} | {'time socket/in-process':>22}")
     for seed in range(args.seeds):
-        a = over_socket(seed, args.target, args.budget)
-        b = vs_sb3.sb3(seed, args.target, args.budget)
+        a = train_sb3(lambda: UnityEnvironment("3DBall", base_port=free_port(), seed=seed), seed, args.target,
+                      args.budget)
+        b = train_sb3(lambda: InProcessEnv("3DBall", seed), seed, args.target, args.budget)
         ratio = a["seconds"] / b["seconds"] if a["seconds"] and b["seconds"] else None
         print(f"{seed:>4} | {fmt(a['steps']):>13} {fmt(a['seconds']):>5} {fmt(a['rate']):>8} | "
               f"{fmt(b['steps']):>17} {fmt(b['seconds']):>5} {fmt(b['rate']):>8} | {fmt(ratio, '{:.2f}'):>22}"
-              + ("" if a["steps"] else f"   (socket run ended at mean {fmt(a['final'], '{:.1f}')})"))
+              + ("" if a["steps"] else f"   (socket run ended at mean {fmt(a['final'], '{:.1f}')})")
+              + ("" if b["steps"] else f"   (in-process run ended at mean {fmt(b['final'], '{:.1f}')})"))
 
 
 if __name__ == "__main__":

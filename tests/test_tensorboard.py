@@ -1,0 +1,89 @@
+"""TensorBoard reads what a run writes: every tag, through its own event reader and its own server.
+
+The README promises ``tensorboard --logdir summaries`` after the set-up command and documents the
+summary tags; a short ``learn.py Basic --train`` must produce exactly tags that TensorBoard shows.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.request
+
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from test_learn import free_port, learn, write_config
+
+from trainers.tf_utils import tf
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHORT = """
+BasicBrain:
+    max_steps: 1500
+    summary_freq: 500
+    batch_size: 32
+    buffer_size: 256
+    time_horizon: 3
+    hidden_units: 16
+    num_layers: 1
+"""
+#: What every PPO brain writes at each summary (README, "TensorBoard").
+PPO_TAGS = {"Info/cumulative_reward", "Info/episode_length", "Info/value_estimate", "Info/entropy",
+            "Info/policy_loss", "Info/value_loss", "Info/policy_entropy", "Info/approx_kl", "Info/clip_fraction",
+            "Info/learning_rate", "Info/agent_steps_per_second", "Info/Lesson"}
+
+
+def written_tags(event_file: str) -> dict:
+    """tag -> number of values, read with TensorFlow's own record reader (what the run wrote)."""
+    counts: dict = {}
+    for event in tf.train.summary_iterator(event_file):
+        for value in event.summary.value:
+            counts[value.tag] = counts.get(value.tag, 0) + 1
+    return counts
+
+
+def test_tensorboard_reads_every_tag_the_run_wrote(tmp_path):
+    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", write_config(tmp_path, SHORT), timeout=300)
+    assert code == 0, out
+    (run_dir,) = glob.glob(str(tmp_path / "summaries" / "*"))
+    (event_file,) = glob.glob(os.path.join(run_dir, "events.out.tfevents.*"))
+    written = written_tags(event_file)
+    assert PPO_TAGS <= set(written), sorted(PPO_TAGS - set(written))
+    assert written["Info/cumulative_reward"] == 3  # one value per summary_freq
+
+    reader = EventAccumulator(run_dir, size_guidance={"scalars": 0, "tensors": 0})
+    reader.Reload()
+    tags = reader.Tags()
+    seen = set(tags["scalars"]) | set(tags["tensors"])
+    assert seen == set(written), (sorted(set(written) - seen), sorted(seen - set(written)))
+    for tag in tags["scalars"]:
+        assert len(reader.Scalars(tag)) == written[tag], tag
+    assert "Hyperparameters" in tags["tensors"]  # the text tab's table
+
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    undocumented = sorted(t for t in written if f"`{t}`" not in readme)
+    assert not undocumented, f"tags missing from the README's TensorBoard section: {undocumented}"
+
+    # The README's command, as a user runs it: the server lists the run and its tags.
+    assert shutil.which("tensorboard"), "requirements.txt must install the tensorboard command"
+    port = free_port()
+    proc = subprocess.Popen([shutil.which("tensorboard"), "--logdir", "summaries", "--host", "127.0.0.1",
+                             "--port", str(port)], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline, served = time.time() + 120, None
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/plugin/scalars/tags", timeout=5) as r:
+                    served = json.loads(r.read())
+                if served:
+                    break
+            except OSError:
+                time.sleep(0.5)
+        assert served, f"tensorboard did not serve the tags: {proc.stderr.read().decode()[-2000:] if proc.poll() else ''}"
+        assert set(served) == {os.path.basename(run_dir)}
+        assert set(served[os.path.basename(run_dir)]) == set(tags["scalars"])
+    finally:
+        proc.kill()
+        proc.wait()
