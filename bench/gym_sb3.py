@@ -240,9 +240,9 @@ def main() -> None:
     print(f"{'seed':>4} | {'socket: steps':>13} {'s':>5} {'steps/s':>8} | {'in-process: steps':>17} {'s':>5} "
           f"{'steps/s':>8} | {'time socket/in-process':>22}")
     for seed in range(args.seeds):
-        a = train_sb3(lambda: UnityEnvironment("3DBall", base_port=free_port(), seed=seed), seed, args.target,
+        a = train_sb3(lambda s=seed: UnityEnvironment("3DBall", base_port=free_port(), seed=s), seed, args.target,
                       args.budget)
-        b = train_sb3(lambda: InProcessEnv("3DBall", seed), seed, args.target, args.budget)
+        b = train_sb3(lambda s=seed: InProcessEnv("3DBall", s), seed, args.target, args.budget)
         ratio = a["seconds"] / b["seconds"] if a["seconds"] and b["seconds"] else None
         print(f"{seed:>4} | {fmt(a['steps']):>13} {fmt(a['seconds']):>5} {fmt(a['rate']):>8} | "
               f"{fmt(b['steps']):>17} {fmt(b['seconds']):>5} {fmt(b['rate']):>8} | {fmt(ratio, '{:.2f}'):>22}"

@@ -114,13 +114,15 @@ def check_contract(model: Any, brain: Any = None) -> List[str]:
     memory = int(constants["memory_size"].reshape(-1)[0]) if "memory_size" in constants else 0
     if memory:
         if "recurrent_in" not in inputs or "recurrent_out" not in outputs:
-            problems.append(f"memory_size is {memory} but recurrent_in/recurrent_out are {sorted(inputs)}/{sorted(outputs)}")
+            problems.append(f"memory_size is {memory} but the inputs are {sorted(inputs)} and the outputs "
+                            f"{sorted(outputs)}: recurrent_in and recurrent_out are required")
         elif _dims(inputs["recurrent_in"])[1:] != [1, memory]:
             problems.append(f"recurrent_in must be [b, 1, {memory}], found {_dims(inputs['recurrent_in'])}")
         if "recurrent_out" in outputs and len(_dims(outputs["recurrent_out"])) not in (0, 3):
             problems.append(f"recurrent_out must be rank 3, declared {_dims(outputs['recurrent_out'])}")
         if model.producer_name == "tf2onnx":
-            problems.append("producer_name 'tf2onnx' with recurrent_in/out sends the file to Barracuda's legacy importer")
+            problems.append("producer_name 'tf2onnx' with recurrent_in/out sends the file to Barracuda's "
+                            "legacy importer")
     elif "recurrent_in" in inputs:
         problems.append("recurrent_in present but memory_size is 0")
 
@@ -200,7 +202,8 @@ def _check_zero_run(model: Any, constants: Dict[str, np.ndarray], memory: int) -
     if "continuous_actions" in results:
         n = int(constants["continuous_action_output_shape"].reshape(-1)[0])
         if results["continuous_actions"].shape != (1, n):
-            problems.append(f"continuous_actions must be [1, {n}] at batch 1, got {results['continuous_actions'].shape}")
+            got = results["continuous_actions"].shape
+            problems.append(f"continuous_actions must be [1, {n}] at batch 1, got {got}")
     if "discrete_actions" in results:
         branches = constants["discrete_action_output_shape"].reshape(-1)
         value = results["discrete_actions"]

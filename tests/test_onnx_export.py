@@ -9,14 +9,14 @@ import onnx
 import onnxruntime
 import pytest
 from onnx import numpy_helper
+from onnx_contract import assert_contract, check_contract
+from test_learn import run_academy
+from test_ppo import make_trainer
 
 from academy import load_scene
 from academy.__main__ import _brain_configs
 from academy.academy import Academy, BrainSpec, Camera
 from academy.internal import InternalBrain, OnnxInternalBrain, load_internal_brain
-from onnx_contract import assert_contract, check_contract
-from test_learn import run_academy
-from test_ppo import make_trainer
 from trainers.export import contract_inputs, export_graph, load_graph_def
 from trainers.onnx_export import CONTINUOUS_CLIP, export_onnx, unroll_single_step
 from trainers.tf_utils import tf

@@ -81,7 +81,8 @@ def test_tensorboard_reads_every_tag_the_run_wrote(tmp_path):
                     break
             except OSError:
                 time.sleep(0.5)
-        assert served, f"tensorboard did not serve the tags: {proc.stderr.read().decode()[-2000:] if proc.poll() else ''}"
+        errors = proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ""
+        assert served, f"tensorboard did not serve the tags: {errors}"
         assert set(served) == {os.path.basename(run_dir)}
         assert set(served[os.path.basename(run_dir)]) == set(tags["scalars"])
     finally:

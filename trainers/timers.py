@@ -136,7 +136,8 @@ class Timers:
         out = {"name": self.root.name, **self.root.to_dict()}
         if self.gauges:
             out["gauges"] = {k: dict(v) for k, v in self.gauges.items()}
-        out["metadata"] = {"timer_format_version": "0.1.0", "start_time_seconds": f"{time.time() - self.root.total:.0f}",
+        started = time.time() - self.root.total
+        out["metadata"] = {"timer_format_version": "0.1.0", "start_time_seconds": f"{started:.0f}",
                            **self.metadata}
         return out
 

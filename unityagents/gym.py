@@ -46,7 +46,9 @@ scene's own randomness is seeded once, when the environment is launched (``Unity
 seed=...)``), and API-2 has no way to reseed it. So the single-agent wrapper declares itself
 ``spec.nondeterministic = True`` (a reset with the same seed need not repeat the same start), which
 is what gymnasium's ``check_env`` reads; its spec has no entry point (the wrapper wraps an open
-environment and cannot be re-made from the registry: run ``check_env(..., skip_close_check=True)``). Import cost: this module needs ``gymnasium`` (``pip install gymnasium``); importing
+environment and cannot be re-made from the registry: run ``check_env(..., skip_close_check=True)``).
+
+Import cost: this module needs ``gymnasium`` (``pip install gymnasium``); importing
 ``unityagents`` alone does not.
 """
 from __future__ import annotations

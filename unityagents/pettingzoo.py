@@ -17,7 +17,6 @@ truncation. Importing this module needs ``pettingzoo`` (``pip install pettingzoo
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -57,6 +56,8 @@ class UnityParallelEnv(ParallelEnv):
         infos = self.env.reset(train_mode=train_mode)
         self._rows = self._agent_rows(infos)
         self.possible_agents: List[str] = list(self._rows)
+        self._observation_spaces = {a: observation_space(self.brains[b]) for a, (b, _) in self._rows.items()}
+        self._action_spaces = {a: action_space(self.brains[b]) for a, (b, _) in self._rows.items()}
         self.agents: List[str] = []
         self._pending: Optional[Dict[str, BrainInfo]] = infos  # the reset above, handed out by the first reset()
         self._infos: Dict[str, BrainInfo] = infos
@@ -70,18 +71,18 @@ class UnityParallelEnv(ParallelEnv):
                 rows[f"{brain}_{k}"] = (brain, k)
         return rows
 
-    @functools.lru_cache(maxsize=None)
     def observation_space(self, agent: str):
-        return observation_space(self.brains[self._brain_of(agent)])
+        """The agent's observation space: the same object on every call, as PettingZoo requires."""
+        return self._observation_spaces[self._check(agent)]
 
-    @functools.lru_cache(maxsize=None)
     def action_space(self, agent: str):
-        return action_space(self.brains[self._brain_of(agent)])
+        """The agent's action space (one object per agent, so that seeding it sticks)."""
+        return self._action_spaces[self._check(agent)]
 
-    def _brain_of(self, agent: str) -> str:
+    def _check(self, agent: str) -> str:
         if agent not in self._rows:
             raise KeyError(f"{agent!r} is not an agent of this environment; agents are {self.possible_agents}")
-        return self._rows[agent][0]
+        return agent
 
     def _observe(self, infos: Dict[str, BrainInfo], agents: List[str]) -> Dict[str, Any]:
         batches = {brain: observations(self.brains[brain], infos[brain]) for brain in self.brains}
