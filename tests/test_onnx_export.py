@@ -313,3 +313,46 @@ def test_basic_scores_the_same_with_the_onnx_and_the_bytes(tmp_path):
     assert probs.min(axis=1).max() < 1e-9, "every state should have one all-but-certain action"
     with_bytes = scene_reward("Basic", spec.name, bytes_path, 20)
     assert scene_reward("Basic", spec.name, onnx_path, 20) == pytest.approx(with_bytes, abs=1e-9)
+
+
+def test_one_file_per_exporting_brain_of_a_multi_brain_graph(tmp_path):
+    """Brains under their graph scopes in one graph (as the controller builds them), a ghost-like
+    trainer without a scope skipped: each file holds one brain with bare names and its own numbers."""
+    from trainers.onnx_export import spec_for
+    from trainers.ppo_models import create_agent_model
+
+    brains = {"A": BrainParameters("Striker", {"stateSize": 6, "actionSize": 2, "actionSpaceType": 1,
+                                               "stateSpaceType": 1, "cameraResolutions": []}),
+              "B": BrainParameters("Goalie", {"stateSize": 4, "actionSize": 3, "actionSpaceType": 0,
+                                              "stateSpaceType": 1, "cameraResolutions": []})}
+    graph = tf.Graph()
+    with graph.as_default():
+        models = {}
+        for scope, brain in brains.items():
+            with tf.variable_scope(scope):
+                models[scope] = create_agent_model(brain, h_size=8)
+        sess = tf.Session(graph=graph)
+        sess.run(tf.global_variables_initializer())
+    graph.finalize()
+    specs = [spec_for(brains[s], s, ["action", "value_estimate", "action_probs"]) for s in brains]
+
+    class Ghost:
+        brain_name, graph_scope = "ghost-Striker", None
+
+        def export_nodes(self):
+            return []
+
+    paths = export_onnx(sess, specs + [Ghost()], str(tmp_path))
+    assert [os.path.basename(p) for p in paths] == ["Striker.onnx", "Goalie.onnx"]
+    rng = np.random.default_rng(5)
+    for (scope, brain), path in zip(brains.items(), paths):
+        assert_contract(path, brain)
+        state = rng.normal(size=(3, brain.state_space_size)).astype(np.float32)
+        session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+        feed = {"obs_0": state}
+        if brain.action_space_type == "discrete":
+            feed["action_masks"] = np.ones((3, 3), np.float32)
+        (value,) = session.run(["value_estimate"], feed)
+        m = models[scope]
+        expected = sess.run(m.value, {m.state_in: state, m.batch_size: 3})
+        np.testing.assert_allclose(value, expected, atol=1e-5)
