@@ -164,8 +164,7 @@ class ModernUnity:
         for flag in ("baseRLCapabilities", "concatenatedPngObservations", "compressedChannelMapping",
                      "hybridActions", "trainingAnalytics", "variableLengthObservation", "multiAgentGroups"):
             setattr(init.capabilities, flag, True)
-        if self.log_path:
-            init.log_path = self.log_path
+        # log_path stays unset, as Unity sends it (facts §2); the trainer knows the -logFile it passed.
         reply = self.client.exchange(hello)
         if reply.header.status != _OK or not reply.HasField("unity_input"):
             return f"the trainer refused the handshake (status {reply.header.status})"

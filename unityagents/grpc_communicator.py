@@ -432,6 +432,7 @@ class GrpcCommunicator(Communicator):
         message = pb.UnityMessageProto()
         message.header.status = _STATUS_OK
         rl = message.unity_input.rl_input
+        rl.SetInParent()  # an empty step is still an rl_input (facts §3.2: 0a 03 08 c8 01 1a 02 0a 00)
         if self._outgoing:
             rl.side_channel = b"".join(self._outgoing)
             self._outgoing = []
