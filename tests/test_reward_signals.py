@@ -274,3 +274,25 @@ def test_ppo_with_rnd_and_curiosity_trains_them_saves_them_and_exports_without_t
     assert "action" in exported and "value_estimate" in exported and "state" in exported
     leaked = [n for n in exported if n.startswith(("rnd/", "curiosity/", "value_head_"))]
     assert leaked == []
+
+
+def test_rnd_is_restored_by_a_checkpoint_target_statistics_and_predictor_alike(tmp_path):
+    """What ``--load`` relies on: the controller's default Saver holds every RND variable."""
+    states = {"signal_state": np.random.default_rng(2).normal(size=(16, 4)).astype(np.float32)}
+    settings = {"strength": 0.01, "gamma": 0.99, "encoding_size": 8, "learning_rate": 1e-2}
+    path = str(tmp_path / "model.cptk")
+    with tf.Graph().as_default(), tf.Session() as sess:
+        tf.set_random_seed(1)
+        signal = RNDSignal(make_brain(), settings)
+        sess.run(tf.global_variables_initializer())
+        signal.evaluate(sess, states, training=True)
+        sess.run(signal.update_op, signal.update_feed(states))
+        expected = signal.evaluate(sess, states, training=False)
+        tf.train.Saver().save(sess, path)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        tf.set_random_seed(2)   # another initialisation, replaced by the checkpoint
+        signal = RNDSignal(make_brain(), settings)
+        sess.run(tf.global_variables_initializer())
+        assert not np.allclose(signal.evaluate(sess, states, training=False), expected)
+        tf.train.Saver().restore(sess, path)
+        np.testing.assert_allclose(signal.evaluate(sess, states, training=False), expected, rtol=1e-6)

@@ -296,7 +296,7 @@ class PPOTrainer(OnPolicyTrainer):
         metrics = []
         signal_metrics: List[List[float]] = []
         signal_names: List[str] = []
-        signal_fields = [key for key in batch if key.startswith("signal_")] + ["actions"]
+        signal_fields = [key for key in batch if key.startswith("signal_")] + ["actions", "masks"]
         for _ in range(int(self.hp["num_epoch"])):
             for rows in np.array_split(self.rng.permutation(n), n_batches):
                 feed = self.minibatch_feed(batch, rows, learning_rate)

@@ -303,7 +303,10 @@ class CuriositySignal(RewardSignal):
     def _feed(self, fields: Mapping[str, np.ndarray]) -> Dict[tf.Tensor, Any]:
         feed = self.inputs.feed(fields, with_next=True)
         feed[self.actions] = fields["actions"]
-        feed[self.valid] = 1.0 - np.asarray(fields["signal_done"], dtype=np.float32)
+        valid = 1.0 - np.asarray(fields["signal_done"], dtype=np.float32)
+        if "masks" in fields:  # a recurrent trainer's left padding is no transition either
+            valid = valid * np.asarray(fields["masks"], dtype=np.float32)
+        feed[self.valid] = valid
         return feed
 
     def evaluate(self, sess, fields: Mapping[str, np.ndarray], training: bool) -> np.ndarray:
