@@ -215,6 +215,8 @@ class ModernUnity:
     def _reset(self) -> "pb.UnityMessageProto":
         """RESET: new parameters first, a full reset without done infos, then everyone decides."""
         parameters, self.pending_parameters = self.pending_parameters, {}
+        if parameters:
+            log.info("reset with environment parameters %s", parameters)
         self.academy.reset(parameters=parameters)
         self.step_count = 0
         for forced in self.forced.values():
