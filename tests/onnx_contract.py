@@ -1,10 +1,12 @@
 """The load-time checks a modern Unity (ML-Agents 2.x-4.x) applies to a ``<Behavior>.onnx``, as a test helper.
 
-Each rule restates a fact of the shared facts sheet ``reference/modern-onnx-facts.md`` (section in
-brackets), so a file that passes here loads in Barracuda, Sentis and the Inference Engine without
-an inspector warning. ``check_contract(model, brain)`` returns the list of problems (empty = OK);
-``assert_contract`` raises with all of them. The brain is optional: without it only the
-brain-independent rules are applied.
+Each rule restates what ML-Agents' C# loaders (Barracuda, Sentis, the Inference Engine) check or
+assume (the contract table is in ``trainers/onnx_export.py``; the section marks below group the
+rules by topic: §1 names, §2 inputs, §3 constants, §4 discrete actions, §7 operators), so a file
+that passes here loads in Barracuda, Sentis and the Inference Engine without an inspector warning.
+``check_contract(model, brain)`` returns the list of problems (empty = OK); ``assert_contract``
+raises with all of them. The brain is optional: without it only the brain-independent rules are
+applied.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
-#: Default-domain ops that Barracuda 3.0's importer lacks (facts §7), plus those Sentis/IE lack.
+#: Default-domain ops that Barracuda 3.0's importer lacks (§7), plus those Sentis/IE lack.
 UNSUPPORTED_OPS = {
     "Bernoulli", "BitShift", "CastLike", "Celu", "Compress", "ConcatFromSequence", "ConvInteger", "CumSum",
     "DequantizeLinear", "Det", "DynamicQuantizeLinear", "Einsum", "EyeLike", "GRU", "GatherElements", "GatherND",

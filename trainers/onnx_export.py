@@ -2,9 +2,11 @@
 
 The ``.bytes`` frozen graph (``trainers/export.py``) is what API-2-era Unity loads. Unity 2021+
 (ML-Agents 2.x on Barracuda, 3.x on Sentis, 4.x on the Inference Engine) loads ONNX files with a
-different contract (``docs``: the facts sheet ``reference/modern-onnx-facts.md`` of the shared
-docs). This module converts the *same* frozen graph, one brain at a time, with ``tf2onnx``, after
-wrapping it in the names, dtypes and shapes that contract asks for:
+different contract, read in ML-Agents' C# loaders (``Runtime/Inference/*ModelParamLoader.cs``,
+``SentisModelInfo.cs``) and its Python exporter (``model_serialization.py``), and restated in the
+table below and in the load-time checks of ``tests/onnx_contract.py``. This module converts the
+*same* frozen graph, one brain at a time, with ``tf2onnx``, after wrapping it in the names, dtypes
+and shapes that contract asks for:
 
 ==================================  ===========================================================
 inputs (all float32, batch dim 0)   ``obs_0..obs_{k-1}``: the brain's cameras, in
@@ -40,9 +42,9 @@ Why each step:
   ``epsilon``; the deterministic output is the epsilon-free term of the reparameterisation (the
   mean). Discrete actions are sampled (``Multinomial``) from ``logits * mask - 1e8 * (1 - mask)``
   when the ``.bytes`` samples, and are the argmax when it does not (the imitation trainer).
-* **Opset 9, bare names, initializer constants**: loads in every engine version (facts §7, §1,
-  §3). ``producer_name`` is rewritten because Barracuda sends tf2onnx files with recurrent
-  inputs to its legacy importer (facts §6).
+* **Opset 9, bare names, initializer constants**: loads in every engine version (Barracuda's
+  importer, Sentis' name matching, how each engine finds a constant). ``producer_name`` is rewritten
+  because Barracuda sends tf2onnx files with recurrent inputs to its legacy importer.
 * Every file is checked with ``onnx.checker`` and run once by onnxruntime at batch 1 on all-zero
   inputs (what Sentis does at load time) before it replaces the previous export atomically.
 """
@@ -423,7 +425,7 @@ def _samples(action: tf.Tensor) -> bool:
 
 def _explicit_split_sizes(model: Any, brain_name: str) -> None:
     """Give every ``Split`` its ``split`` attribute: tf2onnx leaves it out for equal parts, and
-    Barracuda refuses a Split without it ("Unsupported default attribute `split`", facts §7)."""
+    Barracuda refuses a Split without it ("Unsupported default attribute `split`")."""
     import onnx
 
     splits = [n for n in model.graph.node if n.op_type == "Split" and not any(a.name == "split" for a in n.attribute)]
@@ -447,7 +449,7 @@ def _explicit_split_sizes(model: Any, brain_name: str) -> None:
 def _constants_as_initializers(model: Any, names: Sequence[str], brain_name: str) -> None:
     """Make each constant output (``version_number``, ...) an initializer of the same name.
 
-    Barracuda finds a constant only as a dataset of that exact name (facts §3); tf2onnx merges equal
+    Barracuda finds a constant only as a dataset of that exact name; tf2onnx merges equal
     constants (``version_number`` [3] and a 3-action ``continuous_action_output_shape`` [3]) and
     routes one through an ``Identity``, which this undoes.
     """
