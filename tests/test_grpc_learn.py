@@ -1,0 +1,105 @@
+"""Training over the modern protocol: the trainers, YAML, ghost and curriculum as for API-2.
+
+The runs build ``UnityEnvironment(..., protocol="grpc")`` and a ``TrainerController`` directly in a
+subprocess (what ``learn.py --protocol grpc`` does), against ``python -m academy --mlagents-port``.
+Brain names are behaviour names, ``?team=N`` included.
+"""
+import os
+import re
+import socket
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+TRAIN = """
+import logging, sys
+sys.path.insert(0, {root!r})
+logging.basicConfig(level=logging.INFO, format="%(message)s")
+from trainers.config import load_trainer_config
+from trainers.registry import load_registry
+from trainers.trainer_controller import TrainerController
+from unityagents import UnityEnvironment
+config = load_trainer_config("config.yaml", load_registry())
+env = UnityEnvironment({scene!r}, base_port={port}, protocol="grpc", seed=0, log_dir="logs", curriculum={curriculum!r})
+TrainerController(env, config, env_name={scene!r}, run_path="grpc", seed=0).start_learning()
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def train(tmp_path, scene, config, curriculum=None, timeout=900):
+    (tmp_path / "config.yaml").write_text(textwrap.dedent(config))
+    script = TRAIN.format(root=ROOT, scene=scene, port=free_port(), curriculum=curriculum)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=timeout)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def mean_rewards(output, brain):
+    return [float(m) for m in re.findall(rf"{re.escape(brain)}: Step: \d+\. Mean Reward: (-?\d+\.\d+)", output)]
+
+
+@pytest.mark.slow
+def test_3dball_learns_over_grpc(tmp_path):
+    code, out = train(tmp_path, "3DBall", """
+        "Ball3DBrain?team=0":
+            normalize: true
+            buffer_size: 12000
+            batch_size: 1200
+            time_horizon: 1000
+            clip_value: false
+            max_steps: 1.8e5
+            summary_freq: 12000
+        """)
+    assert code == 0, out[-3000:]
+    rewards = mean_rewards(out, "Ball3DBrain?team=0")
+    assert max(rewards) >= 90, rewards
+    assert (tmp_path / "models" / "grpc" / "3DBall.bytes").is_file()
+
+
+@pytest.mark.slow
+def test_tennis_with_its_ghost_over_grpc(tmp_path):
+    code, out = train(tmp_path, "Tennis", """
+        "TennisBrain?team=0":
+            normalize: true
+            batch_size: 256
+            buffer_size: 1024
+            hidden_units: 32
+            time_horizon: 64
+            max_steps: 6000
+            summary_freq: 2000
+        "ghost-TennisBrain?team=0":
+            is_ghost: true
+            brain_to_copy: "TennisBrain?team=0"
+            new_model_freq: 1000
+            max_num_models: 3
+            summary_freq: 2000
+        """)
+    assert code == 0, out[-3000:]
+    assert len(mean_rewards(out, "TennisBrain?team=0")) >= 2, out[-3000:]
+    assert (tmp_path / "models" / "grpc" / "Tennis.bytes").is_file()
+    assert "Traceback" not in (tmp_path / "logs" / "Tennis-worker0.log").read_text()
+
+
+def test_curriculum_lessons_reach_the_scene_through_environment_parameters(tmp_path):
+    from unityagents import UnityEnvironment
+
+    env = UnityEnvironment("Push", base_port=free_port(), protocol="grpc", seed=0, log_dir=str(tmp_path),
+                           curriculum=os.path.join(ROOT, "curricula", "push.json"))
+    try:
+        env.curriculum.set_lesson_number(2)
+        env.reset()
+        env.reset(lesson=4)
+        log = open(env.logfile_path).read()
+    finally:
+        env.close()
+    assert "reset with environment parameters {'goal_size': 2.0, 'block_size': 1.25, 'x_variation': 2.0}" in log
+    assert "reset with environment parameters {'goal_size': 1.0, 'block_size': 1.0, 'x_variation': 2.5}" in log
