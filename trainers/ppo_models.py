@@ -153,7 +153,16 @@ class PPOModel:
         self._new_log_prob = tf.reduce_sum(log_prob_per_dim(self.taken_actions), axis=1)
 
     def _create_categorical_policy(self, hidden: tf.Tensor, action_size: int) -> None:
-        """Softmax over ``action_size`` actions, sampled in the graph."""
+        """Softmax over ``action_size`` actions, sampled in the graph.
+
+        Brains of the modern protocol may have several branches (one action each) and action
+        masks; they get ``_create_branched_policy``. API-2 brains keep this graph exactly.
+        """
+        branches = list(getattr(self.brain, "action_branches", None) or [action_size])
+        self.action_masks = None
+        if len(branches) > 1 or getattr(self.brain, "uses_action_masks", False):
+            self._create_branched_policy(hidden, branches)
+            return
         logits = dense(hidden, action_size, "policy_head", gain=0.01)
         log_probs = tf.nn.log_softmax(logits)
         self.probs = tf.nn.softmax(logits, name="action_probs")
@@ -162,6 +171,41 @@ class PPOModel:
         self.entropy = -tf.reduce_sum(self.probs * log_probs, axis=1)
         self.taken_actions = tf.placeholder(tf.int32, [None], name="taken_actions")
         self._new_log_prob = tf.reduce_sum(log_probs * tf.one_hot(self.taken_actions, action_size), axis=1)
+
+    def _create_branched_policy(self, hidden: tf.Tensor, branches: Sequence[int]) -> None:
+        """One softmax per discrete branch, over the actions its mask allows.
+
+        ``action_masks`` (float ``[N, sum(branches)]``, 1 = allowed; all ones unless fed) pushes
+        the logits of masked actions down by 1e9, so they get probability 0 (exactly, in float32)
+        and are never sampled; log-probabilities and entropies are sums over the branches.
+        ``output`` is int64 ``[N, len(branches)]``; ``taken_actions`` is int32 ``[N]`` for one
+        branch (as without masks) and ``[N, len(branches)]`` for several.
+        """
+        total = int(sum(branches))
+        self.action_masks = tf.placeholder_with_default(
+            tf.ones(tf.stack([tf.shape(hidden)[0], total])), [None, total], name="action_masks")
+        single = len(branches) == 1
+        self.taken_actions = tf.placeholder(tf.int32, [None] if single else [None, len(branches)],
+                                            name="taken_actions")
+        taken = self.taken_actions[:, None] if single else self.taken_actions
+        outputs, probs, log_prob, new_log_prob, entropy = [], [], 0.0, 0.0, 0.0
+        offset = 0
+        for k, size in enumerate(branches):
+            logits = dense(hidden, size, "policy_head" if single else f"policy_head_{k}", gain=0.01)
+            allowed = self.action_masks[:, offset:offset + size]
+            offset += size
+            logits = logits - (1.0 - allowed) * 1e9
+            branch_log_probs = tf.nn.log_softmax(logits)
+            branch_probs = tf.nn.softmax(logits)
+            sampled = tf.multinomial(logits, 1)
+            outputs.append(sampled)
+            probs.append(branch_probs)
+            log_prob += tf.reduce_sum(branch_log_probs * tf.one_hot(sampled[:, 0], size), axis=1)
+            new_log_prob += tf.reduce_sum(branch_log_probs * tf.one_hot(taken[:, k], size), axis=1)
+            entropy += -tf.reduce_sum(branch_probs * branch_log_probs, axis=1)
+        self.output = tf.identity(tf.concat(outputs, axis=1), name="action")
+        self.probs = tf.identity(tf.concat(probs, axis=1), name="action_probs")
+        self.log_prob, self._new_log_prob, self.entropy = log_prob, new_log_prob, entropy
 
     # ------------------------------------------------------------------ loss and optimiser
     def _create_ppo_optimizer(

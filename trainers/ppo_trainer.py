@@ -101,6 +101,7 @@ class PPOTrainer(OnPolicyTrainer):
             + [f"observations{k}" for k in range(len(self.model.observation_in))]
             + (["memory"] if self.use_recurrent else [])
             + ["actions", "log_probs", "value_estimates", "advantages", "discounted_returns", "masks"]
+            + (["action_masks"] if getattr(self.model, "action_masks", None) is not None else [])
             + self.reward_signal_update_fields()
         )
 
@@ -195,6 +196,11 @@ class PPOTrainer(OnPolicyTrainer):
         feed = self._input_feed(info)
         if self.is_continuous and self.is_training:
             feed[m.epsilon] = self.rng.standard_normal((n, self.brain.action_space_size)).astype(np.float32)
+        action_masks = None
+        if getattr(m, "action_masks", None) is not None:  # modern-protocol discrete brains
+            action_masks = (np.ones((n, int(sum(self.brain.action_branches))), np.float32)
+                            if info.action_masks is None else np.asarray(info.action_masks, np.float32))
+            feed[m.action_masks] = action_masks
         fetches = {"actions": m.output, "log_probs": m.log_prob, "values": m.value, "entropy": m.entropy}
         for name in self.signal_names[1:]:
             fetches[f"values_{name}"] = m.values[name]
@@ -211,7 +217,7 @@ class PPOTrainer(OnPolicyTrainer):
         self.add_stat("entropy", float(np.mean(out["entropy"])))
         actions = out["actions"]
         fields = {
-            "actions": actions if self.is_continuous else actions[:, 0],
+            "actions": actions if self.is_continuous or actions.shape[1] > 1 else actions[:, 0],
             "log_probs": out["log_probs"],
             "value_estimates": values,
         }
@@ -221,6 +227,8 @@ class PPOTrainer(OnPolicyTrainer):
             fields["states"] = out.get("states", info.states)
         for k, observation in enumerate(info.observations):
             fields[f"observations{k}"] = observation
+        if action_masks is not None:
+            fields["action_masks"] = action_masks
         if self.use_recurrent:
             fields["memory"] = feed[m.memory_in]
         return PolicyOutput(actions, fields, memories=out.get("memory_out"), values=values)
@@ -278,6 +286,8 @@ class PPOTrainer(OnPolicyTrainer):
             feed[m.vector_in if m.normalize else m.state_in] = take("states")
         for k, placeholder in enumerate(m.observation_in):
             feed[placeholder] = take(f"observations{k}")
+        if getattr(m, "action_masks", None) is not None:
+            feed[m.action_masks] = take("action_masks")
         if self.use_recurrent:
             feed[m.memory_in] = arrays["initial_memory"][rows]
         for name in self.signal_names[1:]:
