@@ -103,3 +103,20 @@ def test_curriculum_lessons_reach_the_scene_through_environment_parameters(tmp_p
         env.close()
     assert "reset with environment parameters {'goal_size': 2.0, 'block_size': 1.25, 'x_variation': 2.0}" in log
     assert "reset with environment parameters {'goal_size': 1.0, 'block_size': 1.0, 'x_variation': 2.5}" in log
+
+
+def test_gridworld_trains_with_its_wall_masks_over_grpc(tmp_path):
+    """A short run: PPO acts with the masks the scene sends and updates with them (two updates)."""
+    code, out = train(tmp_path, "GridWorld", """
+        "GridWorldBrain?team=0":
+            batch_size: 32
+            buffer_size: 128
+            hidden_units: 16
+            num_layers: 1
+            time_horizon: 16
+            max_steps: 300
+            summary_freq: 100
+        """, timeout=600)
+    assert code == 0, out[-3000:]
+    assert len(mean_rewards(out, "GridWorldBrain?team=0")) >= 1, out[-3000:]
+    assert (tmp_path / "models" / "grpc" / "GridWorld.bytes").is_file()

@@ -42,6 +42,9 @@ class BrainParameters:
         #: brains have one branch of ``actionSize``; continuous brains have none.
         default_branches = [self.action_space_size] if self.action_space_type == "discrete" else []
         self.action_branches: List[int] = [int(b) for b in brain_param.get("actionBranches", default_branches)]
+        #: The environment may mask discrete actions (modern protocol): trainers then honour
+        #: ``BrainInfo.action_masks``. API-2 has no masks.
+        self.uses_action_masks = bool(brain_param.get("actionMasks", False))
 
     @property
     def state_width(self) -> int:
@@ -68,6 +71,8 @@ class BrainParameters:
         default_branches = [self.action_space_size] if self.action_space_type == "discrete" else []
         if self.action_branches != default_branches:  # only modern multi-branch brains differ
             result["actionBranches"] = list(self.action_branches)
+        if self.uses_action_masks:
+            result["actionMasks"] = True
         return result
 
     def __str__(self) -> str:

@@ -545,7 +545,8 @@ class GrpcCommunicator(Communicator):
         parameters = BrainParameters(name, {
             "stateSize": state_size, "actionSize": action_size, "memorySize": 0,
             "cameraResolutions": cameras, "actionDescriptions": list(spec.action_descriptions),
-            "actionSpaceType": action_type, "stateSpaceType": 1, "actionBranches": branches})
+            "actionSpaceType": action_type, "stateSpaceType": 1, "actionBranches": branches,
+            "actionMasks": bool(branches)})
         self._behaviours[name] = _Behaviour(name, observations, continuous, branches, parameters)
         self.brains[name] = parameters
         logger.info("Connected new brain: %s (state %d, cameras %s, %s)", name, state_size,
