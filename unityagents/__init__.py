@@ -1,4 +1,5 @@
-"""The Python side of the API-2 wire: launch or connect to an environment, reset it, step it.
+"""The Python side of the wire (API-2, or the modern gRPC protocol): launch or connect to an
+environment, reset it, step it.
 
 No TensorFlow here: this package is usable from a notebook or a script that only wants to drive
 an environment.
@@ -11,11 +12,13 @@ from .exception import (
     UnityCommunicationException,
     UnityEnvironmentException,
     UnityException,
+    UnityObservationException,
+    UnityProtocolException,
     UnityTimeOutException,
 )
 
 __all__ = [
     "BrainInfo", "BrainParameters", "Curriculum", "UnityEnvironment", "builtin_scenes",
     "UnityActionException", "UnityCommunicationException", "UnityEnvironmentException",
-    "UnityException", "UnityTimeOutException",
+    "UnityException", "UnityObservationException", "UnityProtocolException", "UnityTimeOutException",
 ]
