@@ -103,6 +103,16 @@ with open(os.environ["FAKE_TRANSCRIPT"] + ".args", "w") as f:
 scenario = os.environ["FAKE_SCENARIO"]
 if scenario == "never-connects":
     time.sleep(60)
+if scenario == "api2-build":  # a 2018 build: raw TCP, AcademyParameters JSON, then it fails on the reply
+    import socket
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(b'{{"AcademyName": "Ball3DAcademy", "apiNumber": "API-2"}}')
+    sock.settimeout(5)
+    try:
+        sock.recv(100)
+    except OSError:
+        pass
+    sys.exit(1)
 channel = grpc.insecure_channel(f"127.0.0.1:{{port}}", options=[("grpc.enable_http_proxy", 0)])
 raw = channel.unary_unary("/communicator_objects.UnityToExternalProto/Exchange")
 replies = []
@@ -292,6 +302,14 @@ def test_an_api2_listener_names_a_modern_build(fake_build, tmp_path):
     with pytest.raises(UnityProtocolException) as e:
         UnityEnvironment("Fake", base_port=free_port(), protocol="api2", start_timeout=20)
     assert "this looks like a modern ML-Agents build; use --protocol grpc" in str(e.value)
+
+
+def test_a_grpc_listener_names_an_api2_build(fake_build, tmp_path):
+    fake_build("api2-build")
+    with pytest.raises(UnityProtocolException) as e:
+        UnityEnvironment("Fake", base_port=free_port(), protocol="grpc", log_dir=str(tmp_path), start_timeout=30)
+    assert "this looks like an API-2 build; use --protocol api2" in str(e.value)
+    assert "exited with code 1" in str(e.value)
 
 
 def test_png_observations_decode_with_their_channel_rules():

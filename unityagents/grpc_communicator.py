@@ -342,7 +342,15 @@ class GrpcCommunicator(Communicator):
                 call = self._calls.get(timeout=_POLL_SECONDS)
                 break
             except queue.Empty:
-                self.env._check_process_alive(f"to send {what}")
+                try:
+                    self.env._check_process_alive(f"to send {what}")
+                except UnityCommunicationException as e:
+                    if self.connected:
+                        raise
+                    raise UnityProtocolException(
+                        f"{e} It never made a gRPC call: if it is a 2018 build (ML-Agents 0.3, API-2), "
+                        "this looks like an API-2 build; use --protocol api2. A modern build that exits "
+                        "at once may be missing its data folder or a display (try --no-graphics).") from None
                 if time.monotonic() > deadline:
                     if not self.connected:
                         raise UnityTimeOutException(
