@@ -152,13 +152,13 @@ if scenario == "version-2":
     sys.exit(0)
 if scenario == "garbage":
     call(b"\x0a\xff\xff\xff\xff\x0f")
-    time.sleep(30)
+    sys.exit(0)  # the reply was the trainer's status 400: quit, as Unity does
 first = [pb.AgentInfoProto(id=0, observations=[obs(A0)]), pb.AgentInfoProto(id=1, observations=[obs(A1)])]
 if scenario == "wrong-size":
     call(output(first, params=True))
     call(output(first))
     call(output([first[0], pb.AgentInfoProto(id=1, observations=[obs(A1 + [0.0], shape=[8])])]))
-    time.sleep(30)
+    sys.exit(0)  # the reply was the trainer's status 400: quit, as Unity does
 call(output(first, params=True))                       # M3: the reply to the handshake's reset
 call(output(first))                                    # the reply to env.reset()
 step = [pb.AgentInfoProto(id=i, reward=0.1, observations=[obs(A0)]) for i in (0, 1)]
