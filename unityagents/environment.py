@@ -122,6 +122,8 @@ class UnityEnvironment:
         self._n_deciding: Dict[str, int] = {}
         self._awaiting = False  # a reset or step was sent; receive() reads its answer
         self._first_infos: Optional[Dict[str, BrainInfo]] = None
+        self._memories: Dict[str, Dict[Any, np.ndarray]] = {}  # gRPC: brain -> agent -> memory row
+        self._last_agents: Dict[str, List[Any]] = {}
         self.port = int(base_port) + int(worker_id)
         self.worker_id = int(worker_id)
         if protocol == "grpc":
@@ -147,6 +149,7 @@ class UnityEnvironment:
                 self._log_path = hello.log_path
             if hello.first_infos is not None:
                 self._note_agents(hello.first_infos)
+                self._restore_memories(hello.first_infos)
             if not self._external_brain_names:
                 logger.warning("No External Brains found in the Unity Environment. "
                                "You will not be able to pass actions to your agent(s).")
@@ -438,6 +441,11 @@ class UnityEnvironment:
                 expected = deciding * params.action_width  # only the rows that asked for a decision
             actions[b] = self._checked(action[b], expected, "action", b, f"{n} agents x {params.action_width}")
             m = memory.get(b)
+            if self.protocol == "grpc":  # the modern protocol carries no memories: keep them here
+                self._keep_memories(b, m, n)
+                memories[b] = []
+                values[b] = []
+                continue
             memories[b] = ([0.0] * (n * params.memory_space_size) if m is None else
                            self._checked(m, n * params.memory_space_size, "memory", b,
                                          f"{n} agents x memorySize {params.memory_space_size}"))
@@ -455,7 +463,40 @@ class UnityEnvironment:
         self._awaiting = False
         infos, self._global_done = self._communicator.receive()
         self._note_agents(infos)
+        if self.protocol == "grpc":
+            self._restore_memories(infos)
         return infos
+
+    def _keep_memories(self, brain: str, memory: Any, n: int) -> None:
+        """gRPC: remember each agent's memory row (recurrent policies) until it reports again."""
+        store = self._memories.setdefault(brain, {})
+        if memory is None or n == 0:
+            return
+        try:
+            rows = np.asarray(memory, dtype=np.float32).reshape(n, -1)
+        except (TypeError, ValueError):
+            raise UnityActionException(
+                f"The memory for brain {brain!r} must be numbers, one row per agent of its last BrainInfo "
+                f"({n} agents); got {np.size(memory)} values.") from None
+        last = self._last_agents.get(brain, [])
+        for agent, row in zip(last, rows):
+            store[agent] = row
+
+    def _restore_memories(self, infos: Dict[str, BrainInfo]) -> None:
+        """gRPC: each row's memory as the trainer left it; zeros for new agents and after a done."""
+        for b, info in infos.items():
+            self._last_agents[b] = list(info.agents)
+            store = self._memories.get(b)
+            if not store:
+                continue
+            width = len(next(iter(store.values())))
+            memories = np.zeros((len(info.agents), width), np.float32)
+            for r, agent in enumerate(info.agents):
+                if info.local_done[r]:
+                    store.pop(agent, None)
+                elif agent in store:
+                    memories[r] = store[agent]
+            info.memories = memories
 
     def _note_agents(self, infos: Dict[str, BrainInfo]) -> None:
         """Remember each brain's rows (what the next step's actions must cover); with gRPC,
