@@ -36,6 +36,7 @@ import logging
 import queue
 import socket
 import struct
+import threading
 import time
 import uuid
 from concurrent import futures
@@ -258,8 +259,15 @@ class _Call:
             self._answered = True
             self._reply.put(reply)
 
-    def wait(self) -> bytes:
-        return self._reply.get()
+    def wait(self, closed: threading.Event, bye: bytes) -> bytes:
+        """The reply, or ``bye`` once the communicator is closed (a worker thread never hangs:
+        interpreter exit joins the pool's threads)."""
+        while True:
+            try:
+                return self._reply.get(timeout=0.5)
+            except queue.Empty:
+                if closed.is_set():
+                    return bye
 
 
 # ------------------------------------------------------------------------------- communicator
@@ -292,6 +300,10 @@ class GrpcCommunicator(Communicator):
         self.package_version = ""
         self.connected = False
         self._closed = False
+        self._closing = threading.Event()
+        bye = pb.UnityMessageProto()
+        bye.header.status = _STATUS_CLOSE
+        self._bye = bye.SerializeToString()
         self._probe_port(port, worker_id)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="unityagents-grpc"),
@@ -329,9 +341,11 @@ class GrpcCommunicator(Communicator):
 
     def _exchange(self, request: bytes, context: Any) -> bytes:
         """gRPC worker thread: hand the call to the trainer's thread, block until it answers."""
+        if self._closing.is_set():
+            return self._bye
         call = _Call(request)
         self._calls.put(call)
-        return call.wait()
+        return call.wait(self._closing, self._bye)
 
     # ---------------------------------------------------------------- waiting for Unity
     def _next_message(self, what: str, timeout: float) -> "pb.UnityMessageProto":
@@ -695,9 +709,8 @@ class GrpcCommunicator(Communicator):
         if self._closed:
             return
         self._closed = True
-        bye = pb.UnityMessageProto()
-        bye.header.status = _STATUS_CLOSE
-        data = bye.SerializeToString()
+        self._closing.set()
+        data = self._bye
         if self._pending is not None:
             self._pending.answer(data)
             self._pending = None
