@@ -356,3 +356,30 @@ def test_one_file_per_exporting_brain_of_a_multi_brain_graph(tmp_path):
         m = models[scope]
         expected = sess.run(m.value, {m.state_in: state, m.batch_size: 3})
         np.testing.assert_allclose(value, expected, atol=1e-5)
+
+
+def test_modern_brain_with_branches_and_masks(tmp_path):
+    """A modern-protocol brain (two branches, masks): the graph's own per-branch masking becomes the
+    ONNX ``action_masks``; greedy and sampled indices are per branch and never masked."""
+    brain = BrainParameters("Brain", {"stateSize": 6, "actionSize": 2, "actionSpaceType": 0, "stateSpaceType": 1,
+                                      "cameraResolutions": [], "actionBranches": [3, 2], "actionMasks": True})
+    trainer = make_trainer(brain)
+    randomise(trainer, np.random.default_rng(6))
+    bytes_path, onnx_path = export_both(trainer, tmp_path)
+    model = assert_contract(onnx_path, brain)
+    assert next(i for i in model.graph.initializer if i.name == "discrete_action_output_shape").dims == [1, 2]
+    session = onnxruntime.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    frozen = Frozen(bytes_path)
+    rng = np.random.default_rng(7)
+    n = 2000
+    state = np.repeat(rng.normal(size=(1, 6)).astype(np.float32), n, axis=0)
+    for mask in ([1, 1, 1, 1, 1], [0, 1, 1, 1, 0], [1, 0, 0, 0, 1]):
+        masks = np.tile(np.float32(mask), (n, 1))
+        probs = frozen.run(["action_probs"], {"state": state, "action_masks": masks, "batch_size": n})["action_probs"]
+        sampled, greedy = session.run(["discrete_actions", "deterministic_discrete_actions"],
+                                      {"obs_0": state, "action_masks": masks})
+        assert sampled.dtype == greedy.dtype == np.int64 and sampled.shape == greedy.shape == (n, 2)
+        np.testing.assert_array_equal(greedy[0], [np.argmax(probs[0, :3]), np.argmax(probs[0, 3:])])
+        allowed = [set(np.flatnonzero(mask[:3])), set(np.flatnonzero(mask[3:]))]
+        assert set(sampled[:, 0]) <= allowed[0] and set(sampled[:, 1]) <= allowed[1]
+        np.testing.assert_allclose(np.bincount(sampled[:, 0], minlength=3) / n, probs[0, :3], atol=0.05)

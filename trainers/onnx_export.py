@@ -16,17 +16,19 @@ inputs (all float32, batch dim 0)   ``obs_0..obs_{k-1}``: the brain's cameras, i
                                     sensors by name, and ``CameraSensor``/``RenderTextureSensor``
                                     sort before ``VectorSensor_size<N>``; name several cameras so
                                     that they sort in ``cameraResolutions`` order.
-                                    ``action_masks`` ``[b, actionSize]`` (discrete: 1 allowed,
-                                    0 masked); ``recurrent_in`` ``[b, 1, memorySize]`` (recurrent).
+                                    ``action_masks`` ``[b, sum(branch sizes)]`` (discrete: 1
+                                    allowed, 0 masked; an API-2 brain has one branch);
+                                    ``recurrent_in`` ``[b, 1, memorySize]`` (recurrent).
 constant outputs (float32)          ``version_number`` = 3, ``memory_size`` = M or 0,
                                     ``continuous_action_output_shape`` ``[n]`` or
-                                    ``discrete_action_output_shape`` ``[[n]]``.
+                                    ``discrete_action_output_shape`` ``[[b0, b1, ...]]``.
 outputs                             ``continuous_actions`` = clip(a, -3, 3) / 3 and
                                     ``deterministic_continuous_actions`` = clip(mean, -3, 3) / 3
                                     (ML-Agents' scaling: an agent script that received ``a``
                                     over API-2 must multiply by 3); ``discrete_actions`` and
-                                    ``deterministic_discrete_actions``: int64 ``[b, 1]``, the
-                                    index sampled from (the argmax of) the masked policy;
+                                    ``deterministic_discrete_actions``: int64
+                                    ``[b, branches]``, per branch the index sampled from (the
+                                    argmax of) the masked policy;
                                     ``recurrent_out`` ``[b, 1, M]``; ``value_estimate`` (Unity
                                     ignores it; kept so that tools and tests can compare values).
 ==================================  ===========================================================
@@ -41,7 +43,9 @@ Why each step:
 * **Sampling inside the graph.** Continuous noise is ``RandomNormal`` fed into the graph's own
   ``epsilon``; the deterministic output is the epsilon-free term of the reparameterisation (the
   mean). Discrete actions are sampled (``Multinomial``) from ``logits * mask - 1e8 * (1 - mask)``
-  when the ``.bytes`` samples, and are the argmax when it does not (the imitation trainer).
+  when the ``.bytes`` samples, and are the argmax when it does not (the imitation trainer). A
+  modern brain's graph (several branches, or masks) masks and samples per branch itself: its
+  ``action_masks`` becomes the ONNX input of that name.
 * **Opset 9, bare names, initializer constants**: loads in every engine version (Barracuda's
   importer, Sentis' name matching, how each engine finds a constant). ``producer_name`` is rewritten
   because Barracuda sends tf2onnx files with recurrent inputs to its legacy importer.
@@ -273,7 +277,7 @@ def _const_int(extra: list, name: str, value: int) -> str:
 # ---------------------------------------------------------------------------------- the contract
 def _contract_graph(frozen: Any, prefix: str, brain: BrainParameters, outputs: List[str]) -> Tuple[Any, Dict]:
     """A graph with the contract's inputs and outputs around the imported frozen brain."""
-    frozen = _defaults_as_identity(frozen, keep={prefix + "epsilon"})
+    frozen = _defaults_as_identity(frozen, keep={prefix + "epsilon", prefix + "action_masks"})
     nodes = {n.name: n for n in frozen.node}
     graph = tf.Graph()
     plan: Dict[str, List[str]] = {"inputs": [], "outputs": [], "cameras": [], "constants": []}
@@ -309,7 +313,18 @@ def _contract_graph(frozen: Any, prefix: str, brain: BrainParameters, outputs: L
             input_map[f"{prefix}recurrent_in:0"] = tf.reshape(memory_in, [-1, memory])
         continuous = brain.action_space_type == "continuous"
         n_actions = brain.action_space_size
-        noise = None
+        noise = mask = None
+        branches = list(getattr(brain, "action_branches", None) or [n_actions])
+        graph_masks = prefix + "action_masks" in nodes  # a modern brain's policy applies masks itself
+        if not continuous:
+            mask = tf.placeholder(tf.float32, [None, int(sum(branches))], name="action_masks")
+            plan["inputs"].append(mask.op.name)
+            if graph_masks:
+                input_map[f"{prefix}action_masks:0"] = mask
+            elif len(branches) != 1:
+                raise UnityTrainerException(
+                    f"ONNX export of brain '{brain.brain_name}': it has {len(branches)} discrete branches but its "
+                    "graph has no action_masks input to tell them apart; build it with trainers/ppo_models.py.")
         if continuous and prefix + "epsilon" in nodes:
             noise = tf.random_normal(tf.stack([batch, n_actions]), name="action_noise")
             input_map[f"{prefix}epsilon:0"] = noise
@@ -332,14 +347,22 @@ def _contract_graph(frozen: Any, prefix: str, brain: BrainParameters, outputs: L
                    "continuous_actions")
             output(tf.clip_by_value(mean, -CONTINUOUS_CLIP, CONTINUOUS_CLIP) / CONTINUOUS_CLIP,
                    "deterministic_continuous_actions")
+        elif graph_masks:  # the graph masks and samples per branch; argmax of each branch's probabilities
+            probs = imported.get("action_probs")
+            greedy = action
+            if probs is not None:
+                starts = np.cumsum([0] + branches[:-1])
+                greedy = tf.concat([tf.expand_dims(tf.argmax(probs[:, int(start):int(start) + size], axis=1,
+                                                             output_type=tf.int64), 1)
+                                    for start, size in zip(starts, branches)], axis=1)
+            sampled = tf.cast(action, tf.int64) if _samples(action) else greedy
         else:
-            mask = tf.placeholder(tf.float32, [None, n_actions], name="action_masks")
-            plan["inputs"].append(mask.op.name)
             logits = _logits_of(imported, brain.brain_name)
             masked = logits * mask - 1e8 * (1.0 - mask)
             greedy = tf.expand_dims(tf.argmax(masked, axis=1, output_type=tf.int64), 1)
             sampled = tf.multinomial(masked, 1, output_dtype=tf.int64) if _samples(action) else greedy
-            output(tf.constant([[float(n_actions)]], tf.float32), "discrete_action_output_shape")
+        if not continuous:
+            output(tf.constant([[float(b) for b in branches]], tf.float32), "discrete_action_output_shape")
             output(sampled, "discrete_actions")
             output(greedy, "deterministic_discrete_actions")
         if memory:
