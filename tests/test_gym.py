@@ -139,3 +139,24 @@ def test_vector_env_is_a_faithful_view_of_the_environment():
             assert saw_done
     finally:
         raw.close()
+
+
+def test_vector_env_passes_terminal_observations_over_the_modern_protocol():
+    """gRPC sends each ended episode's last observation: it arrives as gymnasium's ``final_obs``
+    (SAME_STEP autoreset) for exactly the done sub-environments, while ``obs`` starts the next episode."""
+    env = UnityEnvironment("3DBall", base_port=free_port(), seed=0, protocol="grpc")
+    with UnityVectorEnv(env) as vec:
+        vec.reset(seed=0)
+        vec.action_space.seed(0)
+        finals = 0
+        for _ in range(200):
+            obs, _, terminations, truncations, infos = vec.step(vec.action_space.sample())
+            done = terminations | truncations
+            if not done.any():
+                continue
+            np.testing.assert_array_equal(infos["_final_obs"], done)
+            for i in np.flatnonzero(done):
+                assert_in_space(infos["final_obs"][i], vec.single_observation_space)
+                assert not np.array_equal(infos["final_obs"][i], obs[i])  # the old episode's end, not the new start
+                finals += 1
+        assert finals > 0
