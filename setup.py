@@ -20,6 +20,10 @@ setup(
         "Pillow>=10.0",
         "orjson>=3.9",
         "grpcio>=1.60",
+        # The ONNX export beside the .bytes (trainers/onnx_export.py) and the academy's ONNX brain.
+        "tf2onnx>=1.17",
+        "onnx>=1.16",
+        "onnxruntime>=1.18",
         "protobuf>=7.35.1",
         'tensorflow-cpu>=2.15,<2.22; platform_machine == "x86_64" or platform_machine == "AMD64"',
         'tensorflow>=2.15,<2.22; platform_machine != "x86_64" and platform_machine != "AMD64"',

@@ -127,7 +127,7 @@ def sb3(seed: int, target: float, budget: int, settings: str) -> Dict[str, Optio
 
         def step_wait(self):
             a = self.academy
-            a.set_external_actions({"action": {"Ball3DBrain": self._actions}})
+            a.set_external_actions({"action": {"Ball3DBrain": self._actions.tolist()}})
             a.decide()
             a.advance()
             out = {}

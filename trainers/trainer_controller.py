@@ -307,10 +307,13 @@ class TrainerController:
             if os.path.abspath(path[: -len(STATE_SUFFIX)]) not in kept:
                 os.unlink(path)
         kept_steps = {p.rsplit("model-", 1)[1].split(".cptk")[0] for p in kept}
-        for path in glob.glob(os.path.join(self.model_path, "*-*.onnx")):  # <Brain>-<step>.onnx
-            step = os.path.basename(path)[: -len(".onnx")].rsplit("-", 1)[1]
-            if step.isdigit() and step not in kept_steps:
-                os.unlink(path)
+        brains = [t.brain_name.replace(os.sep, "_") for t in self.trainers.values()]
+        for brain in brains:  # <Brain>-<step>.onnx of the checkpoints no longer kept
+            for path in glob.glob(os.path.join(glob.escape(self.model_path), glob.escape(brain) + "-*.onnx")):
+                name = os.path.basename(path)[: -len(".onnx")]
+                step = name[len(brain) + 1:]
+                if step.isdigit() and step not in kept_steps and name not in brains:
+                    os.unlink(path)
         logger.info("Saved the model at step %d to %s", self.global_step, prefix)
         return prefix
 
