@@ -213,7 +213,7 @@ def profile(scene: str, brain: str, env_steps: int, overrides: Optional[Dict] = 
         else:
             act = rng.uniform(-1, 1, (runtime.spec.n_agents, width))
         t0 = time.perf_counter()
-        academy.set_external_actions({"action": {brain: act}})
+        academy.set_external_actions({"action": {brain: np.asarray(act, dtype=float).ravel().tolist()}})
         academy.decide()
         academy.advance()
         frames = []
