@@ -32,6 +32,14 @@ Options:
   --max-lifetime-restarts=<n>  Restarts of each crashed environment over the run; -1 for no limit [default: 10].
   --restarts-rate-limit-n=<n>  Restarts of each environment allowed per rate-limit period; -1 for no limit [default: 1].
   --restarts-rate-limit-period-s=<s>  The rate-limit period, in seconds [default: 60].
+  --protocol=<p>             api2 (Unity builds of 2018) or grpc (ML-Agents Release 19 and later) [default: api2].
+  --time-scale=<x>           grpc: the engine's time scale [default: 20].
+  --width=<n>                grpc: the player's screen width (with --height).
+  --height=<n>               grpc: the player's screen height (with --width).
+  --quality-level=<n>        grpc: the engine's quality level.
+  --target-frame-rate=<n>    grpc: the engine's target frame rate.
+  --capture-frame-rate=<n>   grpc: the engine's capture frame rate.
+  --no-graphics              grpc: launch the build with -nographics (no rendering; no cameras).
   --slow                     Run the environment with its inference (slow, rendered) settings.
 
 Outputs: models/<run-path>/ (checkpoints, raw_graph_def.pb, <env>.bytes for Unity's Internal brain)
@@ -95,6 +103,39 @@ def _run_path(value: str) -> str:
     return os.path.normpath(value)
 
 
+ENGINE_OPTIONS = ("--width", "--height", "--quality-level", "--target-frame-rate", "--capture-frame-rate")
+
+
+def _protocol_options(options) -> Dict[str, Any]:
+    """``UnityEnvironment``'s protocol arguments; the engine settings exist in the modern protocol only."""
+    protocol = options["--protocol"]
+    if protocol not in ("api2", "grpc"):
+        raise UnityEnvironmentException(
+            f"--protocol {protocol!r}: expected api2 (Unity builds of ML-Agents 0.3, 2018) or grpc "
+            "(ML-Agents Release 19 and later).")
+    given = [name for name in ENGINE_OPTIONS if options[name] is not None] + (
+        ["--no-graphics"] if options["--no-graphics"] else []) + (
+        ["--time-scale"] if options["--time-scale"] != "20" else [])
+    if protocol == "api2":
+        if given:
+            raise UnityEnvironmentException(
+                f"{', '.join(given)} set the engine of a modern build and need --protocol grpc; an API-2 build has "
+                "no engine settings (use --slow for its inference settings).")
+        return {}
+    from unityagents.grpc_communicator import EngineConfig
+
+    try:
+        time_scale = float(options["--time-scale"])
+    except ValueError:
+        raise UnityEnvironmentException(f"--time-scale expects a number, got {options['--time-scale']!r}.") from None
+    if not (math.isfinite(time_scale) and time_scale > 0):
+        raise UnityEnvironmentException(f"--time-scale must be a finite number > 0, got {options['--time-scale']!r}.")
+    engine = {name[2:].replace("-", "_"): _int_option(options, name, 1) for name in ENGINE_OPTIONS
+              if options[name] is not None}
+    return {"protocol": "grpc", "engine_config": EngineConfig(time_scale=time_scale, **engine),
+            "no_graphics": bool(options["--no-graphics"])}
+
+
 def _trainer_config_path(value: str) -> str:
     """The given file; for the default name, fall back to the file shipped next to learn.py."""
     if value == "trainer_configurations.yaml" and not os.path.exists(value):
@@ -125,6 +166,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise UnityEnvironmentException(
                 f"--base-port {base_port} + --worker-id {worker_id} + --num-envs {num_envs} needs ports up to "
                 f"{last_port}, past 65535. Lower --base-port or --worker-id.")
+        protocol_options = _protocol_options(options)
         restarts = RestartPolicy(_int_option(options, "--max-lifetime-restarts", -1),
                                  _int_option(options, "--restarts-rate-limit-n", -1),
                                  _float_option(options, "--restarts-rate-limit-period-s"))
@@ -152,9 +194,10 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         log_dir = os.path.abspath(os.path.join(model_path, "logs"))  # the run's own folder, not a shared one
 
+
         def env_kwargs(i: int) -> Dict[str, Any]:
             return dict(file_name=options["<env>"], worker_id=worker_id + i, base_port=base_port, seed=seed + i,
-                        timeout_wait=timeout, env_args=env_args, log_dir=log_dir)
+                        timeout_wait=timeout, env_args=env_args, log_dir=log_dir, **protocol_options)
 
         if options["--ray-address"]:
             from unityagents.ray_backend import RayEnvironmentWorker, connect

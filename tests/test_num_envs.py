@@ -186,3 +186,53 @@ def test_timers_and_onnx_files_account_for_the_run(tmp_path):
     # One ONNX file per exporting brain at the end, one per kept checkpoint, deleted with it.
     assert (model / "BasicBrain.onnx").is_file()
     assert sorted(p.name for p in model.glob("BasicBrain-*.onnx")) == ["BasicBrain-1000.onnx", "BasicBrain-1500.onnx"]
+
+
+def test_two_modern_protocol_environments_and_their_stats_reach_tensorboard(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    config = write(tmp_path / "basic.yaml", BASIC_SHORT.replace("BasicBrain:", '"BasicBrain?team=0":'))
+    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config, "--num-envs", "2",
+                      "--protocol", "grpc", "--time-scale", "10")
+    assert code == 0, out
+    assert "Training finished after 1500 environment steps" in out, out
+    model = tmp_path / "models" / "ppo"
+    assert (model / "BasicBrain.onnx").is_file() and (model / "Basic.bytes").is_file()
+    events = EventAccumulator(str(next((tmp_path / "summaries" / "ppo").glob("events*"))))
+    events.Reload()
+    stat = events.Scalars("Academy/BasicBrain Episode Reward")  # the scene's stat, averaged per summary
+    rewards = events.Scalars("Info/cumulative_reward")
+    assert len(stat) == len(rewards) == 3
+    assert [round(s.value, 4) for s in stat] == [round(r.value, 4) for r in rewards]
+
+
+def test_engine_options_need_the_modern_protocol(tmp_path):
+    for args, message in [(["--width", "84"], "--width set the engine of a modern build and need --protocol grpc"),
+                          (["--protocol", "http"], "--protocol 'http': expected api2"),
+                          (["--protocol", "grpc", "--time-scale", "nan"], "--time-scale must be a finite number"),
+                          (["--protocol", "grpc", "--width", "84"], "needs width and height together")]:
+        code, out = learn(tmp_path, "Basic", "--train", *args, port=1)
+        assert code == 1 and message in out, out
+
+
+def test_curriculum_lessons_advance_over_the_modern_protocol_which_has_no_global_done(tmp_path):
+    from test_multibrain import PUSH_CURRICULUM, PUSH_SHORT
+
+    config = write(tmp_path / "push.yaml", PUSH_SHORT.format(max_steps=32000))
+    code, out = learn(tmp_path, "Push", "--train", "--trainer-config", config, "--curriculum", PUSH_CURRICULUM,
+                      "--protocol", "grpc", "--num-envs", "2", timeout=300)
+    assert code == 0, out
+    # Checked at each 8000-step summary: progress 0.25 -> lesson 1, 0.5 -> 2, 0.75 -> 3, 1.0 -> 4.
+    state = checkpoint_state(tmp_path / "models" / "ppo")
+    assert state["curriculum"]["lesson_number"] == 4, out[-3000:]
+    assert "Restarting" not in out
+
+
+def test_a_yaml_written_for_api2_names_trains_modern_behaviours_with_their_ghost(tmp_path):
+    config = write(tmp_path / "tennis.yaml", TENNIS_SHORT)
+    code, out = learn(tmp_path, "Tennis", "--train", "--trainer-config", config, "--run-path", "t",
+                      "--protocol", "grpc", timeout=300)
+    assert code == 0, out
+    state = checkpoint_state(tmp_path / "models" / "t")
+    assert state["trainers"]["TennisBrain?team=0"]["step"] >= 4000
+    assert state["trainers"]["ghost-TennisBrain?team=0"]["n_snapshots"] >= 2

@@ -23,6 +23,7 @@ with no block of its own, and buffers that cannot fit the memory for the brain's
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import logging
 import math
@@ -112,6 +113,11 @@ class StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def team_base(brain_name: str) -> str:
+    """A modern behaviour's name without its ``?team=N`` suffix (``3DBall?team=0`` -> ``3DBall``)."""
+    return brain_name.split("?team=", 1)[0]
+
+
 @dataclass
 class BrainSettings:
     """The resolved settings of one brain: its trainer class and its hyperparameters."""
@@ -133,9 +139,14 @@ class TrainerConfig:
     blocks: Dict[str, BrainSettings] = field(default_factory=dict)
 
     def settings_for(self, brain_name: str) -> BrainSettings:
-        """The settings of ``brain_name``: its own block, else the ``default`` block as PPO."""
+        """The settings of ``brain_name``: its own block, else the block of its name without the
+        modern protocol's ``?team=N`` suffix, else the ``default`` block as PPO."""
         if brain_name in self.blocks:
             return self.blocks[brain_name]
+        base = team_base(brain_name)
+        if base != brain_name and base in self.blocks:
+            block = self.blocks[base]
+            return dataclasses.replace(block, brain_name=brain_name, parameters=dict(block.parameters))
         return _resolve(self.path, self.raw, brain_name, self.registry, use_default_only=True)
 
     def settings_for_environment(self, brains: Mapping[str, BrainParameters],
@@ -150,8 +161,14 @@ class TrainerConfig:
         result = {}
         for name in external_brain_names:
             settings = self.settings_for(name)
-            if name not in self.blocks:
+            if name not in self.blocks and team_base(name) not in self.blocks:
                 logger.info("Brain %r has no block in %s: it uses the 'default' block.", name, self.path)
+            for key in ("brain_to_copy", "brain_to_imitate"):  # a block written for 'X' names 'X?team=0' too
+                target = settings.parameters.get(key)
+                if isinstance(target, str) and target not in brains:
+                    matches = [b for b in brains if team_base(b) == target]
+                    if len(matches) == 1:
+                        settings.parameters[key] = matches[0]
             try:
                 settings.trainer_class.check_environment(name, settings.parameters, brains, external_brain_names)
             except TrainerConfigError as e:
@@ -163,9 +180,10 @@ class TrainerConfig:
 
     def _check_block_names(self, brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
         alias_targets = {block for block in self.raw.values() if isinstance(block, str)}
-        without_block = [n for n in external_brain_names if n not in self.blocks]
+        bases = {team_base(n) for n in brains}
+        without_block = [n for n in external_brain_names if n not in self.blocks and team_base(n) not in self.blocks]
         for block in self.blocks:
-            if block in brains or block in alias_targets:
+            if block in brains or block in alias_targets or block in bases:
                 continue
             close = difflib.get_close_matches(block, without_block, n=1, cutoff=0.75)
             if not close:

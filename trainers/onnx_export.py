@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tempfile
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -99,6 +100,12 @@ class OnnxExportSpec:
         return list(self.output_nodes)
 
 
+def onnx_file_stem(brain_name: str) -> str:
+    """The file name (without ``.onnx``) of a brain's export: a modern behaviour's ``?team=N`` is
+    dropped, as ML-Agents names its files, and characters no file system takes become ``_``."""
+    return re.sub(r"[^0-9A-Za-z_.-]+", "_", brain_name.split("?team=", 1)[0]) or "brain"
+
+
 def export_onnx(sess: Any, trainers: Iterable[Any], model_path: str, opset: int = DEFAULT_OPSET,
                 suffix: str = "") -> List[str]:
     """Write ``<model_path>/<Brain><suffix>.onnx`` for every exporting trainer; return the paths written.
@@ -116,7 +123,7 @@ def export_onnx(sess: Any, trainers: Iterable[Any], model_path: str, opset: int 
         if getattr(trainer, "graph_scope", None) is None or not trainer.export_nodes():
             continue
         model = convert_brain(sess, trainer, opset=opset)
-        name = trainer.brain_name.replace(os.sep, "_")
+        name = onnx_file_stem(trainer.brain_name)
         paths.append(write_model_atomically(model, os.path.join(model_path, f"{name}{suffix}.onnx")))
     return paths
 

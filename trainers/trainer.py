@@ -129,6 +129,7 @@ class Trainer:
         self.is_training = training
         self.rng = np.random.default_rng(seed)
         self.stats: Dict[str, List[float]] = {}
+        self._environment_stats: Dict[str, Tuple[str, List[float]]] = {}
         self.step = 0
         self.last_reward = 0.0
         self._summary_writer = None
@@ -244,6 +245,13 @@ class Trainer:
     def add_stat(self, key: str, value: float) -> None:
         self.stats.setdefault(key, []).append(float(value))
 
+    def add_environment_stat(self, key: str, value: float, aggregation: str = "average") -> None:
+        """A custom stat the scene sent (modern protocol): written under its own key at the next
+        summary, reduced by its ``aggregation`` (``average``, ``sum`` or ``most_recent``; a
+        ``histogram`` is written as its average)."""
+        entry = self._environment_stats.setdefault(key, (aggregation, []))
+        entry[1].append(float(value))
+
     def write_scalars(self, values: Mapping[str, float], step: Optional[int] = None) -> None:
         """Write scalar summaries as protos (no graph ops, so safe after ``finalize``)."""
         writer = self.summary_writer
@@ -310,8 +318,12 @@ class Trainer:
         if lesson is not None:
             values["Info/Lesson"] = lesson
         values["Info/agent_steps_per_second"] = rate
+        reduce = {"sum": np.sum, "most_recent": lambda v: v[-1]}
+        for key, (aggregation, entries) in self._environment_stats.items():
+            values[key] = float(reduce.get(aggregation, np.mean)(entries))
         self.write_scalars(values)
         self.stats = {}
+        self._environment_stats = {}
 
     def close(self) -> None:
         """Flush and close the summary writer."""

@@ -48,7 +48,7 @@ from unityagents.exception import UnityException
 
 from .config import BrainSettings, TrainerConfig
 from .export import contract_inputs, export_graph
-from .onnx_export import export_onnx
+from .onnx_export import export_onnx, onnx_file_stem
 from .timers import Timers
 from .tf_utils import tf
 from .trainer import Trainer, UnityTrainerException
@@ -166,6 +166,7 @@ class TrainerController:
         self.fast_simulation = fast_simulation
         self.seed = seed
         self.global_step = 0
+        self._curriculum_checked = 0  # learner step of the last between-resets curriculum check
         self.trainers: Dict[str, Trainer] = {}
         #: Where the run's time goes, written to ``<model_path>/timers.json`` at each checkpoint and at the end.
         self.timers = Timers()
@@ -307,7 +308,7 @@ class TrainerController:
             if os.path.abspath(path[: -len(STATE_SUFFIX)]) not in kept:
                 os.unlink(path)
         kept_steps = {p.rsplit("model-", 1)[1].split(".cptk")[0] for p in kept}
-        brains = [t.brain_name.replace(os.sep, "_") for t in self.trainers.values()]
+        brains = [onnx_file_stem(t.brain_name) for t in self.trainers.values()]
         for brain in brains:  # <Brain>-<step>.onnx of the checkpoints no longer kept
             for path in glob.glob(os.path.join(glob.escape(self.model_path), glob.escape(brain) + "-*.onnx")):
                 name = os.path.basename(path)[: -len(".onnx")]
@@ -363,6 +364,20 @@ class TrainerController:
         if curriculum.increment_lesson(self._progress()):
             for t in self.trainers.values():
                 t.write_scalars({"Info/Lesson": curriculum.lesson_number})
+
+    def _check_curriculum_between_resets(self) -> None:
+        """Modern builds have no Academy-wide done, so the curriculum is checked at each summary of
+        the first learner instead; a new lesson resets every environment with its parameters."""
+        learner = next((t for t in self.trainers.values() if t.is_learner), None)
+        if learner is None or self.env.curriculum.data is None:
+            return
+        freq = int(learner.trainer_parameters.get("summary_freq", 10000))
+        if learner.get_step // freq > self._curriculum_checked // freq:
+            self._curriculum_checked = learner.get_step
+            before = self.env.curriculum.lesson_number
+            self._advance_curriculum()
+            if self.env.curriculum.lesson_number != before:
+                self.env.reset_all(f"the curriculum moved to lesson {self.env.curriculum.lesson_number}")
 
     def _end_episodes(self, agents: List[Any]) -> None:
         for t in self.trainers.values():
@@ -448,6 +463,11 @@ class TrainerController:
                     actions[name], memories[name], values[name], outputs[name] = t.take_action(info)
             with timers("env_step"):
                 new_info = self.env.step(action=actions, memory=memories, value=values)
+            for key, entries in self.env.stats.items():  # a scene's custom stats reach every learner's summaries
+                for t in self.trainers.values():
+                    if t.is_learner:
+                        for value, aggregation in entries:
+                            t.add_environment_stat(key, value, aggregation)
             with timers("buffer"):
                 for name, t in self.trainers.items():
                     if name in outputs:
@@ -460,10 +480,12 @@ class TrainerController:
                         t.update_model()
                 with timers("summaries"):
                     t.write_summary(lesson)
-                t.increment_step(len(info[name].agents))
+                t.increment_step(_deciding(info[name]))
                 t.update_last_reward()
             info = new_info
             self.global_step += 1
+            if not self.env.resets_by_itself:
+                self._check_curriculum_between_resets()
             if self.train and self.save_freq > 0 and self.global_step % self.save_freq == 0:
                 self.save_model()
         for t in self.trainers.values():  # the window that ends at max_steps is due only now
@@ -478,3 +500,10 @@ def _takes_agents(method) -> bool:
         return len(inspect.signature(method).parameters) >= 1
     except (TypeError, ValueError):
         return False
+
+
+def _deciding(info: BrainInfo) -> int:
+    """Agents that acted this step: all of them for API-2; over the modern protocol, not the rows
+    that only report an episode's end."""
+    requested = getattr(info, "decision_requested", None)
+    return len(info.agents) if requested is None else int(np.count_nonzero(requested))

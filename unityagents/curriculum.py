@@ -174,6 +174,14 @@ def _check_structure(location: str, data: Any) -> None:
                 f"The values of parameter {key} in Curriculum {location} must be numbers, not {values!r}.")
 
 
+class AnyResetParameter(dict):
+    """The reset parameters of a modern build: it declares none (environment parameters are free
+    names), so a curriculum may set any name."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+
 class Curriculum:
     """Lessons loaded from ``location`` and checked against the Academy's reset parameters.
 

@@ -37,7 +37,7 @@ from typing import Any, Callable, Deque, Dict, Hashable, List, Mapping, Optional
 import numpy as np
 
 from .brain import BrainInfo, BrainParameters
-from .curriculum import Curriculum
+from .curriculum import AnyResetParameter, Curriculum
 from .exception import (
     UnityCommunicationException,
     UnityEnvironmentException,
@@ -63,6 +63,8 @@ class EnvironmentWorker(Protocol):
     academy_name: str
     logfile_path: Optional[str]
     global_done: Optional[bool]
+    #: The scene's custom stats sent with the last answer (modern protocol; empty for API-2).
+    stats: Dict[str, List[Tuple[float, str]]]
 
     def reset_send(self, train_mode: bool = True, config: Optional[Dict[str, float]] = None) -> None: ...
 
@@ -166,7 +168,8 @@ class EnvironmentSet:
             self._brain_names: List[str] = list(first.brains)
             self._external: List[str] = list(first.external_brain_names)
             self._reset_parameters = dict(first.reset_parameters)
-            self._curriculum = Curriculum(curriculum, self._reset_parameters)
+            self._curriculum = Curriculum(curriculum, self._reset_parameters if self.resets_by_itself
+                                          else AnyResetParameter())
         except BaseException:
             self.close()
             raise
@@ -175,6 +178,8 @@ class EnvironmentSet:
         self.timer: Callable[[str], Any] = lambda name: contextlib.nullcontext()
         self._current: List[Optional[Dict[str, BrainInfo]]] = [None] * self.n_envs
         self._pending: Dict[int, str] = {}  # environments to reset before the next step: index -> why
+        #: The scenes' custom stats of the last step, over every environment: ``{key: [(value, aggregation)]}``.
+        self.stats: Dict[str, List[Tuple[float, str]]] = {}
         self._closed = False
 
     @classmethod
@@ -253,6 +258,17 @@ class EnvironmentSet:
         """Some environment is done (its Academy) or was lost: call ``reset_finished`` before ``step``."""
         return bool(self._pending)
 
+    @property
+    def resets_by_itself(self) -> bool:
+        """Whether the environments end their Academy episodes (API-2's global done). Modern builds
+        never do: their agents reset one by one, so a curriculum has to ask for resets."""
+        return all(getattr(w, "protocol", "api2") == "api2" for w in self._workers if w is not None)
+
+    def reset_all(self, why: str) -> None:
+        """Have every environment reset before the next step (e.g. for a new curriculum lesson)."""
+        for i in range(self.n_envs):
+            self._pending.setdefault(i, why)
+
     def restarts(self) -> int:
         """Restarts so far, over all environments."""
         return sum(self.restart_policy.restarts(i) for i in range(self.n_envs)) if self.restart_policy else 0
@@ -330,6 +346,7 @@ class EnvironmentSet:
                 sent.append(i)
             except RESTARTABLE as e:
                 self._lost(i, e)
+        self.stats = {}
         with self.timer("env_wait"):  # the environments simulate; what is left is waiting and decoding
             for i in sent:
                 try:
@@ -337,6 +354,8 @@ class EnvironmentSet:
                 except RESTARTABLE as e:
                     self._lost(i, e)
                     continue
+                for key, entries in (getattr(self._workers[i], "stats", None) or {}).items():
+                    self.stats.setdefault(key, []).extend(entries)
                 if self._workers[i].global_done:
                     self._pending[i] = "its Academy is done"
         return self._merged()

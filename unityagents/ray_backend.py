@@ -104,11 +104,11 @@ class EnvironmentActor:
 
     def reset(self, train_mode: bool, config: Optional[Dict[str, float]]):
         infos = self.env.reset(train_mode=train_mode, config=config)
-        return infos, self.env.global_done
+        return infos, self.env.global_done, self.env.stats
 
     def step(self, action: Any, memory: Any, value: Any):
         infos = self.env.step(action=action, memory=memory, value=value)
-        return infos, self.env.global_done
+        return infos, self.env.global_done, self.env.stats
 
     def close(self) -> None:
         if self.env is not None:
@@ -128,9 +128,11 @@ class RayEnvironmentWorker:
                  start_timeout: float = 120.0):
         ray = _ray()
         self.index = index
+        self.protocol = env_kwargs.get("protocol", "api2")
         self._timeout = float(env_kwargs.get("timeout_wait", 30.0)) + _MARGIN_S
         self._pending = None
         self.global_done: Optional[bool] = None
+        self.stats: Dict[str, List[Any]] = {}
         options: Dict[str, Any] = {"num_cpus": 1, "scheduling_strategy": "SPREAD", "max_restarts": 0}
         if resource:
             options["resources"] = {resource: 1}
@@ -182,7 +184,7 @@ class RayEnvironmentWorker:
         if self._pending is None:
             raise UnityEnvironmentException("receive() was called with no reset or step in flight.")
         ref, self._pending = self._pending, None
-        infos, self.global_done = self._get(ref, self._timeout, "to answer")
+        infos, self.global_done, self.stats = self._get(ref, self._timeout, "to answer")
         return infos
 
     def close(self) -> None:
