@@ -19,6 +19,9 @@ import abc
 import dataclasses
 import io
 import json
+import math
+import re
+import reprlib
 import socket
 import struct
 import time
@@ -32,6 +35,7 @@ from .brain import BrainInfo, BrainParameters
 from .exception import (
     UnityCommunicationException,
     UnityEnvironmentException,
+    UnityMessageException,
     UnityObservationException,
     UnityProtocolException,
     UnityTimeOutException,
@@ -116,20 +120,52 @@ class Communicator(abc.ABC):
         """The environment's brains, for decoding (API-2 learns them in the handshake)."""
 
 
+# Limits on what an environment may send: generous for any real scene, far below what would
+# exhaust memory. A message over its limit is refused from its length prefix, before it is read.
+#: The unframed AcademyParameters JSON (a real one is a few kB; 30 MB are read in about a second).
+MAX_ACADEMY_PARAMETERS_BYTES = 64 << 20
+#: Agents of one brain in one state message.
+MAX_AGENTS = 100_000
+#: Sizes a brain may declare (stateSize, actionSize, memorySize, a camera's width and height).
+MAX_BRAIN_SIZE = 1 << 20
+MAX_CAMERA_SIDE = 8192
+#: JSON nesting of any message (the AcademyParameters need 4 levels, a state message 2).
+MAX_JSON_DEPTH = 64
+#: Bytes of JSON one number may take in a state message (``-1.2345678901234567E+38,`` and spaces).
+_BYTES_PER_NUMBER = 32
+_BYTES_PER_AGENT = 128  # its id, its done flag, and the separators
+F32_MAX = float(np.finfo(np.float32).max)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+# The unframed JSON reader finds the end of the top-level value with these, so that each byte is
+# looked at once however the value is split into reads: outside strings, whole strings and
+# brackets (a lone quote is a string not yet complete); inside an open string, its end or an escape.
+_JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]|"', re.DOTALL)
+_STRING_END = re.compile(rb'["\\]')
+
+
 class _Connection:
     """Exact-size reads and single-write sends over the accepted socket.
 
     The protocol mixes framed messages, fixed tokens and unframed JSON, and TCP may split or merge
     any of them, so every read goes through one pending buffer and asks for an exact byte count.
+    Each message has one deadline (``timeout`` seconds from when we start reading it), so a peer
+    that trickles a byte at a time cannot hold the trainer longer than a silent one.
     """
 
-    def __init__(self, sock: socket.socket, env: "UnityEnvironment"):
+    def __init__(self, sock: socket.socket, env: "UnityEnvironment", timeout: float):
         self.sock = sock
         self.env = env
+        self.timeout = timeout
         self.pending = bytearray()
 
-    def _fill(self, what: str) -> None:
+    def _fill(self, what: str, deadline: float) -> None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            self.env._raise_timeout(what)
         try:
+            self.sock.settimeout(left)
             chunk = self.sock.recv(65536)
         except socket.timeout:
             self.env._raise_timeout(what)
@@ -139,9 +175,12 @@ class _Connection:
             self.env._raise_lost(what, "the environment closed the connection")
         self.pending += chunk
 
-    def read_exact(self, n: int, what: str) -> bytes:
-        while len(self.pending) < n:
-            self._fill(what)
+    def read_exact(self, n: int, what: str, deadline: Optional[float] = None) -> bytes:
+        if len(self.pending) < n:
+            if deadline is None:
+                deadline = time.monotonic() + self.timeout
+            while len(self.pending) < n:
+                self._fill(what, deadline)
         data = bytes(self.pending[:n])
         del self.pending[:n]
         return data
@@ -156,42 +195,104 @@ class _Connection:
                 self.env.logfile_path,
             )
 
-    def read_framed(self, what: str) -> bytes:
-        (length,) = struct.unpack("<I", self.read_exact(4, what))
-        return self.read_exact(length, what)
+    def read_framed(self, what: str, limit: int, brain: Optional[str] = None) -> bytes:
+        """One length-prefixed message, refused from its prefix when longer than ``limit``."""
+        deadline = time.monotonic() + self.timeout
+        (length,) = struct.unpack("<I", self.read_exact(4, what, deadline))
+        if length > limit:
+            raise UnityMessageException(
+                f"Protocol error: {what} announces {length} bytes, but no message of this brain can "
+                f"need more than {limit} (expected a length prefix of at most {limit}, received {length}). "
+                "The environment sent a corrupt length prefix or is not an API-2 build of these brains.",
+                self.env.logfile_path, brain=brain, field="length prefix", expected=f"<= {limit}",
+                received=length)
+        return self.read_exact(length, what, deadline)
 
-    def read_json_unframed(self, what: str) -> Any:
-        """Read one JSON value that has no length prefix: keep reading until it parses."""
-        decoder = json.JSONDecoder()
+    def read_json_unframed(self, what: str, limit: int = MAX_ACADEMY_PARAMETERS_BYTES) -> Any:
+        """Read one JSON object that has no length prefix, in time linear in its size.
+
+        The end of the top-level value is found by scanning each new byte once (strings and
+        brackets; see ``_JSON_TOKENS``), and the value is parsed once, when it is complete.
+        """
+        deadline = time.monotonic() + self.timeout
+        pos, depth, in_string, begun = 0, 0, False, False
         while True:
-            if bytes(self.pending[:4]) == HTTP2_PREFACE[:4] and bytes(HTTP2_PREFACE).startswith(
-                    bytes(self.pending[:len(HTTP2_PREFACE)])):
-                raise UnityProtocolException(
-                    "The environment opened an HTTP/2 (gRPC) connection, but this trainer listens for "
-                    "API-2 (expected the AcademyParameters JSON, received the HTTP/2 preface "
-                    f"{bytes(self.pending[:24])!r}): this looks like a modern ML-Agents build; use "
-                    "--protocol grpc (UnityEnvironment(..., protocol='grpc')).", self.env.logfile_path)
-            text = self.pending.decode("utf-8", errors="replace")
-            start = len(text) - len(text.lstrip())
-            if start < len(text):
-                if text[start] not in "{[":
-                    raise UnityCommunicationException(
-                        f"Protocol error: expected the {what} as JSON but received {bytes(self.pending[:80])!r}.",
-                        self.env.logfile_path)
+            buf = self.pending
+            if not begun:
+                stripped = bytes(buf[:64]).lstrip()
+                if bytes(buf[:4]) == HTTP2_PREFACE[:4] and HTTP2_PREFACE.startswith(bytes(buf[:len(HTTP2_PREFACE)])):
+                    raise UnityProtocolException(
+                        "The environment opened an HTTP/2 (gRPC) connection, but this trainer listens for "
+                        "API-2 (expected the AcademyParameters JSON, received the HTTP/2 preface "
+                        f"{bytes(buf[:24])!r}): this looks like a modern ML-Agents build; use "
+                        "--protocol grpc (UnityEnvironment(..., protocol='grpc')).", self.env.logfile_path)
+                if stripped:
+                    if stripped[:1] not in (b"{", b"["):
+                        raise UnityCommunicationException(
+                            f"Protocol error: expected the {what} as JSON but received {bytes(buf[:80])!r}.",
+                            self.env.logfile_path)
+                    begun = True
+                    pos = len(buf) - len(buf.lstrip())
+            end = None
+            while begun and pos < len(buf):
+                if in_string:
+                    m = _STRING_END.search(buf, pos)
+                    if m is None:
+                        pos = len(buf)
+                        break
+                    if m.group() == b"\\":
+                        if m.end() >= len(buf):
+                            pos = m.start()  # the escaped byte has not arrived yet
+                            break
+                        pos = m.end() + 1
+                        continue
+                    pos, in_string = m.end(), False
+                    continue
+                m = _JSON_TOKENS.search(buf, pos)
+                if m is None:
+                    pos = len(buf)
+                    break
+                token = m.group()
+                if token == b'"':
+                    pos, in_string = m.end(), True  # a string not complete in this buffer
+                    continue
+                pos = m.end()
+                if token in (b"{", b"["):
+                    depth += 1
+                    if depth > MAX_JSON_DEPTH:
+                        raise UnityMessageException(
+                            f"Protocol error: the {what} JSON is nested more than {MAX_JSON_DEPTH} levels deep "
+                            "(expected an object of 4 levels). The environment is not an API-2 build.",
+                            self.env.logfile_path, field=what, expected=f"nesting <= {MAX_JSON_DEPTH}",
+                            received="deeper")
+                elif token in (b"}", b"]"):
+                    depth -= 1
+                    if depth == 0:
+                        end = pos
+                        break
+            if end is not None:
+                raw = bytes(buf[:end])
+                del self.pending[:end]
                 try:
-                    value, end = decoder.raw_decode(text, start)
-                except json.JSONDecodeError:
-                    pass  # incomplete: read more
-                else:
-                    del self.pending[: len(text[:end].encode("utf-8"))]
-                    return value
-            self._fill(what)
+                    return orjson.loads(raw)
+                except orjson.JSONDecodeError as e:
+                    raise UnityCommunicationException(
+                        f"Protocol error: expected the {what} as JSON but it does not parse ({e}); "
+                        f"received {raw[:80]!r}...", self.env.logfile_path) from None
+            if len(buf) > limit:
+                raise UnityMessageException(
+                    f"Protocol error: the {what} is longer than {limit} bytes and still incomplete "
+                    "(expected a JSON object of a few kB). The environment is not an API-2 build, or "
+                    "its message is corrupt.", self.env.logfile_path, field=what,
+                    expected=f"<= {limit} bytes", received=f"> {limit} bytes")
+            self._fill(what, deadline)
 
     def read_done_flag(self) -> bool:
-        head = self.read_exact(4, "the global done flag")
+        deadline = time.monotonic() + self.timeout
+        head = self.read_exact(4, "the global done flag", deadline)
         if head == b"True":
             return True
-        if head == b"Fals" and self.read_exact(1, "the global done flag") == b"e":
+        if head == b"Fals" and self.read_exact(1, "the global done flag", deadline) == b"e":
             return False
         raise UnityCommunicationException(
             f"Protocol error: expected the global done flag b'True' or b'False' but received {head!r}.",
@@ -200,6 +301,8 @@ class _Connection:
 
     def send(self, data: bytes) -> None:
         try:
+            if self.sock.gettimeout() != self.timeout:  # a read may have left a shorter one
+                self.sock.settimeout(self.timeout)
             self.sock.sendall(data)
         except OSError as e:
             self.env._raise_lost("a send to the environment", f"the socket failed ({e})")
@@ -224,6 +327,8 @@ class API2Communicator(Communicator):
         self._conn: Optional[_Connection] = None
         self._brains: Dict[str, BrainParameters] = {}
         self._brain_names: List[str] = []
+        self._limits: Dict[str, int] = {}
+        self._frame_limits: Dict[str, List[int]] = {}
         self._listener: Optional[socket.socket] = self._bind(port, worker_id)
 
     @staticmethod
@@ -267,46 +372,26 @@ class API2Communicator(Communicator):
                     ) from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(self.env._timeout_wait)
-        self._conn = _Connection(sock, self.env)
+        self._conn = _Connection(sock, self.env, self.env._timeout_wait)
 
     def handshake(self) -> Handshake:
-        log_path = self.env.logfile_path
         p = self._conn.read_json_unframed("AcademyParameters")
         if not isinstance(p, dict):
-            raise UnityCommunicationException(
+            raise UnityMessageException(
                 f"Protocol error: expected the AcademyParameters as a JSON object but received {p!r:.200}.",
-                log_path,
-            )
+                self.env.logfile_path, field="AcademyParameters", expected="a JSON object",
+                received=_show(p))
         api = p.get("apiNumber", "API-1")
         if api != API2_VERSION:
             raise UnityEnvironmentException(
                 f"The API number is not compatible between Unity and python. Python API: {API2_VERSION}, "
-                f"Unity API: {api}. Use a Unity build made with the ML-Agents version of this package."
+                f"Unity API: {api if isinstance(api, str) else _show(api):.80}. Use a Unity build made with the ML-Agents version of this package."
             )
-        try:
-            academy_name = p["AcademyName"]
-            brain_names = list(p["brainNames"])
-            external = list(p.get("externalBrainNames") or [])
-            reset_parameters = dict(p.get("resetParameters") or {})
-            params = p["brainParameters"]
-            if len(params) != len(brain_names):
-                raise ValueError(f"{len(brain_names)} brainNames but {len(params)} brainParameters")
-            brains = {n: BrainParameters(n, bp) for n, bp in zip(brain_names, params)}
-        except (KeyError, TypeError, ValueError, IndexError) as e:
-            raise UnityCommunicationException(
-                f"The AcademyParameters sent by the environment are malformed ({type(e).__name__}: {e}). "
-                "Expected the keys AcademyName, brainNames, brainParameters, externalBrainNames and "
-                "resetParameters of API-2.",
-                log_path,
-            ) from None
-        log_path = p.get("logPath") or log_path
-        unknown = [b for b in external if b not in brains]
-        if unknown:
-            raise UnityCommunicationException(
-                f"The AcademyParameters name External brains {unknown} that are not in brainNames "
-                f"{brain_names}.", log_path)
-        self._brains, self._brain_names = brains, brain_names
-        return Handshake(academy_name, brains, external, reset_parameters, log_path)
+        hello = validate_academy_parameters(p, self.env.logfile_path)
+        self._brains, self._brain_names = hello.brains, list(hello.brains)
+        self._limits = {b: _state_message_limit(bp) for b, bp in hello.brains.items()}
+        self._frame_limits = {b: [_png_limit(r) for r in bp.camera_resolutions] for b, bp in hello.brains.items()}
+        return hello
 
     def send_reset(self, train_mode: bool, config: Dict[str, float]) -> None:
         self._conn.send(b"RESET")
@@ -326,53 +411,82 @@ class API2Communicator(Communicator):
 
     def receive(self) -> Tuple[Dict[str, BrainInfo], bool]:
         infos: Dict[str, BrainInfo] = {}
+        limit = max(self._limits.values(), default=0)
         for _ in self._brain_names:
-            raw = self._conn.read_framed("a brain's state message")
+            raw = self._conn.read_framed("a brain's state message", limit)
             # Ack at once: the environment sends its next message while we decode this one.
             self._conn.send(b"RECEIVED")
             try:
                 msg = orjson.loads(raw)
-                b = msg["brain_name"]
-                params = self._brains[b]
-            except (ValueError, KeyError, TypeError) as e:  # orjson.JSONDecodeError is a ValueError
-                raise UnityCommunicationException(
+            except orjson.JSONDecodeError as e:
+                raise UnityMessageException(
                     f"Protocol error: expected a state message of one of the brains {self._brain_names} "
-                    f"but could not read it ({type(e).__name__}: {e}); received {raw[:120]!r}.",
-                    self.env.logfile_path) from None
-            infos[b] = self._brain_info(b, params, msg)
+                    f"but could not read it ({e}); received {raw[:120]!r}. NaN, Infinity and nesting "
+                    f"deeper than 1024 levels are not JSON.", self.env.logfile_path,
+                    field="state message", expected="a JSON object", received=raw[:120]) from None
+            b = msg.get("brain_name") if isinstance(msg, dict) else None
+            if not isinstance(b, str) or b not in self._brains:
+                raise UnityMessageException(
+                    f"Protocol error: expected a state message of one of the brains {self._brain_names} "
+                    f"but received one whose brain_name is {_show(b)} ({raw[:120]!r}).",
+                    self.env.logfile_path, field="brain_name", expected=f"one of {self._brain_names}",
+                    received=_show(b))
+            if b in infos:
+                raise UnityMessageException(
+                    f"Protocol error: brain {b!r} sent two state messages in one step (expected one message "
+                    f"per brain: {self._brain_names}).", self.env.logfile_path, brain=b,
+                    field="brain_name", expected="each brain once", received=f"{b!r} twice")
+            if len(raw) > self._limits[b]:
+                raise UnityMessageException(
+                    f"Protocol error: the state message of brain {b!r} has {len(raw)} bytes; no message of "
+                    f"this brain can need more than {self._limits[b]}.", self.env.logfile_path, brain=b,
+                    field="length prefix", expected=f"<= {self._limits[b]}", received=len(raw))
+            infos[b] = self._brain_info(b, self._brains[b], msg)
         return infos, self._conn.read_done_flag()
 
     def _brain_info(self, b: str, params: BrainParameters, msg: Dict[str, Any]) -> BrainInfo:
-        try:
-            agents = list(msg["agents"])
-            n = len(agents)
-            states = msg["states"]
-            rewards = [float(r) for r in msg["rewards"]]
-            dones = [bool(d) for d in msg["dones"]]
-            actions = msg.get("actions") or []
-            memories = msg.get("memories") or []
-        except (KeyError, TypeError) as e:
-            raise UnityCommunicationException(
-                f"The state message of brain {b!r} lacks a field of API-2 ({e}); expected brain_name, "
-                "agents, states, rewards, actions, memories, dones.", self.env.logfile_path) from None
-        self._check_size(b, "states", len(states), n * params.state_width,
-                         f"{params.state_width} {params.state_space_type} float(s) per agent")
-        self._check_size(b, "rewards", len(rewards), n, "one per agent")
+        """Check every field of one state message (types, sizes, finiteness); then build its info."""
+        log = self.env.logfile_path
+        agents = _field(msg, b, "agents", log)
+        if not isinstance(agents, list) or not all(type(a) is int for a in agents):
+            raise _bad(b, "agents", "a list of integer agent ids", agents, log)
+        n = len(agents)
+        if n > MAX_AGENTS:
+            raise _bad(b, "agents", f"at most {MAX_AGENTS} agents", f"{n} agents", log)
+        if len(set(agents)) != n:
+            dup = sorted({a for a in agents if agents.count(a) > 1})[:5]
+            raise _bad(b, "agents", "distinct agent ids", f"duplicates {dup}", log)
+        state = _floats(msg, b, "states", n, params.state_width,
+                        f"{params.state_width} {params.state_space_type} float(s) per agent", log)
+        rewards = _floats(msg, b, "rewards", n, 1, "one per agent", log).ravel().tolist()
+        dones = _field(msg, b, "dones", log)
+        if not isinstance(dones, list) or not all(type(d) is bool for d in dones):
+            raise _bad(b, "dones", "a list of true/false, one per agent", dones, log)
         self._check_size(b, "dones", len(dones), n, "one per agent")
+        memories = msg.get("memories")
         if memories:
-            self._check_size(b, "memories", len(memories), n * params.memory_space_size,
-                             f"memorySize {params.memory_space_size} per agent")
+            memory = _floats(msg, b, "memories", n, params.memory_space_size,
+                             f"memorySize {params.memory_space_size} per agent", log)
+        elif memories is None or memories == []:
+            memory = np.zeros((n, params.memory_space_size), np.float32)
+        else:
+            raise _bad(b, "memories", "a list of numbers", memories, log)
+        actions = msg.get("actions")
+        if actions:
+            prev = _floats(msg, b, "actions", n, params.action_width,
+                           f"the previous action: {params.action_width} float(s) per agent", log)
+        elif actions is None or actions == []:
+            prev = np.zeros((n, 0), np.float32) if n else np.array([])
+        else:
+            raise _bad(b, "actions", "a list of numbers", actions, log)
         observations = []
         for i, res in enumerate(params.camera_resolutions):
-            frames = [self._decode_png(self._conn.read_framed(f"camera {i} of brain {b!r}"), res, b)
-                      for _ in range(n)]
+            what = f"camera {i} of brain {b!r}"
+            limit = self._frame_limits[b][i]
+            frames = [self._decode_png(self._conn.read_framed(what, limit, b), res, b) for _ in range(n)]
             observations.append(np.stack(frames) if frames else
                                 np.zeros((0, res["height"], res["width"], 1 if res.get("blackAndWhite") else 3),
                                          np.float32))
-        state = np.asarray(states, dtype=np.float32).reshape(n, params.state_width)
-        memory = (np.asarray(memories, dtype=np.float32).reshape(n, params.memory_space_size) if memories
-                  else np.zeros((n, params.memory_space_size), np.float32))
-        prev = np.asarray(actions, dtype=np.float32).reshape(n, -1) if n else np.array([])
         return BrainInfo(observations, state, memory, rewards, agents, dones, prev)
 
     def _check_size(self, brain: str, field: str, got: int, expected: int, layout: str) -> None:
@@ -380,7 +494,8 @@ class API2Communicator(Communicator):
             raise UnityObservationException(
                 f"Brain {brain!r} sent an invalid {field} field: expected {expected} values ({layout}) "
                 f"but received {got}. The brain's parameters and its agents disagree; check the "
-                f"brain's state size in the scene.")
+                f"brain's state size in the scene.", brain=brain, field=field, expected=f"{expected} values",
+                received=f"{got} values")
 
     def _decode_png(self, data: bytes, res: Dict[str, Any], brain: str) -> np.ndarray:
         self._conn.send(b"RECEIVED")
@@ -399,14 +514,207 @@ class API2Communicator(Communicator):
             self._listener = None
 
 
+# ------------------------------------------------------------------------------- validation
+_repr = reprlib.Repr()
+_repr.maxstring, _repr.maxother, _repr.maxlist, _repr.maxdict, _repr.maxlevel = 60, 60, 8, 6, 3
+
+
+def _show(value: Any) -> str:
+    """A short, bounded repr of what arrived (safe for deep nesting and huge values)."""
+    return f"{type(value).__name__} {_repr.repr(value)}"
+
+
+def _bad(brain: Optional[str], field: str, expected: str, received: Any, log_path: Optional[str],
+         where: str = "state message") -> UnityMessageException:
+    whose = f"brain {brain!r}" if brain is not None else "the environment"
+    return UnityMessageException(
+        f"Protocol error: the {where} of {whose} has an invalid {field}: expected {expected}, received "
+        f"{_show(received)}. The environment sent a message this API-2 trainer cannot use; check that "
+        "the build matches this ML-Agents version and that the scene's agents send finite values.",
+        log_path, brain=brain, field=field, expected=expected, received=_show(received))
+
+
+def _field(msg: Dict[str, Any], brain: str, field: str, log_path: Optional[str]) -> Any:
+    if field not in msg:
+        raise _bad(brain, field, "the field (API-2 state messages have brain_name, agents, states, rewards, "
+                   "actions, memories, dones)", "nothing", log_path)
+    return msg[field]
+
+
+def _floats(msg: Dict[str, Any], brain: str, field: str, n: int, width: int, layout: str,
+            log_path: Optional[str]) -> np.ndarray:
+    """``msg[field]`` as ``[n, width]`` float32, refused unless it is that many finite numbers
+    within float32's range (a float32 overflow is as non-finite as an infinity)."""
+    value = _field(msg, brain, field, log_path)
+    if not isinstance(value, list):
+        raise _bad(brain, field, f"a list of numbers ({layout})", value, log_path)
+    if len(value) != n * width:
+        raise UnityObservationException(
+            f"Brain {brain!r} sent an invalid {field} field: expected {n * width} values ({layout}) "
+            f"but received {len(value)}. The brain's parameters and its agents disagree; check the "
+            f"brain's state size in the scene.", log_path, brain=brain, field=field,
+            expected=f"{n * width} values", received=f"{len(value)} values")
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError, OverflowError):
+        array = None
+    if array is None or array.ndim != 1 or array.dtype.kind not in "fiu":
+        raise _bad(brain, field, f"a flat list of numbers ({layout})", value, log_path)
+    wide = array.astype(np.float64, copy=False)
+    ok = np.abs(wide) <= F32_MAX
+    if not ok.all():
+        k = int(np.argmin(ok))
+        raise _bad(brain, f"{field}[{k}]", "a finite number within float32's range (NaN, infinity and "
+                   "values beyond 3.4e38 are environment errors)", value[k], log_path)
+    return wide.astype(np.float32).reshape(n, width)
+
+
+def _state_message_limit(params: BrainParameters) -> int:
+    """The most bytes a state message of this brain can need (MAX_AGENTS agents, long numbers)."""
+    numbers = params.state_width + params.memory_space_size + params.action_width + 1
+    return min(1 << 30, 4096 + MAX_AGENTS * (_BYTES_PER_AGENT + _BYTES_PER_NUMBER * numbers))
+
+
+def _png_limit(res: Dict[str, Any]) -> int:
+    """The most bytes a PNG of this camera can need: uncompressed 16-bit RGBA rows, twice, plus chunks."""
+    return 2 * res["height"] * (1 + 8 * res["width"]) + (64 << 10)
+
+
+def png_size(data: bytes) -> Optional[Tuple[int, int]]:
+    """A PNG's (width, height) from its IHDR chunk, without decoding it; None if it is no PNG."""
+    if len(data) < 24 or data[:8] != PNG_SIGNATURE or data[12:16] != b"IHDR":
+        return None
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def _int_field(where: str, d: Dict[str, Any], key: str, low: int, high: int, log_path: Optional[str],
+               default: Optional[int] = None) -> int:
+    value = d.get(key, default)
+    if value is None and default is not None:
+        value = default
+    if type(value) is not int or not low <= value <= high:
+        raise _academy_error(f"{where}.{key}", f"an integer from {low} to {high}", value, log_path)
+    return value
+
+
+def _academy_error(field: str, expected: str, received: Any, log_path: Optional[str]) -> UnityMessageException:
+    return UnityMessageException(
+        f"The AcademyParameters sent by the environment are malformed: {field} must be {expected}; received "
+        f"{_show(received)}. Expected the AcademyName, brainNames, brainParameters, externalBrainNames and "
+        "resetParameters of API-2; use a build made with the matching ML-Agents version.",
+        log_path, field=field, expected=expected, received=_show(received))
+
+
+def _str_list(field: str, value: Any, log_path: Optional[str], optional: bool = False) -> List[str]:
+    if value is None and optional:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _academy_error(field, "a list of names", value, log_path)
+    if len(set(value)) != len(value):
+        raise _academy_error(field, "distinct names", value, log_path)
+    return value
+
+
+def validate_academy_parameters(p: Dict[str, Any], log_path: Optional[str]) -> Handshake:
+    """The checked AcademyParameters: every field's type, range and consistency, before use."""
+    name = p.get("AcademyName")
+    if not isinstance(name, str):
+        raise _academy_error("AcademyName", "a string", name, log_path)
+    brain_names = _str_list("brainNames", p.get("brainNames"), log_path)
+    external = _str_list("externalBrainNames", p.get("externalBrainNames"), log_path, optional=True)
+    unknown = [b for b in external if b not in brain_names]
+    if unknown:
+        raise UnityMessageException(
+            f"The AcademyParameters name External brains {unknown} that are not in brainNames "
+            f"{brain_names}.", log_path, field="externalBrainNames", expected=f"names among {brain_names}",
+            received=_show(unknown))
+    reset = p.get("resetParameters")
+    reset = {} if reset is None else reset
+    if not isinstance(reset, dict):
+        raise _academy_error("resetParameters", "an object of names to numbers", reset, log_path)
+    for k, v in reset.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not abs(v) <= F32_MAX:
+            raise _academy_error(f"resetParameters[{k!r}]", "a finite number", v, log_path)
+    log = p.get("logPath")
+    if log is not None and not isinstance(log, str):
+        raise _academy_error("logPath", "a string", log, log_path)
+    params = p.get("brainParameters")
+    if not isinstance(params, list) or len(params) != len(brain_names):
+        raise _academy_error("brainParameters", f"a list of {len(brain_names)} objects (one per brain "
+                             "of brainNames)", params, log_path)
+    brains: Dict[str, BrainParameters] = {}
+    for i, (b, bp) in enumerate(zip(brain_names, params)):
+        where = f"brainParameters[{i}] (brain {b!r})"
+        if not isinstance(bp, dict):
+            raise _academy_error(where, "an object", bp, log_path)
+        clean: Dict[str, Any] = {
+            "stateSize": _int_field(where, bp, "stateSize", 0, MAX_BRAIN_SIZE, log_path),
+            "actionSize": _int_field(where, bp, "actionSize", 1, MAX_BRAIN_SIZE, log_path),
+            "memorySize": _int_field(where, bp, "memorySize", 0, MAX_BRAIN_SIZE, log_path, default=0),
+            "actionSpaceType": _int_field(where, bp, "actionSpaceType", 0, 1, log_path, default=0),
+            "stateSpaceType": _int_field(where, bp, "stateSpaceType", 0, 1, log_path, default=1),
+        }
+        cameras = bp.get("cameraResolutions")
+        cameras = [] if cameras is None else cameras
+        if not isinstance(cameras, list) or len(cameras) > 64:
+            raise _academy_error(f"{where}.cameraResolutions", "a list of at most 64 cameras", cameras, log_path)
+        clean["cameraResolutions"] = []
+        for k, cam in enumerate(cameras):
+            at = f"{where}.cameraResolutions[{k}]"
+            if not isinstance(cam, dict):
+                raise _academy_error(at, "an object with width, height and blackAndWhite", cam, log_path)
+            bw = cam.get("blackAndWhite", False)
+            if not isinstance(bw, bool):
+                raise _academy_error(f"{at}.blackAndWhite", "true or false", bw, log_path)
+            clean["cameraResolutions"].append({
+                "width": _int_field(at, cam, "width", 1, MAX_CAMERA_SIDE, log_path),
+                "height": _int_field(at, cam, "height", 1, MAX_CAMERA_SIDE, log_path),
+                "blackAndWhite": bw})
+        descriptions = bp.get("actionDescriptions")
+        if descriptions is not None and (not isinstance(descriptions, list)
+                                         or not all(isinstance(d, str) for d in descriptions)):
+            raise _academy_error(f"{where}.actionDescriptions", "a list of strings", descriptions, log_path)
+        clean["actionDescriptions"] = descriptions or []
+        if "actionBranches" in bp:
+            branches = bp["actionBranches"]
+            if not isinstance(branches, list) or len(branches) > 1024 or not all(
+                    type(x) is int and 1 <= x <= MAX_BRAIN_SIZE for x in branches):
+                raise _academy_error(f"{where}.actionBranches", "a list of positive integers", branches, log_path)
+            clean["actionBranches"] = branches
+        if "actionMasks" in bp:
+            if not isinstance(bp["actionMasks"], bool):
+                raise _academy_error(f"{where}.actionMasks", "true or false", bp["actionMasks"], log_path)
+            clean["actionMasks"] = bp["actionMasks"]
+        brains[b] = BrainParameters(b, clean)
+    return Handshake(name, brains, external, {k: float(v) for k, v in reset.items()}, log or log_path)
+
+
 def decode_api2_png(data: bytes, res: Dict[str, Any], brain: str, log_path: Optional[str]) -> np.ndarray:
-    """One API-2 camera frame as float ``[H, W, C]`` in 0..1 (C = 1 for black-and-white cameras)."""
+    """One API-2 camera frame as float ``[H, W, C]`` in 0..1 (C = 1 for black-and-white cameras).
+
+    The PNG's own header is checked against the camera first, so that a frame claiming a huge
+    image (a decompression bomb) is refused without being decoded.
+    """
+    size = png_size(data)
+    if size is None:
+        raise UnityObservationException(
+            f"Brain {brain!r} sent a camera frame that is not a PNG (expected the PNG signature and an IHDR "
+            f"chunk, received {bytes(data[:24])!r}).", log_path, brain=brain, field="camera frame",
+            expected="a PNG", received=bytes(data[:24]))
+    if size != (res["width"], res["height"]):
+        raise UnityObservationException(
+            f"Brain {brain!r} sent a {size[0]}x{size[1]} frame but declares a camera of "
+            f"{res['width']}x{res['height']} (refused from the PNG header, before decoding).", log_path,
+            brain=brain, field="camera frame", expected=f"{res['width']}x{res['height']}",
+            received=f"{size[0]}x{size[1]}")
     try:
         with Image.open(io.BytesIO(data)) as img:
             pixels = np.asarray(img.convert("RGB"), dtype=np.float32) / 255.0
     except Exception as e:  # Pillow raises several types for bad images
         raise UnityObservationException(
-            f"Brain {brain!r} sent a camera frame that is not a readable PNG ({e}).", log_path) from None
+            f"Brain {brain!r} sent a camera frame that is not a readable PNG ({type(e).__name__}: {e}).",
+            log_path, brain=brain, field="camera frame", expected="a readable PNG", received=str(e)) from None
     if pixels.shape[:2] != (res["height"], res["width"]):
         raise UnityObservationException(
             f"Brain {brain!r} sent a {pixels.shape[1]}x{pixels.shape[0]} frame but declares a camera of "

@@ -18,7 +18,7 @@ and what to do. This module knows nothing of learning and never imports TensorFl
 from __future__ import annotations
 
 import atexit
-import glob
+import errno
 import json
 import logging
 import os
@@ -37,7 +37,10 @@ from .exception import (
     UnityActionException,
     UnityCommunicationException,
     UnityEnvironmentException,
+    UnityException,
     UnityTimeOutException,
+    is_own_log,
+    register_own_log,
 )
 
 logger = logging.getLogger("unityagents")
@@ -56,6 +59,14 @@ def builtin_scenes() -> List[str]:
     except ImportError:
         return []
     return sorted(academy.SCENES)
+
+
+def _listdir(folder: str) -> List[str]:
+    """The sorted entries of ``folder`` (none when it is not a readable folder)."""
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
 
 
 class _AnyParameter(dict):
@@ -78,8 +89,10 @@ class UnityEnvironment:
         modern protocol also sends it in its initialisation message.
     :param timeout_wait: seconds to wait for any single answer of the environment.
     :param start_timeout: seconds to wait for the environment to start and connect.
-    :param log_dir: where the environment's log goes (a temporary folder by default). With
-        gRPC a Unity build writes ``<log_dir>/Player-<worker_id>.log`` (its ``-logFile``).
+    :param log_dir: where the environment's log goes. By default a private folder made for this
+        environment alone (``tempfile.mkdtemp``, mode 0700), never a shared predictable one where
+        another user could plant a symlink; it is kept after ``close`` so that the log can be
+        read. With gRPC a Unity build writes ``<log_dir>/Player-<worker_id>.log`` (its ``-logFile``).
     :param env_args: extra command-line arguments for the launched build or scene (e.g.
         ``["--frame-time-ms", "5"]`` for a built-in scene that emulates a heavy engine).
     :param protocol: ``"api2"`` (Unity builds of 2018, ML-Agents 0.3) or ``"grpc"`` (every
@@ -145,8 +158,8 @@ class UnityEnvironment:
             self._brain_names = list(hello.brains)
             self._external_brain_names = list(hello.external_brain_names)
             self._reset_parameters = dict(hello.reset_parameters)
-            if hello.log_path:
-                self._log_path = hello.log_path
+            if hello.log_path and not is_own_log(self._log_path):
+                self._log_path = hello.log_path  # only shown in messages, never read (exception.py)
             if hello.first_infos is not None:
                 self._note_agents(hello.first_infos)
                 self._restore_memories(hello.first_infos)
@@ -176,25 +189,27 @@ class UnityEnvironment:
                 name = name[: -len(ext)]
         cwd = os.getcwd()
         system = platform.system()
+        # Every candidate is an exact path: the name is never a glob pattern, so that '*' or
+        # '[ab]' names only a file of that very name.
         if system == "Darwin":
             base = os.path.basename(os.path.normpath(name))
-            candidates = [os.path.join(cwd, name + ".app", "Contents", "MacOS", base),
-                          os.path.join(name + ".app", "Contents", "MacOS", base)]
-            if protocol == "grpc":
-                candidates += [os.path.join(cwd, name + ".app", "Contents", "MacOS", "*"),
-                               os.path.join(name + ".app", "Contents", "MacOS", "*")]
+            folders = [os.path.join(cwd, name + ".app", "Contents", "MacOS"),
+                       os.path.join(name + ".app", "Contents", "MacOS")]
+            candidates = [os.path.join(f, base) for f in folders]
+            if protocol == "grpc":  # the modern rules: any file in the bundle's MacOS folder
+                candidates += [os.path.join(f, e) for f in folders for e in _listdir(f)]
         elif system == "Windows":
             candidates = [os.path.join(cwd, name + ".exe"), name + ".exe"]
             if protocol == "grpc":
-                candidates += [c for c in sorted(glob.glob(os.path.join(cwd, name, "*.exe")))
-                               if not os.path.basename(c).startswith("UnityCrashHandler")]
+                folder = os.path.join(cwd, name)
+                candidates += [os.path.join(folder, e) for e in _listdir(folder)
+                               if e.endswith(".exe") and not e.startswith("UnityCrashHandler")]
         else:
             candidates = [os.path.join(cwd, name + ".x86_64"), os.path.join(cwd, name + ".x86"),
                           name + ".x86_64", name + ".x86"]
         for candidate in candidates:
-            found = [f for f in glob.glob(candidate) if os.path.isfile(f)]
-            if found:
-                return found[0]
+            if os.path.isfile(candidate):
+                return candidate
         if protocol == "grpc" and system not in ("Darwin", "Windows") and os.path.isfile(file_name.strip()) \
                 and os.access(file_name.strip(), os.X_OK):
             return file_name.strip()
@@ -203,8 +218,11 @@ class UnityEnvironment:
     def _launch(self, file_name: str, seed: Optional[int], log_dir: Optional[str], no_graphics: bool) -> None:
         binary = self.find_unity_binary(file_name, self.protocol)
         grpc = self.protocol == "grpc"
-        log_dir = os.path.abspath(log_dir or os.path.join(tempfile.gettempdir(), "unityagents"))
+        if log_dir is None:  # private to this environment: nobody else can plant a link in it
+            log_dir = tempfile.mkdtemp(prefix=f"unityagents-worker{self.worker_id}-")
+        log_dir = os.path.abspath(log_dir)
         if binary is not None:
+            self._check_executable(binary)
             logger.info("Launching the Unity build %s on port %d (%s)", binary, self.port, self.protocol)
             if grpc:  # facts §6: graphics flags, port, log file, then the caller's arguments
                 os.makedirs(log_dir, exist_ok=True)
@@ -213,16 +231,15 @@ class UnityEnvironment:
                 args += ["--mlagents-port", str(self.port)]
                 if not any(a.lower() == "-logfile" for a in self._env_args):
                     args += ["-logFile", self._log_path]
+                    register_own_log(self._log_path)
                 cmd = [binary] + args + self._env_args
             else:
                 self._log_path = os.path.join(os.getcwd(), "unity-environment.log")
                 cmd = [binary, "--port", str(self.port)] + self._env_args
             try:  # own session: Ctrl-C reaches the trainer, which saves, then closes the environment
                 self._proc = subprocess.Popen(cmd, start_new_session=True)
-            except PermissionError:
-                raise UnityEnvironmentException(
-                    f"Couldn't launch {binary}: permission denied. Make the build executable "
-                    f"(chmod -R 755 {os.path.dirname(binary) or '.'}).") from None
+            except OSError as e:
+                raise self._launch_error(binary, e) from None
             return
         scenes = builtin_scenes()
         scene = os.path.basename(file_name.strip())
@@ -248,11 +265,56 @@ class UnityEnvironment:
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "") if env.get("PYTHONPATH") else root
         logger.info("Launching the built-in scene %s on port %d over %s (log: %s)", scene, self.port,
                     self.protocol, self._log_path)
-        with open(self._log_path, "wb"):
-            pass  # a fresh log; the scene appends to it too (-logFile), so ours must not overwrite
-        with open(self._log_path, "ab") as log:
+        # A fresh log, opened without following a symlink planted at its path (O_NOFOLLOW): a link
+        # there is refused instead of overwriting its target. The scene appends to it too (-logFile).
+        try:
+            fd = os.open(self._log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+                         | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as e:
+            if e.errno == errno.ELOOP or os.path.islink(self._log_path):
+                raise UnityEnvironmentException(
+                    f"Couldn't open the environment log {self._log_path}: it is a symbolic link (to "
+                    f"{os.readlink(self._log_path)!r}), which is never followed. Remove it, or give another "
+                    "log folder (log_dir).") from None
+            raise UnityEnvironmentException(
+                f"Couldn't open the environment log {self._log_path}: {e.strerror or e}. Give a writable "
+                "log folder (log_dir).") from None
+        register_own_log(self._log_path)
+        with os.fdopen(fd, "ab") as log:
             self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                           start_new_session=True)
+
+    @staticmethod
+    def _check_executable(binary: str) -> None:
+        """Refuse, before launching, a build that cannot be executed, with what to do about it."""
+        if not os.access(binary, os.X_OK):
+            raise UnityEnvironmentException(
+                f"Couldn't launch the Unity build {binary}: it is not executable. Make it executable "
+                f"(chmod -R 755 {os.path.dirname(binary) or '.'}), or check that its file system is not "
+                "mounted noexec.")
+
+    @staticmethod
+    def _launch_error(binary: str, e: OSError) -> UnityEnvironmentException:
+        """What an ``OSError`` of ``Popen`` means for a Unity build, and what to do."""
+        if isinstance(e, PermissionError):
+            why = (f"permission denied. Make the build executable (chmod -R 755 "
+                   f"{os.path.dirname(binary) or '.'}), or check that its file system is not mounted noexec")
+        elif e.errno == errno.ENOEXEC:
+            why = ("it is not a program this system can run (exec format error). Use the build for this "
+                   f"platform ({platform.system()} {platform.machine()}), or add a '#!' line if it is a script")
+        elif e.errno == errno.ENOENT:
+            why = ("the file or its interpreter does not exist (a '#!' line naming a missing program is a "
+                   "bad interpreter). Fix the script's first line, or rebuild for this platform")
+        else:
+            why = f"{e.strerror or e}"
+        return UnityEnvironmentException(f"Couldn't launch the Unity build {binary}: {why}.")
+
+    def _failed(self) -> None:
+        """After an error of the communicator: the exchange cannot resume, so release everything.
+
+        The process gets a short grace to quit on EXIT (and flush its log); a stuck one is killed.
+        """
+        self._close(grace=1.0)
 
     # ------------------------------------------------------------------------ failures
     def _check_process_alive(self, what: str) -> None:
@@ -380,7 +442,11 @@ class UnityEnvironment:
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise UnityEnvironmentException(
                     f"The value for reset parameter {k!r} must be an integer or a float, got {v!r}.")
-        self._communicator.send_reset(bool(train_mode), {k: float(v) for k, v in config.items()})
+        try:
+            self._communicator.send_reset(bool(train_mode), {k: float(v) for k, v in config.items()})
+        except UnityException:
+            self._failed()
+            raise
         self._awaiting = True
 
     def reset(self, train_mode: bool = True, config: Optional[Dict[str, float]] = None,
@@ -451,7 +517,13 @@ class UnityEnvironment:
                                          f"{n} agents x memorySize {params.memory_space_size}"))
             v = value.get(b)
             values[b] = [0.0] * n if v is None else self._checked(v, n, "value", b, f"{n} agents x 1")
-        self._communicator.send_step(actions, memories, values)
+        try:
+            self._communicator.send_step(actions, memories, values)
+        except UnityActionException:
+            raise  # the caller's input: the exchange has not started
+        except UnityException:
+            self._failed()
+            raise
         self._awaiting = True
 
     def receive(self) -> Dict[str, BrainInfo]:
@@ -461,7 +533,11 @@ class UnityEnvironment:
             raise UnityEnvironmentException(
                 "receive() was called with no reset or step in flight; call reset_send() or step_send() first.")
         self._awaiting = False
-        infos, self._global_done = self._communicator.receive()
+        try:
+            infos, self._global_done = self._communicator.receive()
+        except UnityException:
+            self._failed()  # a malformed or missing answer leaves the stream out of step: reap it
+            raise
         self._note_agents(infos)
         if self.protocol == "grpc":
             self._restore_memories(infos)
@@ -550,6 +626,9 @@ class UnityEnvironment:
     # ------------------------------------------------------------------------ close
     def close(self) -> None:
         """Tell the environment to quit, release the port and reap the process. Safe to call twice."""
+        self._close(grace=5.0)
+
+    def _close(self, grace: float) -> None:
         if self._closed:
             return
         self._closed = True
@@ -563,7 +642,7 @@ class UnityEnvironment:
                 logger.warning("Closing the communicator failed: %s", e)
         if self._proc is not None and self._proc.poll() is None:
             try:  # a connected environment quits when told; one that never connected is killed
-                self._proc.wait(timeout=5.0 if connected else 0.0)
+                self._proc.wait(timeout=grace if connected else 0.0)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()

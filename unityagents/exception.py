@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Optional
+import threading
+from typing import Any, Optional, Set
 
 logger = logging.getLogger("unityagents")
 
@@ -56,22 +57,79 @@ class UnityProtocolException(UnityCommunicationException):
     """
 
 
-class UnityObservationException(UnityCommunicationException):
+class UnityMessageException(UnityCommunicationException):
+    """A message of the environment has a field of the wrong type, size or value.
+
+    Raised at the boundary, before anything of the message reaches a trainer: a string reward, a
+    ``states`` that is not a list, NaN or a float32 overflow in a state, a negative ``memorySize``,
+    a frame length larger than the brain can need, JSON nested too deeply, duplicate agent ids...
+    Non-finite values sent by the environment are its error, never the trainer's.
+
+    :param brain: the brain whose message it is (None for the AcademyParameters as a whole).
+    :param field: the field, e.g. ``states`` or ``brainParameters[0].memorySize``.
+    :param expected: what the protocol allows there. :param received: what arrived (shortened).
+    """
+
+    def __init__(self, message: str, log_file_path: Optional[str] = None, *, brain: Optional[str] = None,
+                 field: Optional[str] = None, expected: Optional[str] = None, received: Any = None):
+        self.brain, self.field, self.expected, self.received = brain, field, expected, received
+        super().__init__(message, log_file_path)
+
+
+class UnityObservationException(UnityMessageException):
     """An observation disagrees with its brain's parameters (its size or shape), or a camera
     frame does not decode."""
 
 
+# Logs that this process created itself (a built-in scene's log in our log folder, the -logFile
+# we passed to a modern build). Only these are ever read into a message: a path the environment
+# names (its AcademyParameters' logPath, the gRPC initialisation's log_path) is only shown, or an
+# environment could make the trainer read any file (a key, /etc/shadow) into its errors and logs.
+_OWN_LOGS: Set[str] = set()
+_OWN_LOGS_LOCK = threading.Lock()
+
+
+def register_own_log(path: str) -> None:
+    """Mark ``path`` as a log this process created, so that errors may quote its error blocks."""
+    with _OWN_LOGS_LOCK:
+        _OWN_LOGS.add(os.path.abspath(path))
+
+
+def is_own_log(path: Optional[str]) -> bool:
+    """Whether ``path`` is a log this process created (see ``register_own_log``)."""
+    if not path:
+        return False
+    with _OWN_LOGS_LOCK:
+        return os.path.abspath(path) in _OWN_LOGS
+
+
+def _read_own_log(path: str, limit: int = 1 << 20) -> Optional[str]:
+    """The last ``limit`` bytes of one of our logs, opened without following a symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        try:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - limit))
+            return f.read(limit).decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
+
 def _log_hint(log_file_path: Optional[str]) -> str:
-    """The error blocks of the environment's log, or where to find it."""
+    """The error blocks of the environment's log when we created it, else where to find it."""
     if not log_file_path:
         return ""
+    if not is_own_log(log_file_path):
+        return f"\nThe environment says its log is at {log_file_path}."
     if not os.path.isfile(log_file_path):
         return f"\nNo environment log was found at {log_file_path}."
-    try:
-        with open(log_file_path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
-    except OSError:
+    text = _read_own_log(log_file_path)
+    if text is None:
         return f"\nThe environment log at {log_file_path} could not be read."
+    lines = text.splitlines()
     blocks, current = [], None
     for line in lines:
         if line.strip() in ("Exception", "Error") or line.startswith("Traceback"):
