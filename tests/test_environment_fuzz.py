@@ -34,7 +34,7 @@ from unityagents import UnityEnvironment, UnityException
 
 SESSIONS = 320
 TIMEOUT_WAIT = 0.3        # the client's per-message deadline in the fuzz
-SESSION_DEADLINE = 4.0    # one session: handshake, reset, two steps, close
+SESSION_DEADLINE = 2.0    # one session: handshake, reset, two steps, close (a trickle lasts 2.5 s)
 PEER_TIMEOUT = 3.0        # how long the peer waits for the client before it hangs up
 TRICKLE_SECONDS = 0.05    # one byte per this many seconds when trickling (a stand-in for 1 byte/s)
 TRICKLE_LIMIT = 2.5       # the peer gives up trickling after this long (so an old client ends too)

@@ -45,11 +45,19 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .brain import BrainInfo, BrainParameters
-from .communicator import STATS_AGGREGATIONS, Communicator, Handshake
+from .communicator import (
+    MAX_BRAIN_SIZE,
+    MAX_CAMERA_SIDE,
+    STATS_AGGREGATIONS,
+    Communicator,
+    Handshake,
+    png_size,
+)
 from .exception import (
     UnityActionException,
     UnityCommunicationException,
     UnityEnvironmentException,
+    UnityMessageException,
     UnityObservationException,
     UnityProtocolException,
     UnityTimeOutException,
@@ -161,6 +169,10 @@ def parse_stat(payload: bytes) -> Tuple[str, float, str]:
     return key, float(value), aggregation
 
 
+#: The largest message an environment may send (ML-Agents' trainer: 532,000,000 bytes).
+MAX_MESSAGE_BYTES = 532_000_000
+
+
 # ------------------------------------------------------------------------------- observations
 def split_pngs(data: bytes) -> List[bytes]:
     """The PNG files of a concatenation, found by walking each file's chunks to its IEND."""
@@ -193,6 +205,10 @@ def decode_png_observation(data: bytes, hwc: Tuple[int, int, int], mapping: Sequ
 
     planes = []
     for png in split_pngs(data):
+        size = png_size(png)  # from the IHDR chunk: a frame of the wrong size is never decoded
+        if size != (hwc[1], hwc[0]):
+            raise ValueError(f"an image's PNG header says {size[0]}x{size[1]} (refused before decoding), "
+                             f"expected {hwc[1]}x{hwc[0]}" if size else "an image has no PNG IHDR header")
         with Image.open(io.BytesIO(png)) as img:
             if img.mode not in ("L", "RGB", "RGBA"):
                 img = img.convert("RGB")
@@ -307,7 +323,9 @@ class GrpcCommunicator(Communicator):
         self._probe_port(port, worker_id)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="unityagents-grpc"),
-            options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", -1),
+            # A cap on one message of the environment (the figure ML-Agents' own trainer uses): a
+            # larger one is refused by gRPC itself instead of being buffered whole.
+            options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                      ("grpc.max_send_message_length", -1)],
         )
         handler = grpc.method_handlers_generic_handler(SERVICE, {
@@ -548,9 +566,25 @@ class GrpcCommunicator(Communicator):
                 f"Behaviour {name!r} has {continuous} continuous actions and discrete branches {branches}: "
                 "hybrid action spaces are not supported by these trainers. Give the behaviour either "
                 "continuous actions or discrete branches.")
+        log = self.env.logfile_path
+        if not 0 <= continuous <= MAX_BRAIN_SIZE or len(branches) > 1024 or not all(
+                1 <= b <= MAX_BRAIN_SIZE for b in branches):
+            raise UnityMessageException(
+                f"Behaviour {name!r} declares {continuous} continuous actions and discrete branches "
+                f"{branches[:8]}: expected 0 to {MAX_BRAIN_SIZE} continuous actions and branches of 1 to "
+                f"{MAX_BRAIN_SIZE} actions.", log, brain=name, field="action_spec",
+                expected=f"sizes within 0..{MAX_BRAIN_SIZE}", received=f"{continuous}, {branches[:8]}")
         observations, cameras, state_size = [], [], 0
         for k, obs in enumerate(first.observations):
             shape = tuple(int(d) for d in obs.shape)
+            side = MAX_CAMERA_SIDE if len(shape) == 3 else MAX_BRAIN_SIZE
+            if not 1 <= len(shape) <= 3 or not all(1 <= d <= side for d in shape) or (
+                    len(shape) == 3 and min(shape[0], shape[2]) > 64):
+                raise UnityMessageException(
+                    f"Observation {k} of behaviour {name!r} has shape {shape[:4]}: expected a vector of 1 to "
+                    f"{MAX_BRAIN_SIZE} values or a camera of at most {MAX_CAMERA_SIDE}x{MAX_CAMERA_SIDE} with "
+                    "at most 64 channels.", log, brain=name, field=f"observations[{k}].shape",
+                    expected="positive, bounded dimensions", received=str(shape[:4]))
             if len(shape) == 3:
                 hwc = (shape[1], shape[2], shape[0]) if self.channels_last else shape
                 observations.append(_ObservationSpec(shape, True, hwc))
@@ -652,10 +686,22 @@ class GrpcCommunicator(Communicator):
         deciding = [i for i in infos if not i.done]
         ending = [i for i in infos if i.done]
         row_of = {info.id: r for r, info in enumerate(deciding)}
+        log = self.env.logfile_path
+        if len(row_of) != len(deciding) or len({i.id for i in ending}) != len(ending):
+            ids = [i.id for i in infos]
+            raise UnityMessageException(
+                f"Brain {behaviour.name!r} sent the same agent id twice in one step (ids {ids[:10]}); expected "
+                "distinct ids, one decision request and at most one episode end per agent.", log,
+                brain=behaviour.name, field="agent id", expected="distinct ids", received=str(ids[:10]))
         rows = deciding + [i for i in ending if i.id not in row_of]
         n = len(rows)
         state, cameras = self._observations(behaviour, rows)
+        _check_finite(behaviour.name, "observations", state, log)
+        for c, frames in enumerate(cameras):
+            _check_finite(behaviour.name, f"camera {c}", frames, log)
         rewards = [float(i.reward) for i in rows]
+        _check_finite(behaviour.name, "reward", np.asarray(rewards + [float(i.reward) for i in ending]
+                                                           + [float(i.group_reward) for i in infos]), log)
         done = [False] * len(deciding) + [True] * (n - len(deciding))
         interrupted = [False] * n
         group_rewards = [float(i.group_reward) for i in rows]
@@ -720,6 +766,17 @@ class GrpcCommunicator(Communicator):
             except queue.Empty:
                 break
         self._server.stop(grace=1.0).wait(5.0)
+
+
+def _check_finite(brain: str, field: str, values: np.ndarray, log_path: Optional[str]) -> None:
+    """Non-finite values from the environment are its error: refuse them before a trainer sees them."""
+    if values.size and not np.isfinite(values).all():
+        k = int(np.argmin(np.isfinite(values).ravel()))
+        raise UnityMessageException(
+            f"Brain {brain!r} sent a non-finite {field} value ({values.ravel()[k]} at flat index {k}); expected "
+            "finite numbers. NaN or infinity from a scene is the environment's error: check its sensors and "
+            "reward code.", log_path, brain=brain, field=field, expected="finite numbers",
+            received=str(values.ravel()[k]))
 
 
 def _compatible(version: str) -> bool:
