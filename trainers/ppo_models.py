@@ -65,6 +65,12 @@ class PPOModel:
     and the loss side: ``taken_actions``, ``old_log_probs``, ``advantages``, ``returns``,
     ``old_value``, ``masks``, ``clip_epsilon``, ``beta``, ``policy_loss``, ``value_loss``,
     ``mean_entropy``, ``approx_kl``, ``clip_fraction``, ``grad_norm``, ``update_batch``.
+
+    With reward signals (``reward_signals``: their names, extrinsic first): ``values[name]``, one
+    value head each on the value MLP (the first is ``value``, the exported ``value_estimate``;
+    the others, ``value_head_<name>``, are not exported), with ``signal_returns[name]`` and
+    ``signal_old_values[name]`` placeholders; ``value_loss`` is the mean of their losses.
+    ``inputs`` is the shared encoder's ``trainers.encoders.Inputs``.
     """
 
     def __init__(
