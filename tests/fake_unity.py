@@ -5,6 +5,7 @@ Launched by ``UnityEnvironment`` like a real build (``Fake.x86_64 --port N``), i
 plays the ops of the JSON script named by ``$FAKE_UNITY_SCRIPT``:
 
 * ``{"send": "<latin-1 text>", "chunks": k}`` sends bytes, split into k writes (short reads);
+  with ``"trickle": s`` one byte every s seconds instead (a peer that defeats per-read timeouts);
 * ``{"recv": n}`` reads exactly n bytes and appends them to the transcript;
 * ``{"sleep": s}``, ``{"close": true}`` (drop the connection), ``{"exit": code}``.
 
@@ -36,6 +37,11 @@ def main() -> int:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if "send" in op:
                 data = op["send"].encode("latin-1")
+                if "trickle" in op:
+                    for i in range(len(data)):
+                        sock.sendall(data[i:i + 1])
+                        time.sleep(op["trickle"])
+                    continue
                 k = max(1, int(op.get("chunks", 1)))
                 size = -(-len(data) // k)
                 for i in range(0, len(data), size):

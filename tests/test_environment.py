@@ -391,3 +391,317 @@ def test_black_and_white_camera_frames_have_one_channel(fake):
     assert frames.shape == (2, 3, 4, 1)
     np.testing.assert_allclose(frames[0, :, :, 0], FRAME_A.mean(axis=2) / 255.0, atol=1e-6)
     env.close()
+
+
+# ------------------------------------------------------------------------------ issue 13: hostile environments
+from unityagents.communicator import _Connection  # noqa: E402
+from unityagents.exception import UnityMessageException, UnityObservationException, _log_hint, register_own_log  # noqa: E402,E501
+
+
+def png_claiming(width: int, height: int) -> bytes:
+    """A valid 4x3 PNG whose IHDR claims width x height: what a decompression bomb's header says."""
+    data = bytearray(png(FRAME_A))
+    struct.pack_into(">II", data, 16, width, height)
+    return bytes(data)
+
+
+def test_a_huge_png_is_refused_from_its_header_without_decoding(fake, monkeypatch):
+    import PIL.Image
+
+    opened = []
+    real_open = PIL.Image.open
+
+    def spy(fp, *args, **kwargs):
+        head = fp.getvalue()[:24] if isinstance(fp, io.BytesIO) else b""
+        opened.append(head)
+        if struct.unpack(">II", head[16:24]) == (10000, 10000):
+            pytest.fail("the 10000x10000 frame was handed to the PNG decoder")
+        return real_open(fp, *args, **kwargs)
+
+    monkeypatch.setattr(PIL.Image, "open", spy)
+    config, ops = full_session_ops()
+    bomb = [{"send": framed(ext_state(0)).decode("latin-1")}, {"recv": 8},
+            {"send": framed(png(FRAME_A)).decode("latin-1")}, {"recv": 8},
+            {"send": framed(png_claiming(10000, 10000)).decode("latin-1")}, {"recv": 8}]
+    env = fake.launch(ops[:4] + bomb)
+    with pytest.raises(UnityObservationException, match=r"10000x10000 frame .* camera of 4x3 \(refused from the "
+                                                        r"PNG header, before decoding\)") as err:
+        env.reset(config={"gravity": 3.0})
+    assert err.value.brain == "Ext" and err.value.expected == "4x3" and err.value.received == "10000x10000"
+    assert len(opened) == 1, "only the good first frame is decoded"
+    assert env._proc.poll() is not None, "the environment is reaped after the malformed message"
+    env.close()
+
+
+def test_a_peer_trickling_bytes_hits_the_message_deadline(fake):
+    """One byte every 0.1 s never lets a recv time out; the message's own deadline must."""
+    config, ops = full_session_ops()
+    slow = [{"send": framed(ext_state(0)).decode("latin-1"), "trickle": 0.1}]  # 15 s of bytes
+    env = fake.launch(ops[:4] + slow, timeout_wait=0.5)
+    with pytest.raises(UnityTimeOutException, match="longer than 0 s to send a brain's state message|longer "
+                                                    "than 1 s to send a brain's state message"):
+        env.reset(config={"gravity": 3.0})  # a per-recv timeout would wait the 15 s and succeed
+    assert env._proc.poll() is not None
+    env.close()
+
+
+class _StubEnv:
+    logfile_path = None
+
+    def _raise_timeout(self, what):
+        raise UnityTimeOutException(f"timeout reading {what}")
+
+    def _raise_lost(self, what, how):
+        raise UnityCommunicationException(f"lost {what}: {how}")
+
+
+def _read_unframed_seconds(payload: bytes) -> float:
+    """Seconds to read ``payload`` as the AcademyParameters over a socket pair, in 64 kB writes."""
+    a, b = socket.socketpair()
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 16)
+
+    def feed():
+        for i in range(0, len(payload), 1 << 16):
+            a.sendall(payload[i:i + (1 << 16)])
+
+    import threading
+
+    writer = threading.Thread(target=feed, daemon=True)
+    conn = _Connection(b, _StubEnv(), timeout=300)
+    t0 = time.perf_counter()
+    writer.start()
+    value = conn.read_json_unframed("AcademyParameters")
+    seconds = time.perf_counter() - t0
+    writer.join()
+    a.close()
+    b.close()
+    assert value["AcademyName"] == "FakeAcademy" and len(value["resetParameters"]) > 1000
+    return seconds
+
+
+def _academy_of_size(size: int) -> bytes:
+    n = size // 30
+    big = dict(ACADEMY, resetParameters={f"p_{i:08d}_\\\"x": float(i) for i in range(n)})
+    return json.dumps(big, indent=2).encode()
+
+
+def test_unframed_academy_parameters_are_read_in_linear_time():
+    small, large = _academy_of_size(3 << 20), _academy_of_size(30 << 20)
+    assert len(large) > 9 * len(small)
+    t_small = min(_read_unframed_seconds(small) for _ in range(3))
+    t_large = _read_unframed_seconds(large)
+    # 10x the data: linear is ~10x the time, the old re-decode after each read was ~100x.
+    assert t_large < 30 * t_small, (t_small, t_large)
+
+
+def test_unframed_json_reader_keeps_strings_escapes_and_a_following_token(fake):
+    """Brackets and escaped quotes inside strings do not end the value; what follows stays unread."""
+    params = dict(ACADEMY, AcademyName='Fake}"]Academy\\', logPath="")
+    text = json.dumps(params, indent=2)
+    config, ops = full_session_ops()
+    env = fake.launch([{"send": text, "chunks": 41}] + ops[1:4] + unity_sends_states(0, b"False"))
+    assert env.academy_name == 'Fake}"]Academy\\'
+    assert env.reset(config={"gravity": 3.0})["Ext"].agents == [-12, 40]
+    env.close()
+
+
+def test_deeply_nested_academy_parameters_are_a_unity_exception(fake):
+    deep = json.dumps(dict(ACADEMY, resetParameters={"x": "DEEP"})).replace('"DEEP"', "[" * 50000 + "]" * 50000)
+    with pytest.raises(UnityMessageException, match="nested more than 64 levels"):
+        fake.launch([{"send": deep}])
+
+
+@pytest.mark.parametrize("path, value, match", [
+    (("brainParameters", 0, "memorySize"), -1, r"brainParameters\[0\] \(brain 'Ext'\)\.memorySize must be an "
+                                               r"integer from 0 to \d+; received int -1"),
+    (("brainParameters", 0, "cameraResolutions"), "4x3", r"cameraResolutions must be a list of at most 64 cameras; "
+                                                         r"received str '4x3'"),
+    (("brainParameters", 1, "stateSize"), 1e39, r"stateSize must be an integer .* received float 1e\+39"),
+    (("resetParameters", "gravity"), None, r"resetParameters\['gravity'\] must be a finite number; received "
+                                           r"NoneType None"),
+    (("brainNames",), ["Ext", "Ext"], r"brainNames must be distinct names"),
+    (("logPath",), 7, r"logPath must be a string"),
+])
+def test_malformed_academy_parameters_name_field_expected_and_received(fake, path, value, match):
+    params = json.loads(json.dumps(ACADEMY))
+    target = params
+    for p in path[:-1]:
+        target = target[p]
+    target[path[-1]] = value
+    with pytest.raises(UnityMessageException, match=match):
+        fake.launch([{"send": json.dumps(params)}])
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("rewards", ["1", -1], r"invalid rewards: expected a flat list of numbers"),
+    ("states", 7, r"invalid states: expected a list of numbers"),
+    ("states", [None, 1, 2, 3, 4, 5], r"invalid states: expected a flat list of numbers"),
+    ("states", [1e39, 1, 2, 3, 4, 5], r"invalid states\[0\]: expected a finite number within float32's range"),
+    ("memories", [0, float("nan"), 0, 0], r"not JSON|invalid memories\[1\]"),
+    ("rewards", [0, 1e300], r"invalid rewards\[1\]: expected a finite number"),
+    ("actions", [1, 2, 3], r"invalid actions field: expected 4 values"),
+    ("agents", {"a": 1}, r"invalid agents: expected a list of integer agent ids"),
+    ("agents", [5, 5], r"invalid agents: expected distinct agent ids \(repeated: \[5\]\), received list \[5, 5\]"),
+    ("dones", ["false", False], r"invalid dones: expected a list of true/false"),
+])
+def test_malformed_state_messages_name_brain_field_expected_and_received(fake, field, value, match):
+    msg = json.loads(ext_state(0))
+    msg[field] = value
+    config, ops = full_session_ops()
+    env = fake.launch(ops[:4] + [{"send": framed(json.dumps(msg).encode()).decode("latin-1")}, {"recv": 8}])
+    with pytest.raises(UnityMessageException, match=match) as err:
+        env.reset(config={"gravity": 3.0})
+    if "not JSON" not in str(err.value):
+        assert err.value.brain == "Ext" and err.value.field.startswith(field), (err.value.brain, err.value.field)
+        assert "'Ext'" in str(err.value)
+    assert env._proc.poll() is not None
+    env.close()
+
+
+def test_an_absurd_length_prefix_is_refused_before_reading(fake):
+    config, ops = full_session_ops()
+    env = fake.launch(ops[:4] + [{"send": struct.pack("<I", 2 ** 32 - 1).decode("latin-1")}, {"sleep": 3}])
+    with pytest.raises(UnityMessageException, match=r"announces 4294967295 bytes, but no message of this brain "
+                                                    r"can need more than \d+"):
+        env.reset(config={"gravity": 3.0})
+    env.close()
+
+
+def test_env_name_is_matched_literally_not_as_a_glob(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    marker = tmp_path / "launched"
+    build = tmp_path / "a.x86_64"
+    build.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    build.chmod(0o755)
+    assert UnityEnvironment.find_unity_binary("a") == str(build)
+    for pattern in ("*", "?", "[a]", "*.x86_64", "a*"):
+        assert UnityEnvironment.find_unity_binary(pattern) is None, pattern
+        assert UnityEnvironment.find_unity_binary(pattern, "grpc") is None, pattern
+    with pytest.raises(UnityEnvironmentException, match="no Unity build matches it"):
+        UnityEnvironment("*", base_port=free_port())
+    assert not marker.exists(), "'*' launched a.x86_64"
+
+
+def test_a_build_that_is_not_executable_is_a_clear_error_before_launch(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    build = tmp_path / "Locked.x86_64"
+    shutil.copy(os.path.join(HERE, "fake_unity.py"), build)
+    build.chmod(0o644)
+    with pytest.raises(UnityEnvironmentException, match=r"Locked.x86_64: it is not executable\. Make it executable "
+                                                        r"\(chmod -R 755 "):
+        UnityEnvironment("Locked", base_port=free_port())
+
+
+@pytest.mark.parametrize("content, match", [
+    ("#!/no/such/interpreter\n", r"the file or its interpreter does not exist .*bad interpreter"),
+    ("\x7fELF garbage, not a program\n", r"it is not a program this system can run \(exec format error\)"),
+])
+def test_a_build_with_a_bad_interpreter_is_a_clear_error(tmp_path, monkeypatch, content, match):
+    monkeypatch.chdir(tmp_path)
+    build = tmp_path / "Broken.x86_64"
+    build.write_text(content)
+    build.chmod(0o755)
+    with pytest.raises(UnityEnvironmentException, match=rf"Couldn't launch the Unity build .*Broken.x86_64: {match}"):
+        UnityEnvironment("Broken", base_port=free_port())
+
+
+def test_a_symlink_planted_at_the_log_path_is_not_followed(tmp_path):
+    target = tmp_path / "precious.txt"
+    target.write_text("precious")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    os.symlink(target, logs / "Basic-worker0.log")
+    with pytest.raises(UnityEnvironmentException, match="is a symbolic link .* never followed"):
+        UnityEnvironment("Basic", base_port=free_port(), log_dir=str(logs))
+    assert target.read_text() == "precious"
+
+
+def test_the_default_log_folder_is_private_to_the_environment():
+    import stat
+    import tempfile
+
+    env = UnityEnvironment("Basic", base_port=free_port())
+    try:
+        folder = os.path.dirname(env.logfile_path)
+        assert os.path.dirname(folder) == tempfile.gettempdir() and folder != os.path.join(tempfile.gettempdir(),
+                                                                                           "unityagents")
+        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+        env.reset()
+    finally:
+        env.close()
+    other = UnityEnvironment("Basic", base_port=free_port())
+    other.close()
+    assert os.path.dirname(other.logfile_path) != folder
+
+
+def test_a_log_path_sent_by_the_environment_is_shown_but_never_read(fake, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("Exception\nTOPSECRET key material\n")
+    params = dict(ACADEMY, logPath=str(secret))
+    config, ops = full_session_ops()
+    env = fake.launch([{"send": json.dumps(params)}] + ops[1:4] + [{"send": framed(b"{not json").decode("latin-1")}])
+    assert env.logfile_path == str(secret)
+    with pytest.raises(UnityCommunicationException) as err:
+        env.reset(config={"gravity": 3.0})
+    assert str(secret) in str(err.value) and "TOPSECRET" not in str(err.value)
+    env.close()
+    # A log we created ourselves is still quoted.
+    own = tmp_path / "own.log"
+    own.write_text("Exception\nthe scene failed here\n")
+    register_own_log(str(own))
+    assert "the scene failed here" in _log_hint(str(own))
+    assert "TOPSECRET" not in _log_hint(str(secret))
+
+
+NAN_BUILD = '''
+import sys
+import academy.academy as a
+from academy.__main__ import main
+
+original, count = a.Academy.state_message, [0]
+
+
+def poisoned(self, brain):
+    message = original(self, brain)
+    count[0] += 1
+    if count[0] > {after}:
+        message["states"][0] = 1e39  # beyond float32: as non-finite as NaN
+    return message
+
+
+a.Academy.state_message = poisoned
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+def test_learn_stops_on_an_environment_sending_non_finite_states_with_a_finite_checkpoint(tmp_path):
+    """The environment is named as the cause, it is not restarted past --max-lifetime-restarts 0,
+    and the latest checkpoint (saved before the bad state) holds only finite numbers."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(HERE)
+    (tmp_path / "nan_build.py").write_text(NAN_BUILD.replace("{after}", "1300"))
+    build = tmp_path / "NaNBasic.x86_64"
+    build.write_text(f'#!/bin/sh\nPYTHONPATH="{root}" exec "{sys.executable}" "{tmp_path / "nan_build.py"}" Basic "$@"\n')
+    build.chmod(0o755)
+    (tmp_path / "config.yaml").write_text(
+        "BasicBrain:\n    max_steps: 1.0e6\n    summary_freq: 1000\n    batch_size: 32\n    buffer_size: 256\n"
+        "    time_horizon: 3\n    hidden_units: 16\n    num_layers: 1\n    normalize: true\n")
+    proc = subprocess.run([sys.executable, os.path.join(root, "learn.py"), "NaNBasic", "--train", "--trainer-config",
+                           "config.yaml", "--save-freq", "500", "--base-port", str(free_port()),
+                           "--max-lifetime-restarts", "0"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "UnityMessageException" in out and "brain 'BasicBrain'" in out and "invalid states[0]" in out, out
+    assert "float32's range" in out and "cannot be restarted" in out, out
+    assert "Traceback" not in out, out
+    from trainers.tf_utils import tf
+
+    latest = tf.train.latest_checkpoint(str(tmp_path / "models" / "ppo"))
+    assert latest is not None, out
+    reader = tf.train.load_checkpoint(latest)
+    for name in reader.get_variable_to_shape_map():
+        value = np.asarray(reader.get_tensor(name))
+        if value.dtype.kind == "f":
+            assert np.all(np.isfinite(value)), name

@@ -455,7 +455,7 @@ class API2Communicator(Communicator):
             raise _bad(b, "agents", f"at most {MAX_AGENTS} agents", f"{n} agents", log)
         if len(set(agents)) != n:
             dup = sorted({a for a in agents if agents.count(a) > 1})[:5]
-            raise _bad(b, "agents", "distinct agent ids", f"duplicates {dup}", log)
+            raise _bad(b, "agents", f"distinct agent ids (repeated: {dup})", agents, log)
         state = _floats(msg, b, "states", n, params.state_width,
                         f"{params.state_width} {params.state_space_type} float(s) per agent", log)
         rewards = _floats(msg, b, "rewards", n, 1, "one per agent", log).ravel().tolist()
