@@ -448,7 +448,7 @@ class API2Communicator(Communicator):
         """Check every field of one state message (types, sizes, finiteness); then build its info."""
         log = self.env.logfile_path
         agents = _field(msg, b, "agents", log)
-        if not isinstance(agents, list) or not all(type(a) is int for a in agents):
+        if not isinstance(agents, list) or not set(map(type, agents)) <= {int}:
             raise _bad(b, "agents", "a list of integer agent ids", agents, log)
         n = len(agents)
         if n > MAX_AGENTS:
@@ -458,9 +458,10 @@ class API2Communicator(Communicator):
             raise _bad(b, "agents", f"distinct agent ids (repeated: {dup})", agents, log)
         state = _floats(msg, b, "states", n, params.state_width,
                         f"{params.state_width} {params.state_space_type} float(s) per agent", log)
-        rewards = _floats(msg, b, "rewards", n, 1, "one per agent", log).ravel().tolist()
+        _floats(msg, b, "rewards", n, 1, "one per agent", log)
+        rewards = [float(r) for r in msg["rewards"]]
         dones = _field(msg, b, "dones", log)
-        if not isinstance(dones, list) or not all(type(d) is bool for d in dones):
+        if not isinstance(dones, list) or not set(map(type, dones)) <= {bool}:
             raise _bad(b, "dones", "a list of true/false, one per agent", dones, log)
         self._check_size(b, "dones", len(dones), n, "one per agent")
         memories = msg.get("memories")
@@ -554,19 +555,31 @@ def _floats(msg: Dict[str, Any], brain: str, field: str, n: int, width: int, lay
             f"but received {len(value)}. The brain's parameters and its agents disagree; check the "
             f"brain's state size in the scene.", log_path, brain=brain, field=field,
             expected=f"{n * width} values", received=f"{len(value)} values")
+    if not _finite_numbers(value):
+        for k, v in enumerate(value):  # the slow path, only to name the culprit
+            if not isinstance(v, (int, float)):
+                raise _bad(brain, field, f"a flat list of numbers ({layout})", value, log_path)
+            if not abs(v) <= F32_MAX:
+                raise _bad(brain, f"{field}[{k}]", "a finite number within float32's range (NaN, infinity "
+                           "and values beyond 3.4e38 are environment errors)", v, log_path)
+        raise _bad(brain, field, f"a flat list of finite numbers ({layout})", value, log_path)
+    return np.asarray(value, np.float32).reshape(n, width)
+
+
+def _finite_numbers(values: List[Any]) -> bool:
+    """Whether ``values`` are all numbers within float32's range, NaN and infinities excluded.
+
+    On the hot path (every state message), so in C loops: ``sum`` refuses anything but numbers
+    (strings, None, lists) and carries any NaN or infinity into its result; ``min``/``max`` bound
+    the magnitudes (a float32 overflow is as non-finite as an infinity). JSON ``true``/``false``
+    pass as the numbers 1 and 0, as in Python.
+    """
+    if not values:
+        return True
     try:
-        array = np.asarray(value)
-    except (ValueError, TypeError, OverflowError):
-        array = None
-    if array is None or array.ndim != 1 or array.dtype.kind not in "fiu":
-        raise _bad(brain, field, f"a flat list of numbers ({layout})", value, log_path)
-    wide = array.astype(np.float64, copy=False)
-    ok = np.abs(wide) <= F32_MAX
-    if not ok.all():
-        k = int(np.argmin(ok))
-        raise _bad(brain, f"{field}[{k}]", "a finite number within float32's range (NaN, infinity and "
-                   "values beyond 3.4e38 are environment errors)", value[k], log_path)
-    return wide.astype(np.float32).reshape(n, width)
+        return math.isfinite(sum(values)) and max(values) <= F32_MAX and min(values) >= -F32_MAX
+    except (TypeError, OverflowError):
+        return False
 
 
 def _state_message_limit(params: BrainParameters) -> int:
