@@ -705,3 +705,49 @@ def test_learn_stops_on_an_environment_sending_non_finite_states_with_a_finite_c
         value = np.asarray(reader.get_tensor(name))
         if value.dtype.kind == "f":
             assert np.all(np.isfinite(value)), name
+
+
+# ------------------------------------------------------------------------------ the gRPC path, same classes
+def _grpc_behaviour():
+    from unityagents.brain import BrainParameters
+    from unityagents.grpc_communicator import GrpcCommunicator, _Behaviour, _ObservationSpec
+
+    comm = GrpcCommunicator.__new__(GrpcCommunicator)
+    comm.env = _StubEnv()
+    comm.channels_last = False
+    comm.package_version = "2.0.0"
+    params = BrainParameters("Ball", {"stateSize": 3, "actionSize": 2, "memorySize": 0, "cameraResolutions": [],
+                                      "actionDescriptions": [], "actionSpaceType": 1, "stateSpaceType": 1})
+    return comm, _Behaviour("Ball", [_ObservationSpec((3,), False, size=3)], 2, [], params)
+
+
+@pytest.mark.parametrize("bad", ["nan-observation", "inf-reward", "duplicate-id"])
+def test_grpc_non_finite_values_and_duplicate_ids_are_environment_errors(bad):
+    from unityagents.protos import communicator_objects_pb2 as pb
+
+    comm, behaviour = _grpc_behaviour()
+
+    def agent(i, values=(0.1, 0.2, 0.3), reward=0.0):
+        return pb.AgentInfoProto(id=i, reward=reward, observations=[pb.ObservationProto(
+            shape=[3], float_data=pb.ObservationProto.FloatData(data=list(values)))])
+
+    good = [agent(0), agent(1)]
+    assert comm._brain_info(behaviour, good).states.shape == (2, 3)
+    infos = {"nan-observation": [agent(0), agent(1, (0.1, float("nan"), 0.3))],
+             "inf-reward": [agent(0, reward=float("inf")), agent(1)],
+             "duplicate-id": [agent(0), agent(0)]}[bad]
+    match = {"nan-observation": r"non-finite observations value \(nan", "inf-reward": "non-finite reward value",
+             "duplicate-id": "the same agent id twice"}[bad]
+    with pytest.raises(UnityMessageException, match=match) as err:
+        comm._brain_info(behaviour, infos)
+    assert err.value.brain == "Ball"
+
+
+def test_grpc_png_observation_is_refused_from_its_header_without_decoding(monkeypatch):
+    import PIL.Image
+
+    from unityagents.grpc_communicator import decode_png_observation
+
+    monkeypatch.setattr(PIL.Image, "open", lambda *a, **k: pytest.fail("the frame was handed to the decoder"))
+    with pytest.raises(ValueError, match=r"PNG header says 10000x10000 \(refused before decoding\), expected 4x3"):
+        decode_png_observation(png_claiming(10000, 10000), (3, 4, 3), [])
