@@ -106,7 +106,7 @@ def test_an_episode_that_never_finds_the_gold_scores_minus_one():
 
 def test_heuristic_scores_near_the_optimum_and_random_play_rarely_finds_the_gold():
     configs = {BRAIN: BrainConfig("heuristic")}
-    assert Academy(load_scene("Pyramids")(0), configs).run_episodes(32)[BRAIN] >= 1.8
+    assert Academy(load_scene("Pyramids")(0), configs).run_episodes(32)[BRAIN] >= 1.7
     s, rng = scene(1), np.random.default_rng(0)
     steps, successes, episodes = np.zeros(P.N_AGENTS), 0, 0
     for _ in range(6000):
@@ -118,7 +118,7 @@ def test_heuristic_scores_near_the_optimum_and_random_play_rarely_finds_the_gold
         if ended.any():
             s.reset_agents(BRAIN, np.flatnonzero(ended))
             steps[ended] = 0
-    assert episodes >= 200 and successes / episodes < 0.05
+    assert episodes >= 200 and successes / episodes < 0.01
 
 
 # ---------------------------------------------------------------- learning, end to end
