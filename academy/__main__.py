@@ -12,7 +12,6 @@ import argparse
 import logging
 import os
 import sys
-
 from typing import TYPE_CHECKING
 
 from . import SCENES, load_scene

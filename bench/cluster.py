@@ -30,6 +30,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from scaling import BRAIN, free_ports  # noqa: E402
+
 from unityagents import UnityEnvironment  # noqa: E402
 from unityagents.environment_set import EnvironmentSet  # noqa: E402
 from unityagents.ray_backend import RayEnvironmentWorker  # noqa: E402

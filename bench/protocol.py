@@ -93,9 +93,9 @@ def bench_grpc_round_trip(n: int) -> float:
     """Seconds per bare unary gRPC call (8 bytes each way) from another process, served the way
     ``GrpcCommunicator`` serves Unity: the call is handed to the main thread, which answers it."""
     import queue
+    from concurrent import futures
 
     import grpc
-    from concurrent import futures
 
     calls: "queue.SimpleQueue" = queue.SimpleQueue()
 

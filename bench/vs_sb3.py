@@ -18,7 +18,6 @@ import argparse
 import os
 import re
 import socket
-import subprocess
 import sys
 import tempfile
 import time

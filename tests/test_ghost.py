@@ -138,7 +138,7 @@ def test_the_pool_holds_the_acting_weights_only_and_matches_them_by_name():
     names = sorted(v.op.name[len(GHOST + "/snapshot_pool/"):] for v in run.ghost.pool.variables)
     assert "log_sigma" in names and "normalizer/running_mean" in names and "policy_head/kernel" in names
     assert not any(n.startswith("value") or "Adam" in n for n in names), names
-    assert all(not v in tf.trainable_variables() for v in run.ghost.pool.variables)
+    assert all(v not in tf.trainable_variables() for v in run.ghost.pool.variables)
     assert all(v.shape[0] == 3 for v in run.ghost.pool.variables)
 
 

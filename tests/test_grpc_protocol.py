@@ -313,8 +313,9 @@ def test_a_grpc_listener_names_an_api2_build(fake_build, tmp_path):
 
 
 def test_png_observations_decode_with_their_channel_rules():
-    from PIL import Image
     import io
+
+    from PIL import Image
 
     from unityagents.grpc_communicator import decode_png_observation
 

@@ -7,7 +7,6 @@ import sys
 import time
 
 import pytest
-
 from test_learn import BASIC_SHORT, LEARN, _find_process, free_port, mean_rewards, run_academy, steps
 from test_multibrain import TENNIS_SHORT, checkpoint_state, write
 

@@ -8,7 +8,6 @@ import time
 
 import numpy as np
 import pytest
-
 from test_environment_set import ScriptedWorker
 from test_learn import BASIC_SHORT, LEARN, _find_process, free_port, run_academy
 from test_multibrain import write

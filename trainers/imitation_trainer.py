@@ -32,8 +32,8 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from trainers.ghost_trainer import same_spaces_error
 from trainers.encoders import concat_features, create_inputs
+from trainers.ghost_trainer import same_spaces_error
 from trainers.models import dense, mlp
 from trainers.tf_utils import tf
 from trainers.trainer import (

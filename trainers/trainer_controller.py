@@ -49,8 +49,8 @@ from unityagents.exception import UnityException
 from .config import BrainSettings, TrainerConfig
 from .export import contract_inputs, export_graph
 from .onnx_export import export_onnx, onnx_file_stem
-from .timers import Timers
 from .tf_utils import tf
+from .timers import Timers
 from .trainer import Trainer, UnityTrainerException
 
 logger = logging.getLogger("unityagents")

@@ -22,7 +22,6 @@ from trainers.models import dense, mlp, new_trainable_variables
 from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
 
-
 _LOG_2PI = math.log(2.0 * math.pi)
 
 

@@ -18,7 +18,6 @@ from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
 
 
-
 def huber(x: tf.Tensor) -> tf.Tensor:
     """``0.5 x^2`` for ``|x| <= 1``, ``|x| - 0.5`` beyond; written without ``Select`` ops."""
     absolute = tf.abs(x)
