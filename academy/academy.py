@@ -132,7 +132,7 @@ class Scene(abc.ABC):
         self.rng = np.random.default_rng(seed)
         self.params: dict[str, float] = dict(self.default_reset_parameters)
 
-    def academy_reset(self) -> None:
+    def academy_reset(self) -> None:  # noqa: B027 (an optional hook: scenes override it or not)
         """``AcademyReset()``: called on every Academy reset, before the agents are reset."""
 
     @abc.abstractmethod

@@ -217,7 +217,7 @@ def profile(scene: str, brain: str, env_steps: int, overrides: Optional[Dict] = 
         academy.decide()
         academy.advance()
         frames = []
-        academy.finish_step(lambda b: frames.extend(academy.scene.render(b.name, i)
+        academy.finish_step(lambda b, frames=frames: frames.extend(academy.scene.render(b.name, i)
                                                   for i in range(len(b.spec.cameras))))
         t1 = time.perf_counter()
         for images in frames:

@@ -26,7 +26,7 @@ def free_port() -> int:
 def listening_beyond_loopback():
     """``(pid, address:port)`` of every TCP socket listening on a non-loopback address (/proc/net/tcp*)."""
     inodes = {}
-    for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             lines = open(table).read().splitlines()[1:]
         except OSError:

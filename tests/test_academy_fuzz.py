@@ -334,10 +334,11 @@ def test_seeded_mutations_never_crash_or_hang(academy_log):
         kind = rng.choices(["prefix+action", "reset", "command", "ack"], weights=[45, 30, 15, 10])[0]
         count = {"prefix+action": steps, "reset": 1, "command": steps + 2, "ack": 1}[kind]
         peer_script = script(rng, steps)
+        hook = make_hook(rng, kind, rng.randint(1, count))
 
-        def play(peer: Peer, _hook=make_hook(rng, kind, rng.randint(1, count))) -> None:
+        def play(peer: Peer, _hook=hook, _script=peer_script) -> None:
             peer.hook = _hook
-            peer_script(peer)
+            _script(peer)
 
         result = run_session(scene, i, play, academy_log, FUZZ_MESSAGE_TIMEOUT)
         figures["sessions"] += 1

@@ -40,7 +40,7 @@ def run(scene: str, seed: int, steps: int, action_seed: int = 0) -> list[list[di
         academy.decide()
         academy.advance()
         sent = []
-        if academy.finish_step(lambda b: sent.append(academy.state_message(b))):
+        if academy.finish_step(lambda b, sent=sent: sent.append(academy.state_message(b))):
             academy.reset()
         log.append(sent)
     return log
@@ -379,14 +379,13 @@ def test_push_academy_max_steps_gives_a_global_done():
     academy = Academy(load_scene("Push")(0))
     academy.reset()
     assert academy.scene.max_steps == 3000
-    done = False
-    for step in range(1, 3001):
+    done, steps = False, 0
+    while not done and steps < 3000:
         academy.set_external_actions({"action": {"PushBrain": [0] * 8}})
         academy.advance()
         done = academy.finish_step()
-        if done:
-            break
-    assert done and step == 3000
+        steps += 1
+    assert done and steps == 3000
 
 
 # --- heuristics stand-alone ---------------------------------------------------------------------

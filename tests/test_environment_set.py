@@ -150,7 +150,7 @@ def test_a_lesson_change_reaches_each_environment_at_its_next_reset(tmp_path):
     path.write_text('{"measure": "progress", "thresholds": [0.5], "min_lesson_length": 0, '
                     '"signal_smoothing": false, "parameters": {"size": [1.0, 2.0]}}')
     envs, made = make_set(2, {(1, 0): {"done_at": {1}}}, curriculum=str(path))
-    info = envs.reset()
+    envs.reset()
     assert made[0][0].resets == [{"size": 1.0}] and made[1][0].resets == [{"size": 1.0}]
     assert envs.curriculum.increment_lesson(0.9)
     envs.step(action={"B": np.zeros((6, 1))})

@@ -246,7 +246,10 @@ def test_python_end_speaks_the_worked_example(fake_build, tmp_path):
     assert got[1] == reset_input(ENGINE_TIME_SCALE_20)
     gravity = struct.pack("<i", 7) + b"gravity" + bytes.fromhex("00 00 00 00 c3 f5 1c 41")
     assert got[2] == reset_input(frame(PARAMETERS_UUID, gravity))
-    action = lambda row: field(1, packed_floats(1, row) + packed_floats(6, row))
+
+    def action(row):
+        return field(1, packed_floats(1, row) + packed_floats(6, row))
+
     r3 = message(field(1, field(1, field(1, b"3DBall?team=0") + field(2, action([0.5, -0.25]) + action([-1.0, 1.0])))))
     assert len(r3) == 72 and got[3] == r3   # facts §8: "R3 ... 72 bytes"
     assert got[4] == EMPTY_STEP

@@ -80,7 +80,7 @@ def run_teacher(trainer, teacher, steps, n_agents=12, seed=0):
     agents = list(range(n_agents))
     states = rng.normal(size=(n_agents, STATE_SIZE))
     previous = np.asarray(teacher(states)) * 0
-    for t in range(steps):
+    for _ in range(steps):
         done = list(rng.random(n_agents) < 0.05)
         now = info(states, previous, agents, done=done)
         student_actions = trainer.take_action({STUDENT: now, TEACHER: now})[0]

@@ -47,7 +47,7 @@ def run_academy(*args, timeout=300) -> float:
     out = subprocess.run([sys.executable, "-m", "academy", *args], cwd=ROOT, capture_output=True,
                          text=True, timeout=timeout)
     assert out.returncode == 0, out.stdout + out.stderr
-    line = [l for l in out.stdout.splitlines() if l.startswith("mean_reward")][-1]
+    line = [s for s in out.stdout.splitlines() if s.startswith("mean_reward")][-1]
     return float(line.split()[-1])
 
 

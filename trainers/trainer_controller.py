@@ -472,7 +472,7 @@ class TrainerController:
                 for name, t in self.trainers.items():
                     if name in outputs:
                         t.add_experiences(info, new_info, outputs[name])
-                for name, t in self.trainers.items():
+                for t in self.trainers.values():
                     t.process_experiences(new_info)
             for name, t in self.trainers.items():
                 if self.train and t.should_still_train and t.is_ready_update():
