@@ -20,8 +20,9 @@ in linear time, for the end of its object, with a cap on its size and on its nes
 action message's length prefix is capped before anything is allocated; and once a message has
 begun (its first byte arrived) it must be complete within ``message_timeout`` seconds, a deadline
 for the whole message rather than for each ``recv``. The wait for a message to begin has no limit,
-as in Unity: a trainer may take its time between messages (a model update, a paused process). A violation is a ``ProtocolError`` (or ``TrainerTimeout``), never
-another exception. What the values mean is checked by the Academy, for every communicator.
+as in Unity: a trainer may take its time between messages (a model update, a paused process). A
+violation is a ``ProtocolError`` (or ``TrainerTimeout``), never another exception. What the values
+mean is checked by the Academy, for every communicator.
 """
 from __future__ import annotations
 
@@ -84,7 +85,8 @@ class ExternalCommunicator:
         self._buffer = bytearray()
 
     @classmethod
-    def from_socket(cls, sock: socket.socket, message_timeout: float = DEFAULT_MESSAGE_TIMEOUT) -> "ExternalCommunicator":
+    def from_socket(cls, sock: socket.socket,
+                    message_timeout: float = DEFAULT_MESSAGE_TIMEOUT) -> "ExternalCommunicator":
         """A communicator over an already connected socket (a socketpair in tests, an inherited fd)."""
         comm = cls(0, message_timeout=message_timeout)
         sock.settimeout(None)

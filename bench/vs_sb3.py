@@ -182,8 +182,9 @@ def sb3(seed: int, target: float, budget: int, settings: str) -> Dict[str, Optio
     torch.manual_seed(seed)
     # Small MLPs run fastest on one thread; more threads only add contention on a small machine.
     torch.set_num_threads(1)
-    model = PPO("MlpPolicy", env, n_steps=chosen["n_steps"], batch_size=chosen["batch_size"], n_epochs=chosen["n_epochs"],
-                learning_rate=lambda progress: 3e-4 * progress, gamma=0.99, gae_lambda=0.95, ent_coef=0.005,
+    model = PPO("MlpPolicy", env, n_steps=chosen["n_steps"], batch_size=chosen["batch_size"],
+                n_epochs=chosen["n_epochs"], learning_rate=lambda progress: 3e-4 * progress, gamma=0.99,
+                gae_lambda=0.95, ent_coef=0.005,
                 clip_range=0.2, policy_kwargs=dict(net_arch=dict(pi=[128, 128], vf=[128, 128]),
                                                    activation_fn=torch.nn.Tanh),
                 device="cpu", seed=seed, verbose=0)
@@ -219,7 +220,8 @@ def main() -> None:
             ratios.append(best_ours / best_sb3)
             print(f"| {seed} | time to 90, best ours / best SB3 | | {best_ours / best_sb3:.2f} | |")
     if ratios:
-        print(f"\nmedian time-to-{args.target:.0f} ratio, best ours / best SB3: {np.median(ratios):.2f} (target <= 0.5)")
+        print(f"\nmedian time-to-{args.target:.0f} ratio, best ours / best SB3: {np.median(ratios):.2f} "
+              "(target <= 0.5)")
 
 
 if __name__ == "__main__":

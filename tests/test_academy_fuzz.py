@@ -359,8 +359,10 @@ ACTION = "prefix+action"
 TARGETED = [
     ("3DBall", "string action", ACTION, {"action": {"Ball3DBrain": "left"}}, 3, "action must be a list of 24 floats"),
     ("3DBall", "dict action", ACTION, {"action": {"Ball3DBrain": {"a": 1}}}, 3, "action must be a list"),
-    ("3DBall", "null action", ACTION, {"action": {"Ball3DBrain": None}}, 3, "has no action for External brain 'Ball3DBrain'"),
-    ("3DBall", "action field a list", ACTION, {"action": [1, 2]}, 3, '"action" of the action message must be an object'),
+    ("3DBall", "null action", ACTION, {"action": {"Ball3DBrain": None}}, 3,
+     "has no action for External brain 'Ball3DBrain'"),
+    ("3DBall", "action field a list", ACTION, {"action": [1, 2]}, 3,
+     '"action" of the action message must be an object'),
     ("3DBall", "message a list", ACTION, [1, 2], 3, 'must be a JSON object with "action"'),
     ("3DBall", "strings in the action", ACTION, {"action": {"Ball3DBrain": ["0.5"] * 24}}, 3, "must hold numbers only"),
     ("3DBall", "nulls in the action", ACTION, {"action": {"Ball3DBrain": [None] * 24}}, 3, "must hold numbers only"),
@@ -369,7 +371,8 @@ TARGETED = [
     ("3DBall", "1e400 action", ACTION, b'{"action": {"Ball3DBrain": [1e400]}}', 3, "not valid JSON"),
     ("3DBall", "wrong size", ACTION, {"action": {"Ball3DBrain": [0.0] * 5}}, 3, "action has 5 floats, expected 24"),
     ("3DBall", "deep action", ACTION, {"action": {"Ball3DBrain": _deep(40, 0.0)}}, 3, "nested 40 levels deep"),
-    ("Basic", "discrete action out of range", ACTION, {"action": {"BasicBrain": [2]}}, 3, r"whole number in [0, 2), got 2.0"),
+    ("Basic", "discrete action out of range", ACTION, {"action": {"BasicBrain": [2]}}, 3,
+     r"whole number in [0, 2), got 2.0"),
     ("Basic", "fractional discrete action", ACTION, {"action": {"BasicBrain": [0.5]}}, 3, "whole number in [0, 2)"),
     ("3DBallHard", "memory a string", ACTION, b'{"action": {"Ball3DHardBrain": [' + b",".join([b"0"] * 24)
      + b']}, "memory": {"Ball3DHardBrain": "x"}}', 3, "memory must be a list"),
@@ -395,10 +398,12 @@ TARGETED = [
     # Accepted as Unity would: logged and ignored, or harmless.
     ("3DBall", "string reset parameter", "reset", b'{"parameters": {"gravity": "high"}}', 0, "must be a number"),
     ("3DBall", "unknown reset parameter", "reset", b'{"parameters": {"wind": 3}}', 0, "'wind' is not a parameter"),
-    ("3DBall", "action for an unknown brain", ACTION, {"action": {"Ball3DBrain": [0.0] * 24, "Other": "x"}}, 0, "quitting"),
+    ("3DBall", "action for an unknown brain", ACTION, {"action": {"Ball3DBrain": [0.0] * 24, "Other": "x"}}, 0,
+     "quitting"),
     ("3DBall", "per-agent action rows", ACTION, {"action": {"Ball3DBrain": [[0.5, -0.5]] * 12}}, 0, "quitting"),
     # A message begun and never finished: the deadline for the whole message ends the run.
-    ("3DBall", "truncated action", "raw-action", struct.pack("<I", 100) + b'{"action"', 1, "did not complete it within 1 s"),
+    ("3DBall", "truncated action", "raw-action", struct.pack("<I", 100) + b'{"action"', 1,
+     "did not complete it within 1 s"),
     ("3DBall", "truncated reset config", "reset", b'{"train_model": tr', 1, "did not complete it within 1 s"),
 ]
 

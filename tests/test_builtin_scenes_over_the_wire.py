@@ -29,7 +29,10 @@ def rollout(scene: str, seed: int, steps: int = 20):
         for _ in range(steps):
             if env.global_done:
                 infos.append(env.reset())
-            action = rng.integers(0, 4 if scene == "GridWorld" else 2, (n, 1)) if discrete else rng.uniform(-1, 1, (n, width))
+            if discrete:
+                action = rng.integers(0, 4 if scene == "GridWorld" else 2, (n, 1))
+            else:
+                action = rng.uniform(-1, 1, (n, width))
             infos.append(env.step(action))
         for info in infos:
             b = info[brain]

@@ -58,7 +58,8 @@ MISTAKES = [
      r"key 'max_steps': expected a finite number, got '1e400', which is inf"),
     ("max_steps 1.0e+400 (a YAML float)", "A:\n  max_steps: 1.0e+400\n", r"key 'max_steps': expected a finite number"),
     ("quoted 'inf' for a float", "A:\n  epsilon: 'inf'\n", r"key 'epsilon': expected a finite number, got 'inf'"),
-    ("quoted 'nan' for an int", "A:\n  buffer_size: 'nan'\n", r"key 'buffer_size': expected a finite number, got 'nan'"),
+    ("quoted 'nan' for an int", "A:\n  buffer_size: 'nan'\n",
+     r"key 'buffer_size': expected a finite number, got 'nan'"),
     (".inf for an int", "A:\n  batch_size: .inf\n", r"key 'batch_size': expected a finite number"),
     (".inf in the default block", "default:\n  learning_rate: .inf\n",
      r"block 'default', key 'learning_rate': expected a finite number"),
@@ -72,8 +73,10 @@ MISTAKES = [
     ("buffer_size 1e9", "A:\n  buffer_size: 1.0e9\n  batch_size: 64\n", r"key 'buffer_size': must be at most 1e8"),
     ("num_epoch 1e6", "A:\n  num_epoch: 1.0e6\n", r"key 'num_epoch': must be at most 1000"),
     ("sequence_length 1e6", "A:\n  sequence_length: 1.0e6\n", r"key 'sequence_length': must be at most 10000"),
-    ("summary_freq past int32", "A:\n  summary_freq: 1.0e10\n", r"key 'summary_freq': must be at most 2147483647 .*int32"),
-    ("absurd value in default", "default:\n  num_layers: 100000\n", r"block 'default', key 'num_layers': must be at most 64"),
+    ("summary_freq past int32", "A:\n  summary_freq: 1.0e10\n",
+     r"key 'summary_freq': must be at most 2147483647 .*int32"),
+    ("absurd value in default", "default:\n  num_layers: 100000\n",
+     r"block 'default', key 'num_layers': must be at most 64"),
     ("imitation hidden_units 1e12", "A:\n  trainer: imitation\n  brain_to_imitate: T\n  hidden_units: 1.0e12\n",
      r"brain 'A', key 'hidden_units': must be at most 65536"),
     ("ghost max_num_models 1e6", "A:\n  trainer: ghost\n  brain_to_copy: B\n  max_num_models: 1.0e6\n",
@@ -102,7 +105,8 @@ def test_graph_that_cannot_fit_in_memory_is_refused_before_it_is_built(tmp_path,
         load(tmp_path, "A:\n  hidden_units: 16384\n  num_layers: 4\n")
     # The same network fits a bigger machine: the bound is the memory, not an arbitrary width.
     monkeypatch.setattr(config_module, "total_memory_bytes", lambda: 64 * GIB)
-    assert load(tmp_path, "A:\n  hidden_units: 16384\n  num_layers: 4\n").settings_for("A").parameters["num_layers"] == 4
+    settings = load(tmp_path, "A:\n  hidden_units: 16384\n  num_layers: 4\n").settings_for("A")
+    assert settings.parameters["num_layers"] == 4
 
 
 def test_buffer_that_cannot_fit_in_memory_is_refused_once_the_cameras_are_known(tmp_path, monkeypatch):
@@ -121,9 +125,12 @@ SCENE = {"Ball3DBrain": brain("Ball3DBrain"), "ghost-Ball3DBrain": brain("ghost-
 SCENE_MISTAKES = [
     ("typo'd brain block", "Ball3DBrian:\n  batch_size: 64\n",
      r"block 'Ball3DBrian' names no brain of the scene; did you mean 'Ball3DBrain'\? 'Ball3DBrain' has no block, "
-     r"so it would train with the 'default' block. Rename the block \(the scene's brains: Ball3DBrain, ghost-Ball3DBrain\)"),
-    ("brain block in the wrong case", "ball3dbrain:\n  batch_size: 64\n", r"block 'ball3dbrain' .*did you mean 'Ball3DBrain'"),
-    ("ghost copying a typo'd brain", "Ball3DBrain:\n  batch_size: 64\nghost-Ball3DBrain:\n  trainer: ghost\n  brain_to_copy: Ball3DBrian\n",
+     r"so it would train with the 'default' block. "
+     r"Rename the block \(the scene's brains: Ball3DBrain, ghost-Ball3DBrain\)"),
+    ("brain block in the wrong case", "ball3dbrain:\n  batch_size: 64\n",
+     r"block 'ball3dbrain' .*did you mean 'Ball3DBrain'"),
+    ("ghost copying a typo'd brain",
+     "Ball3DBrain:\n  batch_size: 64\nghost-Ball3DBrain:\n  trainer: ghost\n  brain_to_copy: Ball3DBrian\n",
      r"key 'brain_to_copy': the brain 'Ball3DBrian' is not in the environment"),
 ]
 

@@ -69,7 +69,8 @@ def test_frozen_graph_is_tf1_compatible_and_named_by_contract(case, tmp_path):
         assert name in nodes, name
     b = CASES[case]["brain"]
     if b.state_space_size:
-        assert nodes["Brain-A/state"].attr["dtype"].type == (tf.int32 if b.state_space_type == "discrete" else tf.float32)
+        state_dtype = tf.int32 if b.state_space_type == "discrete" else tf.float32
+        assert nodes["Brain-A/state"].attr["dtype"].type == state_dtype
     for k in range(b.number_observations):
         assert f"Brain-A/observation_{k}" in nodes
 

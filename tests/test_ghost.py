@@ -255,7 +255,8 @@ def test_the_ghost_is_not_a_learner_and_exports_nothing():
 
 
 def test_a_ghost_of_a_non_ppo_brain_or_a_mismatched_memory_is_refused():
-    with pytest.raises(UnityTrainerException, match="trained by the 'imitation' trainer.*only copy a brain trained by the 'ppo'"):
+    with pytest.raises(UnityTrainerException,
+                       match="trained by the 'imitation' trainer.*only copy a brain trained by the 'ppo'"):
         Run(ghost_overrides={"original_brain_parameters": learner_parameters(trainer="imitation")})
     brains = {LEARNER: make_brain(LEARNER, memory=8), GHOST: make_brain(GHOST, memory=4)}
     with tf.Graph().as_default() as graph:
@@ -277,7 +278,8 @@ SCENE = {
 @pytest.mark.parametrize("copied, external, match", [
     (GHOST, [LEARNER, GHOST], "brain 'ghost-TennisBrain', key 'brain_to_copy': a ghost cannot copy itself"),
     ("Nowhere", [LEARNER, GHOST], "key 'brain_to_copy': the brain 'Nowhere' is not in the environment"),
-    ("Teacher", [LEARNER, GHOST], "key 'brain_to_copy': the brain 'Teacher' is not External.*Name an External brain: TennisBrain"),
+    ("Teacher", [LEARNER, GHOST],
+     "key 'brain_to_copy': the brain 'Teacher' is not External.*Name an External brain: TennisBrain"),
     ("Small", [LEARNER, GHOST, "Small"], "key 'brain_to_copy':.*differ.*state size: 8 vs 6"),
 ], ids=["itself", "absent", "not external", "other spaces"])
 def test_check_environment_errors(copied, external, match):
@@ -298,5 +300,6 @@ def test_yaml_ghost_of_a_broadcast_brain_fails_before_training(tmp_path):
     config = load_trainer_config(str(path), load_registry())
     params = config.settings_for(GHOST).parameters
     assert params["trainer"] == "ghost" and params["new_model_freq"] == 10000
-    with pytest.raises(TrainerConfigError, match="config.yaml: brain 'ghost-TennisBrain', key 'brain_to_copy'.*not External"):
+    with pytest.raises(TrainerConfigError,
+                       match="config.yaml: brain 'ghost-TennisBrain', key 'brain_to_copy'.*not External"):
         config.settings_for_environment(SCENE, [LEARNER, GHOST])

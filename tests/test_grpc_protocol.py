@@ -536,7 +536,8 @@ def test_nothing_listens_beyond_loopback():
     env = UnityEnvironment("3DBall", base_port=free_port(), protocol="grpc", seed=0)
     try:
         v4 = [a for a, p in listening_ports("/proc/net/tcp") if p == env.port]
-        v6 = [a for a, p in listening_ports("/proc/net/tcp6") if p == env.port] if os.path.exists("/proc/net/tcp6") else []
+        v6 = ([a for a, p in listening_ports("/proc/net/tcp6") if p == env.port]
+              if os.path.exists("/proc/net/tcp6") else [])
         # gRPC may listen on an IPv6 socket bound to the v4-mapped ::ffff:127.0.0.1: still loopback.
         loopback = {"0100007F", "0000000000000000FFFF00000100007F"}
         assert len(v4 + v6) == 1 and set(v4 + v6) <= loopback, (v4, v6)  # 0.0.0.0 or [::] would fail

@@ -147,7 +147,8 @@ def test_episode_rewards_of_student_and_teacher():
     assert trainer.stats["episode_length"] == [2.0]
 
 
-@pytest.mark.parametrize("action_type, dtype, width", [(0, tf.int64, 1), (1, tf.float32, 3)], ids=["discrete", "continuous"])
+@pytest.mark.parametrize("action_type, dtype, width", [(0, tf.int64, 1), (1, tf.float32, 3)],
+                         ids=["discrete", "continuous"])
 def test_export_nodes_names_and_dtypes(action_type, dtype, width):
     trainer = make_trainer(action_type=action_type, action_size=3)
     graph = trainer.sess.graph
@@ -177,7 +178,8 @@ EXTERNAL = [STUDENT, "Learner"]
 
 @pytest.mark.parametrize("teacher, match", [
     (STUDENT, "brain 'Student', key 'brain_to_imitate': a brain cannot imitate itself"),
-    ("Nowhere", "key 'brain_to_imitate': the teacher 'Nowhere' does not broadcast.*broadcasting brains: Discrete, Teacher, Wide"),
+    ("Nowhere",
+     "key 'brain_to_imitate': the teacher 'Nowhere' does not broadcast.*broadcasting brains: Discrete, Teacher, Wide"),
     ("Learner", "key 'brain_to_imitate': the teacher 'Learner' is External.*broadcast"),
     ("Wide", "key 'brain_to_imitate':.*differ.*action size: 2 vs 3"),
     ("Discrete", "key 'brain_to_imitate':.*differ.*action space type: 'continuous' vs 'discrete'"),
@@ -209,5 +211,7 @@ def test_yaml_imitation_of_a_silent_teacher_fails_before_training(tmp_path):
     config = load_trainer_config(str(path), load_registry())
     assert config.settings_for(STUDENT).parameters["max_steps"] == 5e5
     scene = {STUDENT: SCENE[STUDENT], "Learner": SCENE["Learner"]}
-    with pytest.raises(TrainerConfigError, match="config.yaml: brain 'Student', key 'brain_to_imitate': the teacher 'Teacher' does not broadcast"):
+    with pytest.raises(TrainerConfigError,
+                       match="config.yaml: brain 'Student', key 'brain_to_imitate': "
+                             "the teacher 'Teacher' does not broadcast"):
         config.settings_for_environment(scene, [STUDENT, "Learner"])

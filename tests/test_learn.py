@@ -78,7 +78,8 @@ def test_bad_options_are_clear_errors(tmp_path):
     assert code == 1 and "no checkpoint was found in models/nothing-here" in out
     code, out = learn(tmp_path, "NoSuchScene", "--train")
     assert code == 1 and "Built-in scenes:" in out
-    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", write_config(tmp_path, "BasicBrain:\n  gama: 0.9\n"))
+    config = write_config(tmp_path, "BasicBrain:\n  gama: 0.9\n")
+    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config)
     assert code == 1 and "brain 'BasicBrain', key 'gama'" in out and "Did you mean 'gamma'" in out
 
 

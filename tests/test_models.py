@@ -139,7 +139,8 @@ def test_visual_vector_combination_builds_runs_and_trains(recurrent):
 
 
 def _build_run_and_train(state_size, state_type, cameras, recurrent, action_type):
-    brain = make_brain(state_size, state_type, action_type, action_size=3, memory=6 if recurrent else 0, cameras=cameras)
+    brain = make_brain(state_size, state_type, action_type, action_size=3, memory=6 if recurrent else 0,
+                       cameras=cameras)
     n, t = 4, 3 if recurrent else 1
     rng = np.random.default_rng(0)
     with tf.Graph().as_default(), tf.Session() as sess:

@@ -55,7 +55,8 @@ def write(path, text: str) -> str:
 def fake_build(directory, name: str, *academy_args: str) -> str:
     """A "Unity build" ``<name>.x86_64`` that runs a built-in scene with ``academy_args``."""
     path = directory / f"{name}.x86_64"
-    path.write_text(f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" -m academy {" ".join(academy_args)} "$@"\n')
+    args = " ".join(academy_args)
+    path.write_text(f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" -m academy {args} "$@"\n')
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return name
 
@@ -276,7 +277,8 @@ def test_push_lessons_advance_on_global_resets_and_load_keeps_the_lesson(tmp_pat
         "parameters": {"goal_size": [3.0, 2.0, 1.5, 1.0], "block_size": [1.5, 1.3, 1.1, 1.0],
                        "x_variation": [1.5, 1.8, 2.1, 2.5]}}))
     args = ["Push", "--train", "--curriculum", str(curriculum), "--run-path", "p"]
-    code, out = learn(tmp_path, *args, "--trainer-config", write(tmp_path / "a.yaml", PUSH_SHORT.format(max_steps=48000)))
+    config = write(tmp_path / "a.yaml", PUSH_SHORT.format(max_steps=48000))
+    code, out = learn(tmp_path, *args, "--trainer-config", config)
     assert code == 0, out
     assert lesson_changes(out) == [1, 2], out
     assert "Lesson changed. Now in Lesson 2 : goal_size -> 1.5, block_size -> 1.1, x_variation -> 2.1" in out
@@ -299,7 +301,8 @@ def test_3dball_student_reaches_70_percent_of_the_teacher_and_its_export_balance
     code, out = learn(tmp_path, "3DBallIL", "--train", "--run-path", "il", "--trainer-config", SHIPPED_CONFIG,
                       timeout=240)
     assert code == 0, out
-    teacher = [float(m) for m in re.findall(r"Student: Step: \d+\. Imitating Teacher: teacher mean reward (-?\d+\.\d+)", out)]
+    teacher_line = r"Student: Step: \d+\. Imitating Teacher: teacher mean reward (-?\d+\.\d+)"
+    teacher = [float(m) for m in re.findall(teacher_line, out)]
     student = mean_rewards(out, "Student")
     assert teacher and student, out
     assert student[-1][1] >= 0.7 * teacher[-1], out

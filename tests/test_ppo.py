@@ -39,7 +39,8 @@ def test_ppo_model_discrete():
             sess.run(tf.global_variables_initializer())
             run_list = [model.output, model.probs, model.value, model.entropy, model.learning_rate]
             feed_dict = {model.batch_size: 2, model.sequence_length: 1,
-                         model.state_in: np.array([[1, 2, 3], [3, 4, 5]]), model.observation_in[0]: np.ones([2, 40, 30, 3])}
+                         model.state_in: np.array([[1, 2, 3], [3, 4, 5]]),
+                         model.observation_in[0]: np.ones([2, 40, 30, 3])}
             action, probs, value, entropy, lr = sess.run(run_list, feed_dict=feed_dict)
     assert action.shape == (2, 1) and set(action[:, 0]) <= {0, 1}
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)

@@ -195,7 +195,8 @@ class RLTrainer(Trainer):
             f"{type(self).__name__} must implement act(info) -> PolicyOutput (see trainers.bases).")
 
     # ------------------------------------------------------------------ Trainer interface
-    def take_action(self, all_info: Mapping[str, BrainInfo]) -> Tuple[np.ndarray, Optional[np.ndarray], np.ndarray, Any]:
+    def take_action(self, all_info: Mapping[str, BrainInfo]
+                    ) -> Tuple[np.ndarray, Optional[np.ndarray], np.ndarray, Any]:
         """``act`` on this brain's agents; returns ``(actions, memories, values, PolicyOutput)``."""
         info = all_info[self.brain_name]
         n = len(info.agents)
@@ -207,7 +208,8 @@ class RLTrainer(Trainer):
         values = out.values if out.values is not None else np.zeros(n, dtype=np.float32)
         return out.actions, out.memories, values, out
 
-    def _pairs(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo]) -> Iterator[Tuple[int, int, Any]]:
+    def _pairs(self, info: Mapping[str, BrainInfo],
+               next_info: Mapping[str, BrainInfo]) -> Iterator[Tuple[int, int, Any]]:
         """``(i, j, agent)`` for each agent at row ``i`` of ``info`` and row ``j`` of ``next_info``.
 
         Agents of ``info`` missing from ``next_info`` (removed from the scene) have no transition.
@@ -300,7 +302,8 @@ class RLTrainer(Trainer):
 ON_POLICY_HYPERPARAMETERS: Dict[str, Param] = {
     **COMMON_HYPERPARAMETERS,
     "buffer_size": Param(int, 10240, check=(positive, "> 0"), doc="agent steps collected before each update"),
-    "time_horizon": Param(int, 128, check=(positive, "> 0"), doc="steps after which an unfinished trajectory is cut and bootstrapped"),
+    "time_horizon": Param(int, 128, check=(positive, "> 0"),
+                          doc="steps after which an unfinished trajectory is cut and bootstrapped"),
 }
 
 
@@ -648,13 +651,17 @@ class ReplayBuffer:
 # ---------------------------------------------------------------------------------- off-policy
 OFF_POLICY_HYPERPARAMETERS: Dict[str, Param] = {
     **COMMON_HYPERPARAMETERS,
-    "buffer_size": Param(int, 50000, check=(positive, "> 0"), doc="replay capacity in transitions; the oldest are overwritten"),
+    "buffer_size": Param(int, 50000, check=(positive, "> 0"),
+                         doc="replay capacity in transitions; the oldest are overwritten"),
     "batch_size": Param(int, 64, check=(positive, "> 0"), doc="transitions sampled for each gradient step"),
-    "learning_starts": Param(int, 1000, check=(non_negative, ">= 0"), doc="transitions collected before the first update (warm-up)"),
+    "learning_starts": Param(int, 1000, check=(non_negative, ">= 0"),
+                             doc="transitions collected before the first update (warm-up)"),
     "train_every": Param(int, 4, check=(positive, "> 0"), doc="new transitions (agent steps) per round of updates"),
     "gradient_steps": Param(int, 1, check=(positive, "> 0"), doc="gradient steps per round of updates"),
-    "target_update_interval": Param(int, 250, check=(positive, "> 0"), doc="gradient steps between target-network updates"),
-    "tau": Param(float, 1.0, check=(lambda x: 0.0 < x <= 1.0, "in (0, 1]"), doc="target update: 1 copies the online weights, < 1 moves target <- tau*online + (1-tau)*target"),
+    "target_update_interval": Param(int, 250, check=(positive, "> 0"),
+                                    doc="gradient steps between target-network updates"),
+    "tau": Param(float, 1.0, check=(lambda x: 0.0 < x <= 1.0, "in (0, 1]"),
+                 doc="target update: 1 copies the online weights, < 1 moves target <- tau*online + (1-tau)*target"),
 }
 
 

@@ -160,8 +160,10 @@ class EloRating:
 
 GHOST_HYPERPARAMETERS: Dict[str, Param] = {
     **COMMON_HYPERPARAMETERS,
-    "brain_to_copy": Param(str, None, required=True, doc="the External brain (trained here by PPO) whose past policies this brain plays"),
-    "new_model_freq": Param(int, 10000, check=(positive, "> 0"), doc="agent steps of the ghost brain between snapshots of the copied brain"),
+    "brain_to_copy": Param(str, None, required=True,
+                           doc="the External brain (trained here by PPO) whose past policies this brain plays"),
+    "new_model_freq": Param(int, 10000, check=(positive, "> 0"),
+                            doc="agent steps of the ghost brain between snapshots of the copied brain"),
     "max_num_models": Param(int, 10, check=(positive, "> 0"), doc="snapshots kept; the oldest is overwritten first"),
 }
 
@@ -262,9 +264,10 @@ class GhostTrainer(Trainer):
                 f"{where}: the brain {copied!r} is not in the environment (its brains: {', '.join(sorted(brains))}). "
                 "Name an External brain of the scene.")
         if copied not in external_brain_names:
+            others = ", ".join(n for n in external_brain_names if n != brain_name) or "none besides this one"
             raise TrainerConfigError(
                 f"{where}: the brain {copied!r} is not External, so it is not trained here and has no weights to "
-                f"copy. Name an External brain: {', '.join(n for n in external_brain_names if n != brain_name) or 'none besides this one'}.")
+                f"copy. Name an External brain: {others}.")
         difference = same_spaces_error(brains[brain_name], brains[copied])
         if difference:
             raise TrainerConfigError(

@@ -115,7 +115,8 @@ class DemonstrationBuffer:
         """Append ``n`` pairs: every field of ``batch`` has ``n`` rows."""
         n = len(next(iter(batch.values())))
         if not self.fields:
-            self.fields = {k: np.zeros((self.capacity,) + np.shape(v)[1:], np.asarray(v).dtype) for k, v in batch.items()}
+            self.fields = {k: np.zeros((self.capacity,) + np.shape(v)[1:], np.asarray(v).dtype)
+                           for k, v in batch.items()}
         rows = (self.next + np.arange(n)) % self.capacity
         for key, values in batch.items():
             self.fields[key][rows] = values
@@ -131,15 +132,20 @@ class DemonstrationBuffer:
 
 IMITATION_HYPERPARAMETERS: Dict[str, Param] = {
     **COMMON_HYPERPARAMETERS,
-    "brain_to_imitate": Param(str, None, required=True, doc="the broadcasting Player/Heuristic/Internal brain to learn from"),
-    "batch_size": Param(int, 64, check=(positive, "> 0"), doc="pairs per minibatch; an update runs once this many new pairs arrived"),
-    "batches_per_epoch": Param(int, 10, check=(positive, "> 0"), doc="Adam steps per update (each pair is used about this many times)"),
-    "buffer_size": Param(int, 10240, check=(positive, "> 0"), doc="most recent (state, action) pairs kept for training"),
+    "brain_to_imitate": Param(str, None, required=True,
+                              doc="the broadcasting Player/Heuristic/Internal brain to learn from"),
+    "batch_size": Param(int, 64, check=(positive, "> 0"),
+                        doc="pairs per minibatch; an update runs once this many new pairs arrived"),
+    "batches_per_epoch": Param(int, 10, check=(positive, "> 0"),
+                               doc="Adam steps per update (each pair is used about this many times)"),
+    "buffer_size": Param(int, 10240, check=(positive, "> 0"),
+                         doc="most recent (state, action) pairs kept for training"),
     "hidden_units": Param(int, 64, check=(positive, "> 0"), doc="units per hidden layer"),
     "num_layers": Param(int, 2, check=(non_negative, ">= 0"), doc="hidden ELU layers"),
     "learning_rate": Param(float, 1.0e-3, check=(positive, "> 0"), doc="Adam learning rate"),
     "normalize": Param(bool, False, doc="normalise continuous states by running statistics of the teacher's states"),
-    "time_horizon": Param(int, 64, check=(positive, "> 0"), doc="accepted for seed configurations; unused (pairs are stored as they arrive)"),
+    "time_horizon": Param(int, 64, check=(positive, "> 0"),
+                          doc="accepted for seed configurations; unused (pairs are stored as they arrive)"),
 }
 
 

@@ -51,19 +51,25 @@ def _one_of(*options: str):
 
 PPO_HYPERPARAMETERS: Dict[str, Param] = {
     **ON_POLICY_HYPERPARAMETERS,  # max_steps, summary_freq, trainer, buffer_size, time_horizon, ...
-    "batch_size": Param(int, 1024, check=(positive, "> 0"), doc="samples per minibatch (sequences x sequence_length when recurrent)"),
-    "beta": Param(float, 5.0e-3, check=(non_negative, ">= 0"), doc="entropy bonus coefficient, for discrete and continuous actions"),
-    "epsilon": Param(float, 0.2, check=(lambda x: 0.0 < x < 1.0, "in (0, 1)"), doc="PPO clip range of the ratio (and of the value when clip_value)"),
+    "batch_size": Param(int, 1024, check=(positive, "> 0"),
+                        doc="samples per minibatch (sequences x sequence_length when recurrent)"),
+    "beta": Param(float, 5.0e-3, check=(non_negative, ">= 0"),
+                  doc="entropy bonus coefficient, for discrete and continuous actions"),
+    "epsilon": Param(float, 0.2, check=(lambda x: 0.0 < x < 1.0, "in (0, 1)"),
+                     doc="PPO clip range of the ratio (and of the value when clip_value)"),
     "gamma": Param(float, 0.99, check=(unit_interval, "in [0, 1]"), doc="discount factor"),
     "hidden_units": Param(int, 128, check=(positive, "> 0"), doc="units per hidden layer of the policy and value MLPs"),
-    "lambd": Param(float, 0.95, check=(unit_interval, "in [0, 1]"), doc="GAE lambda: bias (0) versus variance (1) of the advantages"),
+    "lambd": Param(float, 0.95, check=(unit_interval, "in [0, 1]"),
+                   doc="GAE lambda: bias (0) versus variance (1) of the advantages"),
     "learning_rate": Param(float, 3.0e-4, check=(positive, "> 0"), doc="Adam learning rate at step 0"),
-    "learning_rate_schedule": Param(str, "linear", check=_one_of("linear", "constant"), doc="'linear' decays the learning rate to 0 at max_steps"),
+    "learning_rate_schedule": Param(str, "linear", check=_one_of("linear", "constant"),
+                                    doc="'linear' decays the learning rate to 0 at max_steps"),
     "normalize": Param(bool, True, doc="normalise continuous states by running mean and variance"),
     "num_epoch": Param(int, 3, check=(positive, "> 0"), doc="passes over the update buffer per update"),
     "num_layers": Param(int, 2, check=(non_negative, ">= 0"), doc="hidden layers of the policy and value MLPs"),
     "sequence_length": Param(int, 32, check=(positive, "> 0"), doc="steps per training sequence when use_recurrent"),
-    "use_recurrent": Param(bool, False, doc="LSTM whose state round-trips through the brain's memory (memorySize: even, > 0)"),
+    "use_recurrent": Param(bool, False,
+                           doc="LSTM whose state round-trips through the brain's memory (memorySize: even, > 0)"),
     "max_grad_norm": Param(float, 0.5, check=(positive, "> 0"), doc="global norm the gradients are clipped to"),
     "vf_coef": Param(float, 0.5, check=(non_negative, ">= 0"), doc="weight of the value loss"),
     "clip_value": Param(bool, True, doc="clip the value loss around the old value predictions (PPO2)"),
@@ -130,7 +136,8 @@ class PPOTrainer(OnPolicyTrainer):
         if params["batch_size"] > params["buffer_size"]:
             raise TrainerConfigError(
                 f"brain '{brain_name}', key 'batch_size': {params['batch_size']} is larger than buffer_size "
-                f"{params['buffer_size']}, so no minibatch could ever be filled. Lower batch_size or raise buffer_size.")
+                f"{params['buffer_size']}, so no minibatch could ever be filled. "
+                "Lower batch_size or raise buffer_size.")
         if params["use_recurrent"] and params["sequence_length"] > params["batch_size"]:
             raise TrainerConfigError(
                 f"brain '{brain_name}', key 'sequence_length': {params['sequence_length']} is longer than "
@@ -260,7 +267,8 @@ class PPOTrainer(OnPolicyTrainer):
             arrays["initial_memory"] = arrays["memory"][np.arange(len(first_real)), first_real]
         return arrays
 
-    def minibatch_feed(self, arrays: Mapping[str, np.ndarray], rows: np.ndarray, learning_rate: float) -> Dict[tf.Tensor, Any]:
+    def minibatch_feed(self, arrays: Mapping[str, np.ndarray], rows: np.ndarray,
+                       learning_rate: float) -> Dict[tf.Tensor, Any]:
         """The feed of one minibatch: ``rows`` index samples (sequences when recurrent)."""
         m = self.model
 
@@ -323,7 +331,8 @@ class PPOTrainer(OnPolicyTrainer):
         if signal_metrics and signal_names:
             for name, value in zip(signal_names, np.mean(signal_metrics, axis=0)):
                 self.add_signal_stat(name, value)
-        for key, value in zip(("policy_loss", "value_loss", "policy_entropy", "approx_kl", "clip_fraction"), np.mean(metrics, axis=0)):
+        for key, value in zip(("policy_loss", "value_loss", "policy_entropy", "approx_kl", "clip_fraction"),
+                              np.mean(metrics, axis=0)):
             self.add_stat(key, value)
         self.add_stat("learning_rate", learning_rate)
 

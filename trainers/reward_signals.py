@@ -290,7 +290,8 @@ class CuriositySignal(RewardSignal):
             forward_in = tf.concat([tf.stop_gradient(self.encoding), action_input], axis=1)
             hidden = dense(forward_in, 256, "forward_hidden", tf.nn.elu)
             predicted = dense(hidden, size, "forward_head", gain=1.0)
-            self.forward_error = 0.5 * tf.reduce_sum(tf.square(predicted - tf.stop_gradient(self.next_encoding)), axis=1)
+            self.forward_error = 0.5 * tf.reduce_sum(tf.square(predicted - tf.stop_gradient(self.next_encoding)),
+                                                     axis=1)
             self.forward_loss = tf.reduce_sum(self.forward_error * self.valid) / count
 
             self.learning_rate = tf.placeholder_with_default(float(settings["learning_rate"]), [], name="learning_rate")

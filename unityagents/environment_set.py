@@ -221,8 +221,9 @@ class EnvironmentSet:
         for i, w in enumerate(self._workers[1:], start=1):
             if {b: p.to_dict() for b, p in w.brains.items()} != reference:
                 raise UnityEnvironmentException(
-                    f"Environment {i} has other brains than environment 0 ({sorted(w.brains)} vs {sorted(first.brains)}, "
-                    "or different sizes). Every environment of a run must be the same scene or build.")
+                    f"Environment {i} has other brains than environment 0 "
+                    f"({sorted(w.brains)} vs {sorted(first.brains)}, or different sizes). "
+                    "Every environment of a run must be the same scene or build.")
 
     # ------------------------------------------------------------------ what the controller reads
     @property

@@ -92,7 +92,8 @@ class Pyramids(Scene):
             while True:
                 centre = self.rng.integers(1, ROOM - 1, 2)
                 cells = centre + PLUS
-                if np.abs(centre - self.switch[i]).sum() >= MIN_DISTANCE and not np.any(np.all(cells == self.position[i], axis=1)):
+                far = np.abs(centre - self.switch[i]).sum() >= MIN_DISTANCE
+                if far and not np.any(np.all(cells == self.position[i], axis=1)):
                     break
             self.pyramid[i] = centre
             self.cells[i, cells[:, 0], cells[:, 1]] = BRICK

@@ -24,10 +24,14 @@ DQN_HYPERPARAMETERS: Dict[str, Param] = {
     "learning_rate": Param(float, 1.0e-3, check=(positive, "> 0"), doc="Adam learning rate"),
     "hidden_units": Param(int, 64, check=(positive, "> 0"), doc="units per hidden layer of the Q-network"),
     "num_layers": Param(int, 2, check=(non_negative, ">= 0"), doc="hidden layers of the Q-network"),
-    "exploration_initial_eps": Param(float, 1.0, check=(unit_interval, "in [0, 1]"), doc="probability of a random action at step 0"),
-    "exploration_final_eps": Param(float, 0.05, check=(unit_interval, "in [0, 1]"), doc="probability of a random action after the schedule"),
-    "exploration_fraction": Param(float, 0.1, check=(lambda x: 0.0 < x <= 1.0, "in (0, 1]"), doc="fraction of max_steps over which epsilon decays linearly"),
-    "double_dqn": Param(bool, True, doc="pick the next action with the online network, evaluate it with the target (double DQN)"),
+    "exploration_initial_eps": Param(float, 1.0, check=(unit_interval, "in [0, 1]"),
+                                     doc="probability of a random action at step 0"),
+    "exploration_final_eps": Param(float, 0.05, check=(unit_interval, "in [0, 1]"),
+                                   doc="probability of a random action after the schedule"),
+    "exploration_fraction": Param(float, 0.1, check=(lambda x: 0.0 < x <= 1.0, "in (0, 1]"),
+                                  doc="fraction of max_steps over which epsilon decays linearly"),
+    "double_dqn": Param(bool, True,
+                        doc="pick the next action with the online network, evaluate it with the target (double DQN)"),
     "max_grad_norm": Param(float, 10.0, check=(positive, "> 0"), doc="global norm the gradients are clipped to"),
 }
 
