@@ -18,7 +18,7 @@ import os
 import tempfile
 from typing import Iterable, List, Set
 
-from .tf_utils import tf
+from .tf_utils import strip_default_attrs, tf
 from .trainer import UnityTrainerException
 
 #: Op types that did not exist in the TensorFlow 1.x runtimes Unity shipped with.
@@ -34,8 +34,6 @@ _REWRITES = {"AddV2": "Add"}
 
 def freeze(sess, output_nodes: Iterable[str]):
     """A frozen, TF-1.x-compatible GraphDef that keeps only what ``output_nodes`` need."""
-    from tensorflow.python.framework import op_def_registry
-
     output_nodes = list(output_nodes)
     graph_def = sess.graph.as_graph_def()
     frozen = tf.graph_util.convert_variables_to_constants(sess, graph_def, output_nodes)
@@ -43,12 +41,7 @@ def freeze(sess, output_nodes: Iterable[str]):
     for node in frozen.node:
         node.op = _REWRITES.get(node.op, node.op)
         node.device = ""
-        op_def = op_def_registry.get(node.op)
-        if op_def is None:
-            continue
-        for attr in op_def.attr:
-            if attr.HasField("default_value") and attr.name in node.attr and node.attr[attr.name] == attr.default_value:
-                del node.attr[attr.name]
+    frozen = strip_default_attrs(frozen)
     check_ops(frozen)
     return frozen
 

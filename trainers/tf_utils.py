@@ -22,4 +22,19 @@ tf.logging.set_verbosity(tf.logging.ERROR)
 tf.disable_resource_variables()
 tf.disable_control_flow_v2()
 
-__all__ = ["tf"]
+
+
+def strip_default_attrs(graph_def):
+    """``graph_def`` without the node attributes that equal their op's registered default value.
+
+    What a loader fills back in from its own op registry; stripping them lets a TensorFlow 1.x-era
+    runtime load a graph whose ops gained attributes since (e.g. ``explicit_paddings``,
+    ``half_pixel_centers``). Done with the public ``export_meta_graph(strip_default_attrs=True)``
+    rather than the private ``op_def_registry``, on an empty graph so no collection is exported.
+    """
+    with tf.Graph().as_default():
+        meta = tf.train.export_meta_graph(graph_def=graph_def, collection_list=[], strip_default_attrs=True)
+    return meta.graph_def
+
+
+__all__ = ["tf", "strip_default_attrs"]

@@ -270,20 +270,12 @@ class Trainer:
         writer = self.summary_writer
         if writer is None:
             return
-        from tensorflow.core.framework import summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
-
         from .tf_utils import tf
 
         rows = [f"| {k} | {v} |" for k, v in sorted(input_dict.items())]
         text = "\n".join(["| key | value |", "|---|---|"] + rows)
-        tensor = tensor_pb2.TensorProto(
-            dtype=types_pb2.DT_STRING,
-            tensor_shape=tensor_shape_pb2.TensorShapeProto(),
-            string_val=[text.encode()],
-        )
-        metadata = summary_pb2.SummaryMetadata(
-            plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="text")
-        )
+        tensor = tf.make_tensor_proto(text.encode())  # a DT_STRING scalar
+        metadata = tf.SummaryMetadata(plugin_data=tf.SummaryMetadata.PluginData(plugin_name="text"))
         summary = tf.Summary()
         summary.value.add(tag=key, metadata=metadata, tensor=tensor)
         writer.add_summary(summary, self.step)
