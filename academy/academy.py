@@ -4,7 +4,7 @@ Unity keeps one ``Agent`` object per agent and one ``Brain`` per decision maker.
 are rows of numpy arrays (``BrainRuntime``) so that a step over all agents costs a handful of array
 operations, and the physics lives in a ``Scene`` subclass that works on whole arrays too.
 
-The loop follows ``Academy.cs`` at #166 (facts §1.5, §1.6, §1.11):
+The loop follows Unity's ``Academy.cs`` of ML-Agents 0.3 (API-2):
 
 * a decision is taken every ``frame_to_skip + 1`` frames; skipped frames repeat the stored action;
 * ``max_steps > 0`` makes the Academy globally done after that many frames, which sets every

@@ -1,10 +1,11 @@
 """The Unity side of the modern ML-Agents protocol (communication API 1.5.0): the gRPC client.
 
 ``python -m academy <Scene> --mlagents-port N`` serves a built-in scene the way a Unity build
-made with the C# package 3.0.0 would (``shared/reference/modern-protocol-facts.md``; the
+made with the C# package 3.0.0 would (the Python end and its messages are described in
+``unityagents/grpc_communicator.py`` and the README's "Modern Unity builds (gRPC)"; the
 ``--package-version 2.3.0`` flag gives the 2.x camera layout [H,W,C] instead of [C,H,W]):
 
-* handshake (§2): call #1 carries the initialisation output ("AcademySingleton", "1.5.0", the
+* handshake: call #1 carries the initialisation output ("AcademySingleton", "1.5.0", the
   package version, seven capabilities); call #2 is a bare header; its reply is the first command;
 * every later call is the answer to Python's last reply: it runs the Academy until an agent has
   something to report (a decision request, or the end of its episode), then sends that;
@@ -164,7 +165,7 @@ class ModernUnity:
         for flag in ("baseRLCapabilities", "concatenatedPngObservations", "compressedChannelMapping",
                      "hybridActions", "trainingAnalytics", "variableLengthObservation", "multiAgentGroups"):
             setattr(init.capabilities, flag, True)
-        # log_path stays unset, as Unity sends it (facts §2); the trainer knows the -logFile it passed.
+        # log_path stays unset, as Unity sends it; the trainer knows the -logFile it passed.
         reply = self.client.exchange(hello)
         if reply.header.status != _OK or not reply.HasField("unity_input"):
             return f"the trainer refused the handshake (status {reply.header.status})"

@@ -2,7 +2,7 @@
 
 This is how Unity used a trained ``.bytes`` file, so running it here checks an export the way a game
 would: nodes are found by name under ``graphScope``, inputs are detected by node existence, and the
-graph's ``action`` output drives the agents (facts §8). Each Internal brain has its own ``tf.Graph``
+graph's ``action`` output drives the agents. Each Internal brain has its own ``tf.Graph``
 and ``Session``. TensorFlow is imported only when an Internal brain is built.
 """
 from __future__ import annotations

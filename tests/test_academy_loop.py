@@ -1,4 +1,4 @@
-"""The Academy loop's Unity semantics (facts §1.5, §1.6, §1.11) on a tiny scene built here.
+"""The Academy loop's Unity semantics (``academy/academy.py``'s docstring) on a tiny scene built here.
 
 ``Counter`` has one brain whose agents add their action to a counter each frame, are rewarded with
 the action, and are done by the scene when the counter reaches a limit. Everything it does is

@@ -1,7 +1,7 @@
 """The modern ML-Agents protocol (gRPC, communication API 1.5.0), each end against a scripted peer.
 
 * Python end: ``UnityEnvironment(..., protocol="grpc")`` launches a scripted "Unity build" (a
-  Python script named ``Fake.x86_64``) that plays the worked example of facts §8 and records
+  Python script named ``Fake.x86_64``) that plays a worked example (M1..R3 below) and records
   every reply; the replies are compared byte for byte with hand-encoded messages.
 * Unity end: ``python -m academy <Scene> --mlagents-port N`` against a scripted gRPC server in
   the test, which checks what the academy sends (M1 byte for byte, then the structure).
@@ -36,7 +36,7 @@ from unityagents.exception import (
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METHOD = "/communicator_objects.UnityToExternalProto/Exchange"
 
-# ---------------------------------------------------------------------------- facts §8, verbatim
+# ------------------------------ the worked example: messages of a C# package 3.0.0 build, verbatim
 M1 = bytes.fromhex(
     "0a 03 08 c8 01 12 32 12 30 0a 10 41 63 61 64 65 6d 79 53 69 6e 67 6c 65 74 6f 6e 12 05 31 2e 35 2e 30 "
     "3a 05 33 2e 30 2e 30 42 0e 08 01 10 01 18 01 20 01 28 01 30 01 38 01")
@@ -203,7 +203,7 @@ def test_python_end_speaks_the_worked_example(fake_build, tmp_path):
     env = UnityEnvironment("Fake", base_port=free_port(), protocol="grpc", log_dir=str(tmp_path / "logs"),
                            no_graphics=True)
     try:
-        # Launch arguments (facts §6): graphics flags, the port, the log file.
+        # Launch arguments, as a Unity player gets them: graphics flags, the port, the log file.
         args = json.loads((tmp_path / "worked.json.args").read_text())
         assert args == ["-nographics", "-batchmode", "--mlagents-port", str(env.port), "-logFile",
                         str(tmp_path / "logs" / "Player-0.log")]
@@ -251,7 +251,7 @@ def test_python_end_speaks_the_worked_example(fake_build, tmp_path):
         return field(1, packed_floats(1, row) + packed_floats(6, row))
 
     r3 = message(field(1, field(1, field(1, b"3DBall?team=0") + field(2, action([0.5, -0.25]) + action([-1.0, 1.0])))))
-    assert len(r3) == 72 and got[3] == r3   # facts §8: "R3 ... 72 bytes"
+    assert len(r3) == 72 and got[3] == r3   # the worked example's R3 is 72 bytes
     assert got[4] == EMPTY_STEP
     r5 = message(field(1, field(1, field(1, b"3DBall?team=0") + field(2, action([0.1, 0.2]) + action([0.3, 0.4])))))
     assert got[5] == r5
@@ -331,7 +331,7 @@ def test_png_observations_decode_with_their_channel_rules():
     np.testing.assert_allclose(decode_png_observation(png(rgb), (2, 3, 3), []), rgb / 255.0, atol=1e-6)
     grey = decode_png_observation(png(rgb), (2, 3, 1), [])
     np.testing.assert_allclose(grey[:, :, 0], rgb.mean(axis=2) / 255.0, atol=1e-6)
-    # Two PNGs back to back, grayscale stacked twice: mapping [0,0,0,1,1,1] (facts §4.4).
+    # Two PNGs back to back, grayscale stacked twice: mapping [0,0,0,1,1,1].
     two = decode_png_observation(png(rgb) + png(255 - rgb), (2, 3, 2), [0, 0, 0, 1, 1, 1])
     np.testing.assert_allclose(two[:, :, 1], (255 - rgb).mean(axis=2) / 255.0, atol=1e-6)
     with pytest.raises(ValueError, match="PNG signature"):
@@ -401,7 +401,7 @@ def trainer():
 
 
 def handshake(trainer, side_channel=ENGINE_TIME_SCALE_20):
-    assert trainer.next() == M1, "call #1 must be facts §8's M1 byte for byte (package 3.0.0)"
+    assert trainer.next() == M1, "call #1 must be the worked example's M1 byte for byte (package 3.0.0)"
     trainer.answer(R1_FACTS)
     assert trainer.next() == M2
     trainer.answer(reset_input(side_channel))

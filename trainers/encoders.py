@@ -3,7 +3,7 @@
 Every graph that acts for a brain (PPO's model, hence the ghost's copy of it; the imitation
 student; plugin trainers such as the example A2C and DQN) and every network that reads a brain's
 inputs (the curiosity and RND reward signals) builds them here, so the contract that Unity's
-Internal brain and ``academy/internal.py`` rely on (DESIGN §5) lives in one place. Names are
+Internal brain and ``academy/internal.py`` rely on (``docs/plugins.md`` §6) lives in one place. Names are
 relative to the caller's variable scope:
 
 * ``state``: float32 ``[N, stateSize]`` for a continuous state, int32 ``[N, 1]`` (the index) for

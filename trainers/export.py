@@ -58,7 +58,7 @@ def check_ops(graph_def) -> None:
         raise UnityTrainerException("The exported graph contains a function library, which Unity cannot load.")
 
 
-#: Inputs of the export contract (DESIGN §5). They are kept even when no output needs them
+#: Inputs of the export contract (``docs/plugins.md`` §6). They are kept even when no output needs them
 #: (``batch_size`` feeds nothing in our models), because Unity's Internal brain detects them by name.
 CONTRACT_INPUTS = ("state", "batch_size", "sequence_length", "recurrent_in", "epsilon")
 

@@ -14,7 +14,7 @@ Everything is built once in ``__init__`` (the controller finalizes the graph bef
 * two assign ops, parameterised by a slot-index placeholder: "snapshot the learner into slot k"
   and "load slot k into the acting network".
 
-Unlike the original (``reference/api2-facts.md`` §7.1, §11 items 1-2) the ghost builds no op
+Unlike the original ML-Agents 0.3 ghost trainer, this ghost builds no op
 after set-up, matches weights by their name relative to each brain's scope (not by zip order of
 prefix-matched collections), passes the memory size (not the parameter dict) as ``m_size``,
 writes a summary, and never keeps the run alive: it is not a learner, so the controller stops

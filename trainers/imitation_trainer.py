@@ -1,8 +1,8 @@
 """Imitation (behavioural cloning): an External *student* brain learns to act like a teacher brain.
 
-The teacher is a Player, Heuristic or Internal brain with ``broadcast`` on (``reference/api2-
-facts.md`` §9): Python receives its states and, in ``previous_actions``, the action each of its
-agents executed at the previous decision, but cannot act for it. The student is trained here by
+The teacher is a Player, Heuristic or Internal brain with ``broadcast`` on (API-2 then sends its
+``BrainInfo`` to Python as well): Python receives its states and, in ``previous_actions``, the
+action each of its agents executed at the previous decision, but cannot act for it. The student is trained here by
 supervised learning on the teacher's (state, action) pairs, and acts in the scene with its own
 policy meanwhile, so its episode rewards measure how well it imitates.
 
@@ -16,12 +16,13 @@ frames) with ``next_info.previous_actions[j]``. Done flags need no special case:
 Network: the vector state (one-hot if discrete, optionally normalised by running statistics) and
 one small CNN per camera, concatenated, then ``num_layers`` x ``hidden_units`` ELU layers, then
 discrete logits (softmax cross-entropy against the teacher's action index) or continuous outputs
-(squared error). Exported per DESIGN §5: inputs ``state``, ``observation_k``, ``batch_size``;
-output ``action`` (continuous float32 ``[N, a]``; discrete int64 ``[N, 1]``, the most probable
-action: the teacher we copy is a fixed policy, and sampling would only add mistakes to it).
+(squared error). Exported per the contract of ``docs/plugins.md`` §6: inputs ``state``,
+``observation_k``, ``batch_size``; output ``action`` (continuous float32 ``[N, a]``; discrete
+int64 ``[N, 1]``, the most probable action: the teacher we copy is a fixed policy, and sampling
+would only add mistakes to it).
 
-Differences from the original (§7.2, §11 item 7): no int32/int64 comparison, discrete actions
-are not reshaped with the state, ``max_steps`` is a number, the update needs a full minibatch,
+Differences from the original ML-Agents 0.3 imitation trainer: no int32/int64 comparison,
+discrete actions are not reshaped with the state, ``max_steps`` is a number, the update needs a full minibatch,
 and demonstrations live in a bounded buffer of recent pairs instead of being dropped after one
 pass, so every pair is used about ``batches_per_epoch`` times.
 """

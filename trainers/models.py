@@ -4,7 +4,7 @@ Every block creates its variables under ``tf.variable_scope(name)`` inside whate
 caller is in, so a brain built under ``variable_scope(graph_scope)`` owns all its variables and a
 second brain (or a ghost copy) never collides with it.
 
-Choices that matter for training (``reference/peers.md`` §4):
+Choices that matter for training (as in today's PPO implementations):
 
 * orthogonal kernels with a gain and zero biases (``dense``, ``conv2d``): hidden layers use
   ``sqrt(2)``, the policy head ``0.01`` (near-uniform first policy), the value head ``1``;

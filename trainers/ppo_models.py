@@ -3,7 +3,7 @@
 ``create_agent_model(brain, ...)`` keeps the seed's signature and public attributes
 (``state_in``, ``observation_in``, ``batch_size``, ``sequence_length``, ``epsilon``, ``output``,
 ``probs``, ``value``, ``entropy``, ``learning_rate``, ``memory_in``/``memory_out``), and names its
-nodes per the export contract of DESIGN §5, relative to the caller's variable scope:
+nodes per the export contract (``docs/plugins.md`` §6), relative to the caller's variable scope:
 
 ========================  =================================================================
 inputs                    ``state``, ``observation_k``, ``batch_size``, ``sequence_length``,
@@ -16,9 +16,9 @@ Nature-CNN trunk), concatenated with the vector state (one-hot if discrete, runn
 ``normalize``); with ``use_recurrent`` that concatenation feeds one LSTM whose state is the brain's
 memory, and the LSTM output is appended to it (so the small memory adds history rather than
 replacing the present input). Policy and value then have separate ``num_layers`` x ``h_size`` tanh
-MLPs (separate networks learn faster on simple control tasks, ``reference/peers.md`` §4a.13).
+MLPs (separate networks learn faster on simple control tasks).
 
-The update differs from the original on purpose (``reference/api2-facts.md`` §6, §11.15): the
+The update differs from the original ML-Agents 0.3 PPO on purpose: the
 ratio is evaluated at the *stored* action against the stored log-probability of the whole action
 (log-probs summed over dimensions), the value loss is clipped around the stored old prediction,
 the entropy bonus applies to continuous actions too, advantages are normalised per minibatch,

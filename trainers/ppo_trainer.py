@@ -1,8 +1,9 @@
 """Proximal Policy Optimisation for one External brain, on ``trainers.bases.OnPolicyTrainer``.
 
 The base collects per-agent trajectories (keeping the transition that starts from a done agent's
-post-reset state, ``reference/api2-facts.md`` §11.16), cuts them at done or ``time_horizon`` and
-calls the hooks below; PPO adds what is specific to it:
+post-reset state: Unity resets done agents before sending their state, and the original trainer's
+"skip if done" dropped each new episode's first transition), cuts them at done or ``time_horizon``
+and calls the hooks below; PPO adds what is specific to it:
 
 1. ``act``: one ``sess.run`` acts for every agent of the brain (and, when training with
    ``normalize``, folds their states into the running normaliser in the same run);

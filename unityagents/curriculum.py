@@ -1,6 +1,6 @@
 """Curriculum: lessons of reset parameters that advance as the agents improve.
 
-The JSON file has five required keys (``shared/reference/api2-facts.md`` §3)::
+The JSON file has five required keys (those of ML-Agents 0.3's curriculum files)::
 
     {"measure": "reward",            # or "progress" (fraction of max_steps done)
      "thresholds": [0.5, 0.8],       # lesson L -> L+1 once the (smoothed) measure > thresholds[L]

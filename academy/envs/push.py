@@ -8,7 +8,7 @@ the area (|x| or |z| > 8) gives −1 and done; every step costs −0.005. The bl
 harder by shrinking the goal and the block and spreading the start.
 
 The Academy's ``max_steps`` (3000 decisions) ends the episode globally, which is when a curriculum
-lesson may advance (facts §3).
+lesson may advance (see ``unityagents/curriculum.py``).
 
 Actions (discrete 5): 0 stay, 1 −x, 2 +x, 3 −z, 4 +z. State (12 floats, divided by 8): agent x, z;
 block x, z; goal x, z; block − agent x, z; goal − block x, z; then block_size and goal_size.

@@ -1,6 +1,6 @@
 """The A2C graph of one brain: policy, value and the actor-critic loss with one optimiser step.
 
-Built once, in the trainer's ``__init__``, under the brain's scope. Exported nodes (DESIGN §5):
+Built once, in the trainer's ``__init__``, under the brain's scope. Exported nodes (``docs/plugins.md`` §6):
 ``action`` (float32 ``[N, actionSize]``, or int64 ``[N, 1]`` for discrete actions),
 ``value_estimate`` ``[N, 1]`` and ``action_probs``; inputs ``state`` / ``observation_k``,
 ``batch_size`` and, for continuous actions, ``epsilon`` (the Gaussian noise, zeros unless fed, so

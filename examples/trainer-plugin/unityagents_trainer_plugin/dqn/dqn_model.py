@@ -1,6 +1,6 @@
 """The DQN graph of one brain: online and target Q-networks and the TD update, built once.
 
-Exported nodes (DESIGN §5): ``action``, the greedy action, int64 ``[N, 1]`` (exploration is done
+Exported nodes (``docs/plugins.md`` §6): ``action``, the greedy action, int64 ``[N, 1]`` (exploration is done
 by the trainer in NumPy, so the exported graph is the greedy policy) and ``value_estimate``
 (``max_a Q``, ``[N, 1]``); inputs ``state`` / ``observation_k`` and ``batch_size``.
 
