@@ -455,7 +455,7 @@ class _StubEnv:
         raise UnityCommunicationException(f"lost {what}: {how}")
 
 
-def _read_unframed_seconds(payload: bytes) -> float:
+def _read_unframed_seconds(payload: bytes, check) -> float:
     """Seconds to read ``payload`` as the AcademyParameters over a socket pair, in 64 kB writes."""
     a, b = socket.socketpair()
     a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 16)
@@ -475,21 +475,41 @@ def _read_unframed_seconds(payload: bytes) -> float:
     writer.join()
     a.close()
     b.close()
-    assert value["AcademyName"] == "FakeAcademy" and len(value["resetParameters"]) > 1000
+    check(value)
     return seconds
 
 
-def _academy_of_size(size: int) -> bytes:
-    n = size // 30
-    big = dict(ACADEMY, resetParameters={f"p_{i:08d}_\\\"x": float(i) for i in range(n)})
-    return json.dumps(big, indent=2).encode()
+def _academy_of_size(size: int):
+    """AcademyParameters of about ``size`` bytes in many reset parameters (keys with brackets and
+    escaped quotes), and a check of what was read."""
+    n = size // 32
+    entries = b",\n".join(b'    "p_%08d_{\\"[x": %d.5' % (i, i) for i in range(n))
+    head = json.dumps(dict(ACADEMY, resetParameters={}), indent=2).encode()
+    payload = head.replace(b'"resetParameters": {}', b'"resetParameters": {\n' + entries + b"\n  }")
+
+    def check(value):
+        assert value["brainNames"] == ACADEMY["brainNames"] and len(value["resetParameters"]) == n
+        assert value["resetParameters"][f'p_{n - 1:08d}_{{"[x'] == n - 1 + 0.5
+
+    return payload, check
 
 
-def test_unframed_academy_parameters_are_read_in_linear_time():
-    small, large = _academy_of_size(3 << 20), _academy_of_size(30 << 20)
-    assert len(large) > 9 * len(small)
-    t_small = min(_read_unframed_seconds(small) for _ in range(3))
-    t_large = _read_unframed_seconds(large)
+def _academy_with_a_long_string(size: int):
+    text = "\\x{}[]" * (size // 7 + 1)  # 7 bytes of JSON each
+    payload = json.dumps(dict(ACADEMY, AcademyName=text), indent=2).encode()
+
+    def check(value):
+        assert value["AcademyName"] == text and value["brainNames"] == ACADEMY["brainNames"]
+
+    return payload, check
+
+
+@pytest.mark.parametrize("make", [_academy_of_size, _academy_with_a_long_string], ids=["many keys", "one string"])
+def test_unframed_academy_parameters_are_read_in_linear_time(make):
+    (small, check_small), (large, check_large) = make(3 << 20), make(30 << 20)
+    assert len(large) > 9 * len(small) and len(large) >= 30 << 20
+    t_small = min(_read_unframed_seconds(small, check_small) for _ in range(3))
+    t_large = _read_unframed_seconds(large, check_large)
     # 10x the data: linear is ~10x the time, the old re-decode after each read was ~100x.
     assert t_large < 30 * t_small, (t_small, t_large)
 
