@@ -509,7 +509,7 @@ def test_unframed_academy_parameters_are_read_in_linear_time(make):
     (small, check_small), (large, check_large) = make(3 << 20), make(30 << 20)
     assert len(large) > 9 * len(small) and len(large) >= 30 << 20
     t_small = min(_read_unframed_seconds(small, check_small) for _ in range(3))
-    t_large = _read_unframed_seconds(large, check_large)
+    t_large = min(_read_unframed_seconds(large, check_large) for _ in range(2))  # the least disturbed runs
     # 10x the data: linear is ~10x the time, the old re-decode after each read was ~100x.
     assert t_large < 30 * t_small, (t_small, t_large)
 
