@@ -703,7 +703,8 @@ def test_learn_stops_on_an_environment_sending_non_finite_states_with_a_finite_c
     root = os.path.dirname(HERE)
     (tmp_path / "nan_build.py").write_text(NAN_BUILD.replace("{after}", "1300"))
     build = tmp_path / "NaNBasic.x86_64"
-    build.write_text(f'#!/bin/sh\nPYTHONPATH="{root}" exec "{sys.executable}" "{tmp_path / "nan_build.py"}" Basic "$@"\n')
+    wrapper = tmp_path / "nan_build.py"
+    build.write_text(f'#!/bin/sh\nPYTHONPATH="{root}" exec "{sys.executable}" "{wrapper}" Basic "$@"\n')
     build.chmod(0o755)
     (tmp_path / "config.yaml").write_text(
         "BasicBrain:\n    max_steps: 1.0e6\n    summary_freq: 1000\n    batch_size: 32\n    buffer_size: 256\n"

@@ -12,6 +12,14 @@ environment's answers into ``BrainInfo``. Two implementations exist:
 Both are driven in the same order: ``connect`` → ``handshake`` → (``send_reset`` |
 ``send_step``) → ``receive`` ... → ``close``. A send and its receive are split so that a set of
 environments can all simulate at once (``UnityEnvironment.reset_send``/``step_send``/``receive``).
+
+Everything that arrives from an environment is checked here, at the boundary, before any of it
+reaches a trainer: every field's type, size and range (``validate_academy_parameters``,
+``_brain_info``), finiteness within float32 (NaN, infinities and overflows are the environment's
+error), a camera frame's PNG header before it is decoded, each message's length against what its
+brain can need, one deadline per message however it is split, and the unframed JSON in linear
+time. Any failure is a ``UnityException`` subclass (``UnityMessageException`` for a malformed
+field) naming the brain, the field, what was expected and what arrived.
 """
 from __future__ import annotations
 
@@ -395,7 +403,8 @@ class API2Communicator(Communicator):
         if api != API2_VERSION:
             raise UnityEnvironmentException(
                 f"The API number is not compatible between Unity and python. Python API: {API2_VERSION}, "
-                f"Unity API: {api if isinstance(api, str) else _show(api):.80}. Use a Unity build made with the ML-Agents version of this package."
+                f"Unity API: {api if isinstance(api, str) else _show(api):.80}. Use a Unity build made with the "
+                "ML-Agents version of this package."
             )
         hello = validate_academy_parameters(p, self.env.logfile_path)
         self._brains, self._brain_names = hello.brains, list(hello.brains)

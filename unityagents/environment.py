@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import atexit
 import errno
-import json
 import logging
 import os
 import platform
