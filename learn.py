@@ -6,7 +6,7 @@ Usage:
 
 Arguments:
   <env>                      A Unity build (3DBall, builds/3DBall.x86_64, ...) or a built-in scene:
-                             3DBall, 3DBallHard, Basic, GridWorld, Hallway, Tennis, 3DBallIL, Push.
+                             3DBall, 3DBallHard, Basic, GridWorld, Hallway, Tennis, 3DBallIL, Push, Pyramids.
 
 Options:
   -h --help                  Show this message.
