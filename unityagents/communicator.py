@@ -185,13 +185,20 @@ class _Connection:
         self.env = env
         self.timeout = timeout
         self.pending = bytearray()
+        self.sock.settimeout(timeout)
+        self._sock_timeout = timeout
 
     def _fill(self, what: str, deadline: float) -> None:
         left = deadline - time.monotonic()
         if left <= 0:
             self.env._raise_timeout(what)
         try:
-            self.sock.settimeout(left)
+            # The socket keeps the full timeout (no system call on the hot path, where a message
+            # comes in one read); only a message that is late shortens it to what is left.
+            want = left if left < self.timeout - 0.01 else self.timeout
+            if want != self._sock_timeout:
+                self.sock.settimeout(want)
+                self._sock_timeout = want
             chunk = self.sock.recv(65536)
         except socket.timeout:
             self.env._raise_timeout(what)
@@ -319,8 +326,9 @@ class _Connection:
 
     def send(self, data: bytes) -> None:
         try:
-            if self.sock.gettimeout() != self.timeout:  # a read may have left a shorter one
+            if self._sock_timeout != self.timeout:  # a late message left a shorter one
                 self.sock.settimeout(self.timeout)
+                self._sock_timeout = self.timeout
             self.sock.sendall(data)
         except OSError as e:
             self.env._raise_lost("a send to the environment", f"the socket failed ({e})")
