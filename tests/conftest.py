@@ -1,11 +1,19 @@
 """Helpers shared by many test files, and the test session's one Ray cluster.
 
+Test files import the helpers as ``from conftest import ...`` (``tests/`` has no ``__init__.py``,
+so pytest puts it on ``sys.path``): free ports, running ``learn.py`` and ``python -m academy``,
+finding an academy process, writing a configuration file.
+
 Ray is told to stay on loopback before anything imports it: with
 ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` its processes bind 127.0.0.1 on Linux.
 """
 import ipaddress
 import os
+import re
 import socket
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -14,6 +22,7 @@ os.environ["RAY_AUTH_MODE"] = "disabled"
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LEARN = os.path.join(ROOT, "learn.py")
 
 
 def free_port() -> int:
@@ -21,6 +30,47 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def learn(cwd, *args, timeout=600, port=None):
+    """Run learn.py in ``cwd`` (on ``port``, or a free one); return (exit code, console output)."""
+    proc = subprocess.run([sys.executable, LEARN, *args, "--base-port", str(port or free_port())], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def run_academy(*args, timeout=300) -> float:
+    """Run ``python -m academy`` stand-alone (it must exit 0); return its last ``mean_reward``."""
+    out = subprocess.run([sys.executable, "-m", "academy", *args], cwd=ROOT, capture_output=True,
+                         text=True, timeout=timeout)
+    assert out.returncode == 0, out.stdout + out.stderr
+    line = [s for s in out.stdout.splitlines() if s.startswith("mean_reward")][-1]
+    return float(line.split()[-1])
+
+
+def mean_rewards(output: str, brain: str):
+    """The mean rewards of the console's summary lines of ``brain``."""
+    return [float(m) for m in re.findall(rf"{brain}: Step: \d+\. Mean Reward: (-?\d+\.\d+)", output)]
+
+
+def find_academy_process(needle: str) -> int:
+    """The pid of a running ``academy`` process whose command line contains ``needle``."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "academy" in cmdline and needle in cmdline:
+            return int(pid)
+    raise AssertionError(f"no academy process with {needle!r}")
+
+
+def write(path, text: str) -> str:
+    """Write ``text`` (dedented) to ``path``; return the path as a string."""
+    path.write_text(textwrap.dedent(text))
+    return str(path)
 
 
 def listening_beyond_loopback():

@@ -1,8 +1,8 @@
 """UnityEnvironment against the built-in scenes: BrainInfo shapes and types, and determinism per seed."""
-import socket
 
 import numpy as np
 import pytest
+from conftest import free_port
 
 from unityagents import UnityEnvironment
 
@@ -12,12 +12,6 @@ EXPECTED = {
     "Basic": ("BasicBrain", 1, (1,), np.float32, [], 1, True),
     "GridWorld": ("GridWorldBrain", 1, (0,), np.float32, [(84, 84, 3)], 1, True),
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rollout(scene: str, seed: int, steps: int = 20):

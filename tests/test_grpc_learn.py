@@ -6,12 +6,12 @@ Brain names are behaviour names, ``?team=N`` included.
 """
 import os
 import re
-import socket
 import subprocess
 import sys
 import textwrap
 
 import pytest
+from conftest import free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -27,12 +27,6 @@ config = load_trainer_config("config.yaml", load_registry())
 env = UnityEnvironment({scene!r}, base_port={port}, protocol="grpc", seed=0, log_dir="logs", curriculum={curriculum!r})
 TrainerController(env, config, env_name={scene!r}, run_path="grpc", seed=0).start_learning()
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def train(tmp_path, scene, config, curriculum=None, timeout=900):

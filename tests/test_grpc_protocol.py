@@ -12,7 +12,6 @@ The hand encoder below is deliberately separate from both ends' generated code.
 import json
 import os
 import queue
-import socket
 import stat
 import struct
 import subprocess
@@ -24,6 +23,7 @@ from concurrent import futures
 import grpc
 import numpy as np
 import pytest
+from conftest import free_port
 
 from unityagents import UnityEnvironment
 from unityagents.exception import (
@@ -81,12 +81,6 @@ def reset_input(side_channel: bytes) -> bytes:
 
 def frame(channel: uuid.UUID, payload: bytes) -> bytes:
     return channel.bytes_le + struct.pack("<i", len(payload)) + payload
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ---------------------------------------------------------------------------- the scripted Unity

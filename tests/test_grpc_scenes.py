@@ -4,19 +4,13 @@ Shapes and types of the built-in scenes over the modern protocol, the camera lay
 3.x decoding to the same pixels, determinism per seed, decision periods, action masks, and the
 side channels (engine configuration, environment parameters, stats).
 """
-import socket
 
 import numpy as np
 import pytest
+from conftest import free_port
 
 from unityagents import UnityEnvironment
 from unityagents.grpc_communicator import EngineConfig
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def open_env(scene, tmp_path, seed=0, **kwargs):

@@ -1,23 +1,17 @@
 """Gymnasium bridges (``unityagents/gym.py``) over the socket, against the built-in scenes."""
 from __future__ import annotations
 
-import socket
 import warnings
 
 import gymnasium
 import numpy as np
 import pytest
+from conftest import free_port
 from gymnasium.utils.env_checker import check_env
 
 from unityagents import UnityEnvironment
 from unityagents.exception import UnityEnvironmentException
 from unityagents.gym import UnityToGymWrapper, UnityVectorEnv
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def open_env(scene: str, seed: int = 0) -> UnityEnvironment:

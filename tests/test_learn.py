@@ -3,22 +3,13 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
 import yaml
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LEARN = os.path.join(ROOT, "learn.py")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from conftest import LEARN, find_academy_process, free_port, learn, mean_rewards, run_academy
 
 
 def write_config(tmp_path, text: str) -> str:
@@ -27,28 +18,8 @@ def write_config(tmp_path, text: str) -> str:
     return str(path)
 
 
-def learn(tmp_path, *args, timeout=600, **popen):
-    """Run learn.py in ``tmp_path``; return (exit code, output)."""
-    cmd = [sys.executable, LEARN, *args, "--base-port", str(free_port())]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=timeout)
-    return proc.returncode, proc.stdout + proc.stderr
-
-
-def mean_rewards(output: str, brain: str):
-    """The mean rewards of the console's summary lines of ``brain``."""
-    return [float(m) for m in re.findall(rf"{brain}: Step: \d+\. Mean Reward: (-?\d+\.\d+)", output)]
-
-
 def steps(output: str, brain: str):
     return [int(m) for m in re.findall(rf"{brain}: Step: (\d+)\.", output)]
-
-
-def run_academy(*args, timeout=300) -> float:
-    out = subprocess.run([sys.executable, "-m", "academy", *args], cwd=ROOT, capture_output=True,
-                         text=True, timeout=timeout)
-    assert out.returncode == 0, out.stdout + out.stderr
-    line = [s for s in out.stdout.splitlines() if s.startswith("mean_reward")][-1]
-    return float(line.split()[-1])
 
 
 BASIC_SHORT = """
@@ -117,7 +88,7 @@ def test_environment_death_exits_non_zero_and_keeps_the_checkpoint(tmp_path):
         deadline = time.time() + 120
         while not list((tmp_path / "models" / "ppo").glob("model-*.cptk.index")) and time.time() < deadline:
             time.sleep(0.2)
-        academy_pid = _find_process(f"--port {port}")
+        academy_pid = find_academy_process(f"--port {port}")
         os.kill(academy_pid, signal.SIGKILL)
         out, _ = proc.communicate(timeout=120)
     finally:
@@ -137,19 +108,6 @@ def test_environment_death_exits_non_zero_and_keeps_the_checkpoint(tmp_path):
 
 def _latest_state(tmp_path):
     return max((tmp_path / "models" / "ppo").glob("*.state.json"), key=lambda p: p.stat().st_mtime)
-
-
-def _find_process(needle: str) -> int:
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if "academy" in cmdline and needle in cmdline:
-            return int(pid)
-    raise AssertionError(f"no academy process with {needle!r}")
 
 
 def test_sigint_saves_and_exports(tmp_path):

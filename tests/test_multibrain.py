@@ -12,31 +12,15 @@ brain set that way.
 import json
 import os
 import re
-import socket
 import stat
 import subprocess
 import sys
-import textwrap
 
 import pytest
+from conftest import ROOT, free_port, learn, write
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LEARN = os.path.join(ROOT, "learn.py")
 SHIPPED_CONFIG = os.path.join(ROOT, "trainer_configurations.yaml")
 PUSH_CURRICULUM = os.path.join(ROOT, "curricula", "push.json")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def learn(cwd, *args, timeout=600):
-    """Run learn.py in ``cwd``; return (exit code, console output)."""
-    proc = subprocess.run([sys.executable, LEARN, *args, "--base-port", str(free_port())], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
-    return proc.returncode, proc.stdout + proc.stderr
 
 
 def academy(*args, timeout=300):
@@ -45,11 +29,6 @@ def academy(*args, timeout=300):
                           timeout=timeout)
     means = {m[0]: float(m[1]) for m in re.findall(r"^mean_reward (\S+) (-?\d+\.\d+)$", proc.stdout, re.M)}
     return proc.returncode, means, proc.stdout + proc.stderr
-
-
-def write(path, text: str) -> str:
-    path.write_text(textwrap.dedent(text))
-    return str(path)
 
 
 def fake_build(directory, name: str, *academy_args: str) -> str:

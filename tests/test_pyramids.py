@@ -5,12 +5,12 @@ The generic conformance tests (spaces, seeds, reset, episodes end) run on Pyrami
 """
 import os
 import re
-import socket
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from conftest import free_port
 
 from academy import load_scene
 from academy.academy import Academy, BrainConfig
@@ -122,12 +122,6 @@ def test_heuristic_scores_near_the_optimum_and_random_play_rarely_finds_the_gold
 
 
 # ---------------------------------------------------------------- learning, end to end
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def mean_rewards(output: str):
     return [float(m) for m in re.findall(rf"{BRAIN}: Step: \d+\. Mean Reward: (-?\d+\.\d+)", output)]
 

@@ -6,18 +6,18 @@ import sys
 import time
 
 import pytest
-from conftest import descendants, free_port, listening_beyond_loopback
-from test_learn import BASIC_SHORT, LEARN, mean_rewards, run_academy
-from test_multibrain import TENNIS_SHORT, checkpoint_state, node_names, write
-from test_num_envs import BALL_SHORT
+from conftest import LEARN, descendants, free_port, listening_beyond_loopback, mean_rewards, run_academy, write
+from conftest import learn as learn_here
+from test_learn import BASIC_SHORT
+from test_multibrain import TENNIS_SHORT, checkpoint_state, node_names
+from test_num_envs import BALL_SHORT, IMITATION_SHORT
 
 NODE = re.compile(r"Environment (\d+) runs in a Ray actor on node (\w+)")
 
 
 def learn(cwd, cluster, *args, timeout=600):
-    proc = subprocess.run([sys.executable, LEARN, *args, "--ray-address", cluster.address,
-                           "--base-port", str(free_port())], cwd=cwd, capture_output=True, text=True, timeout=timeout)
-    return proc.returncode, proc.stdout + proc.stderr
+    """learn.py (``conftest.learn``) with its environments in Ray actors on ``cluster``."""
+    return learn_here(cwd, *args, "--ray-address", cluster.address, timeout=timeout)
 
 
 def worker_node(cluster):
@@ -40,17 +40,17 @@ def test_without_ray_the_option_says_what_to_install(tmp_path):
 
 @pytest.mark.slow
 def test_3dball_trains_through_four_actors_spread_over_two_nodes(tmp_path, ray_cluster):
-    config = write(tmp_path / "ball.yaml", BALL_SHORT.format(max_steps=240000))
+    config = write(tmp_path / "ball.yaml", BALL_SHORT.format(max_steps=96000))
     code, out = learn(tmp_path, ray_cluster, "3DBall", "--train", "--trainer-config", config, "--num-envs", "4")
     assert code == 0, out
     nodes = dict(NODE.findall(out))
     assert sorted(nodes) == ["0", "1", "2", "3"], out
     assert len(set(nodes.values())) == 2, out  # both nodes got environments
     means = mean_rewards(out, "Ball3DBrain")
-    assert means and max(means) >= 90, out
+    assert means and means[-1] >= 90, out
     # The same outputs as a local run: summaries, checkpoint, export.
     assert list((tmp_path / "summaries" / "ppo").glob("events*"))
-    assert checkpoint_state(tmp_path / "models" / "ppo")["trainers"]["Ball3DBrain"]["step"] == 240000
+    assert checkpoint_state(tmp_path / "models" / "ppo")["trainers"]["Ball3DBrain"]["step"] == 96000
     bytes_path = tmp_path / "models" / "ppo" / "3DBall.bytes"
     assert "action" in node_names(str(bytes_path))
     assert run_academy("3DBall", "--brain", f"Ball3DBrain=internal:{bytes_path}", "--episodes", "12") >= 80
@@ -109,14 +109,7 @@ def test_ghost_self_play_runs_through_actors(tmp_path, ray_cluster):
 
 
 def test_imitation_runs_through_actors(tmp_path, ray_cluster):
-    config = write(tmp_path / "il.yaml", """
-        Student:
-            trainer: imitation
-            brain_to_imitate: Teacher
-            max_steps: 2400
-            summary_freq: 1200
-            batch_size: 64
-    """)
+    config = write(tmp_path / "il.yaml", IMITATION_SHORT)
     code, out = learn(tmp_path, ray_cluster, "3DBallIL", "--train", "--trainer-config", config, "--run-path", "il",
                       "--num-envs", "2", timeout=300)
     assert code == 0, out

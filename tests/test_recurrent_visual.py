@@ -14,11 +14,11 @@ from typing import List
 import numpy as np
 import pytest
 import yaml
+from conftest import learn, mean_rewards, run_academy
+from test_ppo import BRAINS, FakeStream, collect_until_ready, make_trainer
 
 from academy.academy import BrainSpec, Camera
 from academy.internal import InternalBrain
-from test_learn import learn, mean_rewards, run_academy
-from test_ppo import BRAINS, FakeStream, collect_until_ready, make_trainer
 from trainers.export import contract_inputs, export_graph, load_graph_def
 from unityagents.brain import BrainParameters
 

@@ -8,9 +8,9 @@ import time
 
 import numpy as np
 import pytest
+from conftest import LEARN, find_academy_process, free_port, run_academy, write
 from test_environment_set import ScriptedWorker
-from test_learn import BASIC_SHORT, LEARN, _find_process, free_port, run_academy
-from test_multibrain import write
+from test_learn import BASIC_SHORT
 
 LONG = BASIC_SHORT.replace("max_steps: 3000", "max_steps: 1.0e6")
 
@@ -45,7 +45,7 @@ def stop_when(tmp_path, ready, *signals, pause=0.0, args=()):
     finally:
         proc.kill()
     with pytest.raises(AssertionError):  # the scene was closed with the run
-        _find_process(f"--port {port} ")
+        find_academy_process(f"--port {port} ")
     return proc.returncode, out
 
 

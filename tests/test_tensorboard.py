@@ -13,8 +13,9 @@ import subprocess
 import time
 import urllib.request
 
+from conftest import free_port, learn
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-from test_learn import free_port, learn, write_config
+from test_learn import write_config
 
 from trainers.tf_utils import tf
 
