@@ -7,18 +7,21 @@ an environment.
 from .brain import BrainInfo, BrainParameters
 from .curriculum import Curriculum
 from .environment import UnityEnvironment, builtin_scenes
+from .environment_set import EnvironmentSet, RestartPolicy
 from .exception import (
     UnityActionException,
     UnityCommunicationException,
     UnityEnvironmentException,
     UnityException,
+    UnityMessageException,
     UnityObservationException,
     UnityProtocolException,
     UnityTimeOutException,
 )
 
 __all__ = [
-    "BrainInfo", "BrainParameters", "Curriculum", "UnityEnvironment", "builtin_scenes",
+    "BrainInfo", "BrainParameters", "Curriculum", "EnvironmentSet", "RestartPolicy", "UnityEnvironment",
+    "builtin_scenes",
     "UnityActionException", "UnityCommunicationException", "UnityEnvironmentException",
-    "UnityException", "UnityObservationException", "UnityProtocolException", "UnityTimeOutException",
+    "UnityException", "UnityMessageException", "UnityObservationException", "UnityProtocolException", "UnityTimeOutException",
 ]
