@@ -31,7 +31,7 @@ import numpy as np
 
 from .brain import BrainInfo, BrainParameters
 from .communicator import API2_VERSION, API2Communicator, Communicator, Stat, decode_api2_png
-from .curriculum import Curriculum
+from .curriculum import AnyResetParameter, Curriculum
 from .exception import (
     UnityActionException,
     UnityCommunicationException,
@@ -66,13 +66,6 @@ def _listdir(folder: str) -> List[str]:
         return sorted(os.listdir(folder))
     except OSError:
         return []
-
-
-class _AnyParameter(dict):
-    """Reset-parameter defaults of a modern build: it declares none, so every name is accepted."""
-
-    def __contains__(self, key: object) -> bool:
-        return True
 
 
 class UnityEnvironment:
@@ -166,7 +159,7 @@ class UnityEnvironment:
                 logger.warning("No External Brains found in the Unity Environment. "
                                "You will not be able to pass actions to your agent(s).")
             self._curriculum = Curriculum(curriculum, self._reset_parameters if protocol == "api2"
-                                          else _AnyParameter())
+                                          else AnyResetParameter())
         except BaseException:
             self.close()
             raise
