@@ -23,5 +23,6 @@ __all__ = [
     "BrainInfo", "BrainParameters", "Curriculum", "EnvironmentSet", "RestartPolicy", "UnityEnvironment",
     "builtin_scenes",
     "UnityActionException", "UnityCommunicationException", "UnityEnvironmentException",
-    "UnityException", "UnityMessageException", "UnityObservationException", "UnityProtocolException", "UnityTimeOutException",
+    "UnityException", "UnityMessageException", "UnityObservationException", "UnityProtocolException",
+    "UnityTimeOutException",
 ]

@@ -124,8 +124,9 @@ class Communicator(abc.ABC):
     def close(self) -> None:
         """Tell the environment to quit (if connected) and release the port. Idempotent."""
 
-    def set_brains(self, brains: Dict[str, BrainParameters]) -> None:
-        """The environment's brains, for decoding (API-2 learns them in the handshake)."""
+    def set_brains(self, brains: Dict[str, BrainParameters]) -> None:  # noqa: B027 (optional hook)
+        """The environment's brains, for decoding (API-2 learns them in the handshake); a no-op
+        for protocols that learn them otherwise."""
 
 
 # Limits on what an environment may send: generous for any real scene, far below what would

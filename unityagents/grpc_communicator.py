@@ -391,7 +391,7 @@ class GrpcCommunicator(Communicator):
                             "launched with --mlagents-port, needs no user interaction, has agents with "
                             "Behavior Type 'Default', and is a modern ML-Agents build (Release 19 or "
                             "later); a 2018 build (ML-Agents 0.3, API-2) needs --protocol api2. Raise "
-                            "start_timeout if it is only slow to start.", self.env.logfile_path)
+                            "start_timeout if it is only slow to start.", self.env.logfile_path) from None
                     self.env._raise_timeout(what)
         self._pending = call
         try:
@@ -480,7 +480,8 @@ class GrpcCommunicator(Communicator):
 
     def send_reset(self, train_mode: bool, config: Dict[str, float]) -> None:
         for key, value in config.items():
-            self._outgoing.append(side_channel_frame(ENVIRONMENT_PARAMETERS_CHANNEL, float_parameter_payload(key, value)))
+            frame = side_channel_frame(ENVIRONMENT_PARAMETERS_CHANNEL, float_parameter_payload(key, value))
+            self._outgoing.append(frame)
         message = self._input()
         message.unity_input.rl_input.command = pb.RESET
         for behaviour in self._behaviours.values():
