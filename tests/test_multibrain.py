@@ -110,7 +110,7 @@ def test_a_curriculum_parameter_the_scene_lacks_stops_before_training(tmp_path):
     code, out = learn(tmp_path, "Push", "--train", "--curriculum", str(path))
     assert_stopped_before_training(
         code, out, tmp_path,
-        r"UnityEnvironmentException: The parameter wall_height in Curriculum .*wall.json is not present in the "
+        r"CurriculumError: The parameter wall_height in Curriculum .*wall.json is not present in the "
         r"Environment \(its reset parameters are: \['block_size', 'goal_size', 'x_variation'\]\)")
 
 

@@ -24,12 +24,13 @@ Student:
 BALL_SHORT = """
 Ball3DBrain:
     normalize: true
-    buffer_size: 12000
-    batch_size: 1200
-    time_horizon: 1000
+    buffer_size: 1536
+    batch_size: 256
+    num_epoch: 10
+    time_horizon: 128
     clip_value: false
     max_steps: {max_steps}
-    summary_freq: 12000
+    summary_freq: 4800
 """
 
 
@@ -118,13 +119,13 @@ def _pid_or_none(needle):
 
 @pytest.mark.slow
 def test_3dball_learns_with_two_environments(tmp_path):
-    config = write(tmp_path / "ball.yaml", BALL_SHORT.format(max_steps=240000))
+    config = write(tmp_path / "ball.yaml", BALL_SHORT.format(max_steps=72000))
     code, out = learn(tmp_path, "3DBall", "--train", "--trainer-config", config, "--num-envs", "2", timeout=600)
     assert code == 0, out
     means = mean_rewards(out, "Ball3DBrain")
-    assert means and max(means) >= 90, out
-    # 24 agents per environment step: 240k agent steps are 10k environment steps.
-    assert "Training finished after 10000 environment steps" in out, out
+    assert means and means[-1] >= 90, out
+    # 24 agents per environment step: 72k agent steps are 3k environment steps.
+    assert "Training finished after 3000 environment steps" in out, out
     bytes_path = tmp_path / "models" / "ppo" / "3DBall.bytes"
     assert run_academy("3DBall", "--brain", f"Ball3DBrain=internal:{bytes_path}", "--episodes", "12") >= 80
 
