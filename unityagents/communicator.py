@@ -5,7 +5,7 @@ brains' bookkeeping; a ``Communicator`` turns its requests into one protocol's m
 environment's answers into ``BrainInfo``. Two implementations exist:
 
 * ``API2Communicator`` (this module): the raw-socket protocol of ML-Agents #166
-  (``shared/reference/api2-facts.md`` §1), Python as the TCP server;
+  (its message sequence is in ``API2Communicator``'s docstring), Python as the TCP server;
 * ``GrpcCommunicator`` (``grpc_communicator.py``): the modern ML-Agents gRPC protocol
   (communication API 1.5.0), Python as the gRPC server.
 

@@ -4,10 +4,10 @@ Python is the server and the environment (a Unity build, or a built-in scene of 
 is the client, in either protocol:
 
 * ``protocol="api2"`` (default): the raw-socket protocol of ML-Agents #166
-  (``shared/reference/api2-facts.md`` §1; ``communicator.API2Communicator``);
+  (its bytes are described in ``communicator.API2Communicator``);
 * ``protocol="grpc"``: the modern ML-Agents protocol, communication API 1.5.0, which every
-  Unity build since 2021 speaks (``shared/reference/modern-protocol-facts.md``;
-  ``grpc_communicator.GrpcCommunicator``).
+  Unity build since 2021 speaks (described in ``grpc_communicator.GrpcCommunicator`` and the
+  README's "Modern Unity builds" section).
 
 This module launches the process (by the rules of the chosen protocol), validates what the
 caller gives ``reset``/``step``, and keeps the brains' bookkeeping; the communicator owns the
@@ -171,7 +171,7 @@ class UnityEnvironment:
     def find_unity_binary(file_name: str, protocol: str = "api2") -> Optional[str]:
         """The Unity build that ``file_name`` names, by the platform rules, or None.
 
-        With ``protocol="grpc"`` the modern rules apply (facts §6): on Linux the name itself is
+        With ``protocol="grpc"`` the modern rules apply (ML-Agents' launch rules): on Linux the name itself is
         also accepted when it is a file, and on Windows any ``.exe`` in a folder of that name
         except the crash handler.
         """
@@ -216,7 +216,7 @@ class UnityEnvironment:
         if binary is not None:
             self._check_executable(binary)
             logger.info("Launching the Unity build %s on port %d (%s)", binary, self.port, self.protocol)
-            if grpc:  # facts §6: graphics flags, port, log file, then the caller's arguments
+            if grpc:  # ML-Agents' launch rules: graphics flags, port, log file, then the caller's arguments
                 os.makedirs(log_dir, exist_ok=True)
                 self._log_path = os.path.join(log_dir, f"Player-{self.worker_id}.log")
                 args = ["-nographics", "-batchmode"] if no_graphics else []
@@ -244,7 +244,7 @@ class UnityEnvironment:
         os.makedirs(log_dir, exist_ok=True)
         self._log_path = os.path.join(log_dir, f"{scene}-worker{self.worker_id}.log")
         cmd = [sys.executable, "-m", "academy", scene]
-        if grpc:  # the arguments a Unity player gets (facts §6)
+        if grpc:  # the arguments a Unity player gets (ML-Agents' launch rules)
             cmd += (["-nographics", "-batchmode"] if no_graphics else []) + [
                 "--mlagents-port", str(self.port), "-logFile", self._log_path]
         else:

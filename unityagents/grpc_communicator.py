@@ -1,16 +1,16 @@
 """The Python end of the modern ML-Agents protocol (communication API 1.5.0), over gRPC.
 
-Facts: ``shared/reference/modern-protocol-facts.md``. Python is the gRPC **server** and Unity the
+Python is the gRPC **server** and Unity the
 client; the one unary RPC ``/communicator_objects.UnityToExternalProto/Exchange`` carries
 Unity's outputs in its requests and Python's inputs in its replies, so the reply to call N is
-whatever the trainer sends next (§1, §2):
+whatever the trainer sends next:
 
 * call #1 (initialisation output) → reply with our initialisation input;
 * call #2 (header only) → left pending: the reply is the first RESET (or, after a version
   mismatch, status 400);
 * then every call is the environment's answer to the previous reply (a RESET or STEP).
 
-How behaviours become brains (§4): a behaviour is a brain named by its fully-qualified name
+How behaviours become brains: a behaviour is a brain named by its fully-qualified name
 (``"3DBall?team=0"``); its vector observations are concatenated, in wire order, into one
 continuous state; its rank-3 observations are cameras, delivered as ``[N, H, W, C]`` floats in
 0..1 whatever the wire layout ([H,W,C] before C# package 3.0, [C,H,W] from 3.0, chosen from the
@@ -85,7 +85,7 @@ _STATUS_OK, _STATUS_CLOSE = 200, 400
 
 @dataclasses.dataclass
 class EngineConfig:
-    """Engine settings sent through the engine-configuration side channel (facts §5.3).
+    """Engine settings sent through the engine-configuration side channel (ML-Agents' EngineConfigurationChannel).
 
     Only the settings that are not None are sent, in the channel's order (resolution, quality,
     time scale, target frame rate, capture frame rate). ``width`` and ``height`` go together.
@@ -197,7 +197,8 @@ def split_pngs(data: bytes) -> List[bytes]:
 
 
 def decode_png_observation(data: bytes, hwc: Tuple[int, int, int], mapping: Sequence[int]) -> np.ndarray:
-    """Concatenated PNGs → float ``[H, W, C]`` in 0..1, with the channel rules of facts §4.4.
+    """Concatenated PNGs → float ``[H, W, C]`` in 0..1, with ML-Agents' channel rules (one PNG per 3
+    channels, grey when 1).
 
     Raises ``ValueError`` with the reason when the images do not decode or do not fit ``hwc``.
     """
@@ -472,7 +473,7 @@ class GrpcCommunicator(Communicator):
         message = pb.UnityMessageProto()
         message.header.status = _STATUS_OK
         rl = message.unity_input.rl_input
-        rl.SetInParent()  # an empty step is still an rl_input (facts §3.2: 0a 03 08 c8 01 1a 02 0a 00)
+        rl.SetInParent()  # an empty step is still an rl_input (its bytes: 0a 03 08 c8 01 1a 02 0a 00)
         if self._outgoing:
             rl.side_channel = b"".join(self._outgoing)
             self._outgoing = []
@@ -781,7 +782,7 @@ def _check_finite(brain: str, field: str, values: np.ndarray, log_path: Optional
 
 
 def _compatible(version: str) -> bool:
-    """The major/minor rule of facts §2 against our 1.5.0: any 1.x is compatible."""
+    """ML-Agents' major/minor rule against our 1.5.0: any 1.x is compatible."""
     parts = version.split(".")
     try:
         major = int(parts[0])
