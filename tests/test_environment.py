@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import free_port
 from PIL import Image
 
 from unityagents import (
@@ -36,11 +37,6 @@ def png(pixels: np.ndarray) -> bytes:
     Image.fromarray(pixels.astype(np.uint8), "RGB").save(out, format="PNG")
     return out.getvalue()
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 ACADEMY = {

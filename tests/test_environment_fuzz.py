@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 import pytest
+from conftest import free_port
 from PIL import Image
 
 from unityagents import UnityEnvironment, UnityException
@@ -375,11 +376,6 @@ def run_session(monkeypatch: pytest.MonkeyPatch, port: int, mutate: Callable) ->
         outcome, detail = "hang", f"{seconds:.1f} s ({outcome}: {detail})"
     return outcome, detail, seconds
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_an_unmutated_session_succeeds(monkeypatch):
