@@ -46,16 +46,17 @@ def test_3dball_learns_over_grpc(tmp_path):
     code, out = train(tmp_path, "3DBall", """
         "Ball3DBrain?team=0":
             normalize: true
-            buffer_size: 12000
-            batch_size: 1200
-            time_horizon: 1000
+            buffer_size: 1536
+            batch_size: 256
+            num_epoch: 10
+            time_horizon: 128
             clip_value: false
-            max_steps: 1.8e5
-            summary_freq: 12000
+            max_steps: 4.8e4
+            summary_freq: 2400
         """)
     assert code == 0, out[-3000:]
     rewards = mean_rewards(out, "Ball3DBrain?team=0")
-    assert max(rewards) >= 90, rewards
+    assert rewards and rewards[-1] >= 90, rewards
     assert (tmp_path / "models" / "grpc" / "3DBall.bytes").is_file()
 
 
