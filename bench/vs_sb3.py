@@ -15,9 +15,11 @@ summary window first reaches 90, and its agent-steps per second.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -195,7 +197,23 @@ def sb3(seed: int, target: float, budget: int, settings: str) -> Dict[str, Optio
     return result
 
 
+def _child(kind: str, seed: int, target: float, budget: int, extra) -> Dict[str, Optional[float]]:
+    """One run in its own process; its result comes back as the last line of its output (JSON)."""
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", kind, str(seed), str(target),
+                           str(budget), str(extra)], capture_output=True, text=True)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        raise SystemExit(f"the {kind} run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(lines[-1])
+
+
 def main() -> None:
+    if len(sys.argv) == 7 and sys.argv[1] == "--child":
+        kind, extra = sys.argv[2], sys.argv[6]
+        seed, target, budget = int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+        result = ours(seed, target, int(extra), budget) if kind == "ours" else sb3(seed, target, budget, extra)
+        print(json.dumps(result))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--target", type=float, default=90.0)
@@ -207,9 +225,10 @@ def main() -> None:
     print("|---|---|---|---|---|")
     ratios = []
     for seed in range(args.seeds):
-        results = {f"ours, --num-envs {n}": ours(seed, args.target, n, args.budget) for n in args.num_envs}
-        results["SB3, our settings"] = sb3(seed, args.target, args.budget, "same")
-        results["SB3, its best settings"] = sb3(seed, args.target, args.budget, "best")
+        # Each run in a fresh process: TensorFlow and PyTorch in one process crash on some machines.
+        results = {f"ours, --num-envs {n}": _child("ours", seed, args.target, args.budget, n) for n in args.num_envs}
+        results["SB3, our settings"] = _child("sb3", seed, args.target, args.budget, "same")
+        results["SB3, its best settings"] = _child("sb3", seed, args.target, args.budget, "best")
         for name, r in results.items():
             print(f"| {seed} | {name} | {fmt(r['steps'])} | {fmt(r['seconds'], '{:.1f}')} | {fmt(r['rate'])} |")
         best_ours = min((r["seconds"] for k, r in results.items() if k.startswith("ours") and r["seconds"]),
