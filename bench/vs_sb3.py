@@ -100,6 +100,9 @@ SB3_SETTINGS = {
 
 
 def sb3(seed: int, target: float, budget: int, settings: str) -> Dict[str, Optional[float]]:
+    # SB3 imports TensorBoard, which imports TensorFlow when it is installed; TensorFlow and PyTorch
+    # in one process crash here. TensorBoard works without TensorFlow, so keep it out.
+    sys.modules.setdefault("tensorflow", None)
     import gymnasium as gym
     import torch
     from stable_baselines3 import PPO
