@@ -74,21 +74,28 @@ def contract_inputs(graph, scope_prefix: str) -> List[str]:
     return found
 
 
-def export_graph(sess, output_nodes: List[str], path: str, keep_nodes: Iterable[str] = ()) -> List[str]:
-    """Write the frozen graph of ``output_nodes`` (and ``keep_nodes``) to ``path`` atomically."""
-    frozen = freeze(sess, list(output_nodes) + [n for n in keep_nodes if n not in output_nodes])
+def write_atomically(path: str, data: bytes) -> str:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename: a crash
+    leaves the old file or the new one, never half of one. Every file a run writes goes through here."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".export-", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".write-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(frozen.SerializeToString())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; the export is meant to be shared
+            f.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; these files are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    return path
+
+
+def export_graph(sess, output_nodes: List[str], path: str, keep_nodes: Iterable[str] = ()) -> List[str]:
+    """Write the frozen graph of ``output_nodes`` (and ``keep_nodes``) to ``path`` atomically."""
+    frozen = freeze(sess, list(output_nodes) + [n for n in keep_nodes if n not in output_nodes])
+    write_atomically(path, frozen.SerializeToString())
     return output_nodes
 
 

@@ -57,7 +57,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import tempfile
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -532,19 +531,9 @@ def smoke_test(model: Any, brain_name: str = "") -> Dict[str, np.ndarray]:
 
 def write_model_atomically(model: Any, path: str) -> str:
     """Serialise ``model`` to ``path`` through a temporary file in the same folder and a rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".onnx-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(model.SerializeToString())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    from .export import write_atomically
+
+    return write_atomically(path, model.SerializeToString())
 
 
 def spec_for(brain: BrainParameters, graph_scope: str, output_nodes: Optional[Sequence[str]] = None) -> OnnxExportSpec:

@@ -35,6 +35,7 @@ target included) are checkpointed with the rest, and nothing of them reaches the
 """
 from __future__ import annotations
 
+import abc
 import difflib
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -162,7 +163,7 @@ def signal_settings(params: Mapping[str, Any]) -> Dict[str, Dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------- signals
-class RewardSignal:
+class RewardSignal(abc.ABC):
     """One reward signal. Built once (in the trainer's build scope); evaluated per trajectory.
 
     :param fields: the trajectory fields ``evaluate`` and ``update_feed`` read.
@@ -183,9 +184,9 @@ class RewardSignal:
     def title(self) -> str:
         return SIGNAL_TITLES.get(self.name, self.name)
 
+    @abc.abstractmethod
     def evaluate(self, sess, fields: Mapping[str, np.ndarray], training: bool) -> np.ndarray:
         """The signal's reward for each step of a trajectory, before ``strength``."""
-        raise NotImplementedError
 
     def update_feed(self, fields: Mapping[str, np.ndarray]) -> Dict[tf.Tensor, Any]:
         """The feed of ``update_op`` for a minibatch given as ``{field: [n, ...]}``."""

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import tempfile
 import time
 from typing import Any, Callable, Dict, List, Optional, TypeVar
 
@@ -143,19 +141,9 @@ class Timers:
 
     def write_json(self, path: str) -> str:
         """Write :meth:`to_dict` to ``path`` atomically (temporary file, then rename); return the path."""
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".timers-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(self.to_dict(), f, indent=2)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        return path
+        from .export import write_atomically  # here, not at the top: this module needs no TensorFlow
+
+        return write_atomically(path, json.dumps(self.to_dict(), indent=2).encode("utf-8"))
 
     def find(self, *path: str) -> Optional[TimerNode]:
         """The node at ``path`` below the root (``find("env_step", "env_wait")``), or None."""

@@ -35,7 +35,6 @@ import os
 import random
 import re
 import signal
-import tempfile
 import time
 from typing import Any, Dict, List, Optional
 
@@ -47,7 +46,7 @@ from unityagents.environment_set import EnvironmentSet
 from unityagents.exception import UnityException
 
 from .config import BrainSettings, TrainerConfig
-from .export import contract_inputs, export_graph
+from .export import contract_inputs, export_graph, write_atomically
 from .onnx_export import export_onnx, onnx_file_stem
 from .tf_utils import tf
 from .timers import Timers
@@ -116,12 +115,7 @@ def latest_checkpoint(model_path: str) -> Optional[str]:
 
 def write_text_atomically(path: str, text: str) -> None:
     """Write, then rename: a crash leaves the old file or the new one, never half of one."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".write-", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    write_atomically(path, text.encode("utf-8"))
 
 
 def write_json_atomically(path: str, data: Dict[str, Any]) -> None:
