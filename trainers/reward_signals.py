@@ -43,6 +43,7 @@ import numpy as np
 
 from trainers.encoders import encode, observation_placeholders, state_placeholder, state_vector
 from trainers.models import RunningNormalizer, dense, new_trainable_variables
+from trainers.returns import get_gae
 from trainers.tf_utils import tf
 from trainers.trainer import Param, TrainerConfigError, non_negative, positive, unit_interval
 from unityagents.brain import BrainParameters
@@ -401,8 +402,6 @@ def signal_gae(
     :return: ``{signal: {"advantages": [T], "returns": [T]}}``; the policy's advantage is the sum
         of the signals' advantages.
     """
-    from trainers.bases import get_gae  # bases imports this module
-
     out: Dict[str, Dict[str, np.ndarray]] = {}
     for name, reward in rewards.items():
         v = np.asarray(values[name], dtype=np.float64)
