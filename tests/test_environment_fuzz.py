@@ -31,6 +31,7 @@ import pytest
 from conftest import free_port
 from PIL import Image
 
+import unityagents.environment
 from unityagents import UnityEnvironment, UnityException
 
 SESSIONS = 320
@@ -341,10 +342,11 @@ def run_session(monkeypatch: pytest.MonkeyPatch, port: int, mutate: Callable) ->
     peer = Peer(port, mutate)
     thread = threading.Thread(target=peer.run, daemon=True)
 
-    def launch(self, file_name, seed, log_dir, no_graphics):
+    def launch(*args):
         thread.start()
+        return None, None  # no process to watch, no log
 
-    monkeypatch.setattr(UnityEnvironment, "_launch", launch)
+    monkeypatch.setattr(unityagents.environment, "launch", launch)
     t0 = time.monotonic()
     outcome, detail, env = "ok", "", None
     try:

@@ -231,7 +231,7 @@ def test_python_end_speaks_the_worked_example(fake_build, tmp_path):
         assert env.stats == {"Ball/Height": [(1.5, "average"), (2.5, "average")], "Hits": [(3.0, "sum")]}
     finally:
         env.close()
-    assert env._proc.poll() is not None
+    assert env._peer.process.poll() is not None
     got = replies(transcript)
     r1 = message(field(2, field(2, b"1.5.0") + field(3, b"0.3.0")
                        + field(4, bytes.fromhex("08 01 10 01 18 01 20 01 38 01")) + varint(5 << 3) + varint(1)))
@@ -291,7 +291,7 @@ def test_an_observation_of_the_wrong_size_and_actions_of_the_wrong_size(fake_bui
         assert "has 9 values; expected 8" in str(e.value)
     finally:
         env.close()
-    assert env._proc.poll() is not None, "the process must be reaped"
+    assert env._peer.process.poll() is not None, "the process must be reaped"
 
 
 def test_an_api2_listener_names_a_modern_build(fake_build, tmp_path):

@@ -14,7 +14,7 @@ from typing import Any
 _EXPORTS = {
     "BrainInfo": "brain", "BrainParameters": "brain",
     "Curriculum": "curriculum",
-    "UnityEnvironment": "environment", "builtin_scenes": "environment",
+    "UnityEnvironment": "environment", "builtin_scenes": "launcher",
     "EnvironmentSet": "environment_set", "RestartPolicy": "environment_set",
     "UnityActionException": "exception", "UnityCommunicationException": "exception",
     "UnityEnvironmentException": "exception", "UnityException": "exception",

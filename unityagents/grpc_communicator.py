@@ -40,7 +40,7 @@ import threading
 import time
 import uuid
 from concurrent import futures
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -51,6 +51,7 @@ from .communicator import (
     STATS_AGGREGATIONS,
     Communicator,
     Handshake,
+    Peer,
     png_size,
 )
 from .exception import (
@@ -63,9 +64,6 @@ from .exception import (
     UnityTimeOutException,
 )
 from .protos import communicator_objects_pb2 as pb
-
-if TYPE_CHECKING:
-    from .environment import UnityEnvironment
 
 logger = logging.getLogger("unityagents")
 
@@ -299,9 +297,9 @@ class GrpcCommunicator(Communicator):
 
     protocol = "grpc"
 
-    def __init__(self, env: "UnityEnvironment", port: int, worker_id: int, seed: Optional[int] = None,
+    def __init__(self, peer: Peer, port: int, worker_id: int, seed: Optional[int] = None,
                  engine_config: Optional[EngineConfig] = None):
-        super().__init__(env)
+        super().__init__(peer)
         import grpc  # only a gRPC environment needs grpcio
 
         self.port = port
@@ -376,7 +374,7 @@ class GrpcCommunicator(Communicator):
                 break
             except queue.Empty:
                 try:
-                    self.env._check_process_alive(f"to send {what}")
+                    self.peer.check_alive(f"to send {what}")
                 except UnityCommunicationException as e:
                     if self.connected:
                         raise
@@ -392,8 +390,8 @@ class GrpcCommunicator(Communicator):
                             "launched with --mlagents-port, needs no user interaction, has agents with "
                             "Behavior Type 'Default', and is a modern ML-Agents build (Release 19 or "
                             "later); a 2018 build (ML-Agents 0.3, API-2) needs --protocol api2. Raise "
-                            "start_timeout if it is only slow to start.", self.env.logfile_path) from None
-                    self.env._raise_timeout(what)
+                            "start_timeout if it is only slow to start.", self.peer.log_path) from None
+                    self.peer.raise_timeout(what)
         self._pending = call
         try:
             message = pb.UnityMessageProto.FromString(call.request)
@@ -401,12 +399,12 @@ class GrpcCommunicator(Communicator):
             raise UnityProtocolException(
                 f"The environment sent a malformed or truncated message when {what} was expected "
                 f"({type(e).__name__}: {e}; {len(call.request)} bytes, starting {call.request[:24]!r}). "
-                "Check that the build uses ML-Agents communication API 1.x.", self.env.logfile_path) from None
+                "Check that the build uses ML-Agents communication API 1.x.", self.peer.log_path) from None
         if message.header.status != _STATUS_OK:
             raise UnityCommunicationException(
                 f"The environment closed the connection (status {message.header.status} where {what} "
                 "with status 200 was expected): it is quitting, or its Editor left play mode.",
-                self.env.logfile_path)
+                self.peer.log_path)
         return message
 
     def _reply(self, message: "pb.UnityMessageProto") -> None:
@@ -421,7 +419,7 @@ class GrpcCommunicator(Communicator):
         self.connected = True
 
     def handshake(self) -> Handshake:
-        log_path = self.env.logfile_path
+        log_path = self.peer.log_path
         output = self._init_output.unity_output
         if not output.HasField("rl_initialization_output"):
             raise UnityProtocolException(
@@ -447,7 +445,7 @@ class GrpcCommunicator(Communicator):
         caps.multiAgentGroups = True
         ri.num_areas = 1
         self._reply(reply)
-        self._next_message("the second handshake message", self.env._timeout_wait)
+        self._next_message("the second handshake message", self.peer.timeout)
         if not _compatible(version):
             bye = pb.UnityMessageProto()
             bye.header.status = _STATUS_CLOSE
@@ -522,7 +520,7 @@ class GrpcCommunicator(Communicator):
 
     # ---------------------------------------------------------------- receiving
     def receive(self) -> Tuple[Dict[str, BrainInfo], bool]:
-        message = self._next_message("its next observations", self.env._timeout_wait)
+        message = self._next_message("its next observations", self.peer.timeout)
         output = message.unity_output
         rl = output.rl_output
         self.stats = {}
@@ -542,14 +540,14 @@ class GrpcCommunicator(Communicator):
         return result, False
 
     def _read_side_channels(self, data: bytes) -> None:
-        for channel, payload in parse_side_channels(data, self.env.logfile_path):
+        for channel, payload in parse_side_channels(data, self.peer.log_path):
             if channel == STATS_CHANNEL:
                 try:
                     key, value, aggregation = parse_stat(payload)
                 except struct.error:
                     raise UnityProtocolException(
                         f"A stats message is truncated ({len(payload)} bytes; expected a string key, a float32 "
-                        "value and an int32 aggregation).", self.env.logfile_path) from None
+                        "value and an int32 aggregation).", self.peer.log_path) from None
                 self.stats.setdefault(key, []).append((value, aggregation))
             else:
                 logger.info("Unknown side channel data received. Channel type: %s.", channel)
@@ -568,7 +566,7 @@ class GrpcCommunicator(Communicator):
                 f"Behaviour {name!r} has {continuous} continuous actions and discrete branches {branches}: "
                 "hybrid action spaces are not supported by these trainers. Give the behaviour either "
                 "continuous actions or discrete branches.")
-        log = self.env.logfile_path
+        log = self.peer.log_path
         if not 0 <= continuous <= MAX_BRAIN_SIZE or len(branches) > 1024 or not all(
                 1 <= b <= MAX_BRAIN_SIZE for b in branches):
             raise UnityMessageException(
@@ -619,21 +617,21 @@ class GrpcCommunicator(Communicator):
             raise UnityObservationException(
                 f"Agent {info.id} of brain {behaviour.name!r} sent {len(observations)} observations; its "
                 f"behaviour was announced with {len(specs)} (shapes {[s.shape for s in specs]}). Every agent "
-                "of a behaviour must have the same sensors.", self.env.logfile_path)
+                "of a behaviour must have the same sensors.", self.peer.log_path)
         vector: List[float] = []
         frames = []
         for k, (spec, obs) in enumerate(zip(specs, observations)):
             if tuple(obs.shape) != spec.shape:
                 raise UnityObservationException(
                     f"Observation {k} of agent {info.id} of brain {behaviour.name!r} has shape "
-                    f"{tuple(obs.shape)}; expected {spec.shape} (its ObservationSpec).", self.env.logfile_path)
+                    f"{tuple(obs.shape)}; expected {spec.shape} (its ObservationSpec).", self.peer.log_path)
             if obs.compression_type == pb.NONE:
                 data = obs.float_data.data
                 expected = spec.size if not spec.visual else int(np.prod(spec.shape))
                 if len(data) != expected:
                     raise UnityObservationException(
                         f"Observation {k} of agent {info.id} of brain {behaviour.name!r} has {len(data)} values; "
-                        f"expected {expected} (shape {spec.shape}).", self.env.logfile_path)
+                        f"expected {expected} (shape {spec.shape}).", self.peer.log_path)
                 if spec.visual:
                     array = np.asarray(data, dtype=np.float32).reshape(spec.shape)
                     frames.append(array.transpose(1, 2, 0) if self.channels_last else array)
@@ -642,7 +640,7 @@ class GrpcCommunicator(Communicator):
             elif not spec.visual:
                 raise UnityObservationException(
                     f"Observation {k} of agent {info.id} of brain {behaviour.name!r} is compressed but has shape "
-                    f"{spec.shape}; only rank-3 (visual) observations may be PNG.", self.env.logfile_path)
+                    f"{spec.shape}; only rank-3 (visual) observations may be PNG.", self.peer.log_path)
             else:
                 try:
                     frames.append(decode_png_observation(obs.compressed_data, spec.hwc,
@@ -652,7 +650,7 @@ class GrpcCommunicator(Communicator):
                         f"Observation {k} of agent {info.id} of brain {behaviour.name!r} is not a readable "
                         f"PNG observation of shape {spec.shape} ({type(e).__name__}: {e}). Check the camera "
                         "sensor's compression, and the layout: a C# 2.x build sends [H,W,C], 3.x [C,H,W] "
-                        f"(package version {self.package_version!r}).", self.env.logfile_path) from None
+                        f"(package version {self.package_version!r}).", self.peer.log_path) from None
         return vector, frames
 
     def _observations(self, behaviour: _Behaviour,
@@ -688,7 +686,7 @@ class GrpcCommunicator(Communicator):
         deciding = [i for i in infos if not i.done]
         ending = [i for i in infos if i.done]
         row_of = {info.id: r for r, info in enumerate(deciding)}
-        log = self.env.logfile_path
+        log = self.peer.log_path
         if len(row_of) != len(deciding) or len({i.id for i in ending}) != len(ending):
             ids = [i.id for i in infos]
             raise UnityMessageException(
