@@ -129,7 +129,8 @@ def _delimited(data: bytes, offset: int, path: str, what: str) -> Tuple[bytes, i
     except (IndexError, DecodeError):
         raise DemonstrationError(
             f"{path}: the file ends inside the length of the {what} at byte {offset} ({len(data)} bytes in all): "
-            "it is truncated. Record it again, and let the recording close (end play mode) before copying it.") from None
+            "it is truncated. Record it again, and let the recording close (end play mode) before copying it."
+        ) from None
     end = start + size
     if end > len(data):
         raise DemonstrationError(
