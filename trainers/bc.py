@@ -80,15 +80,15 @@ def validate_behavioral_cloning(brain_name: str, value: Any) -> Optional[Dict[st
         param = BC_PARAMETERS[key]
         if key == "demo_path":
             if not isinstance(setting, str) or not setting:
-                raise TrainerConfigError(f"{where}.demo_path: expected the path of a .demo file or folder, "
+                raise TrainerConfigError(f"{where[:-1]}.demo_path': expected the path of a .demo file or folder, "
                                          f"got {setting!r}.")
             settings[key] = setting
         elif key == "batch_size" and setting is None:
             settings[key] = None
         else:
-            settings[key] = _coerce(f"{where}.{key}", setting, param)
+            settings[key] = _coerce(f"{where[:-1]}.{key}'", setting, param)
     if "demo_path" not in settings:
-        raise TrainerConfigError(f"{where}.demo_path: required but missing. Add the path of the .demo file (or "
+        raise TrainerConfigError(f"{where[:-1]}.demo_path': required but missing. Add the path of the .demo file (or "
                                  "folder of them) to clone.")
     return {key: settings.get(key, param.default) for key, param in BC_PARAMETERS.items()}
 
