@@ -30,7 +30,7 @@ steps would need the policy's memories, which a recording cannot hold.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -198,6 +198,33 @@ class BehavioralCloning:
                 feed[self.learning_rate] = learning_rate
                 losses.append(sess.run([self.loss, self.train_op], feed)[0])
         return float(np.mean(losses))
+
+
+def behavioral_cloning_markdown() -> List[str]:
+    """The ``behavioral_cloning`` block's section of ``docs/configuration.md``."""
+    lines = [
+        "## `behavioral_cloning` (ppo)",
+        "",
+        "A nested block: after each PPO update, a cloning loss pulls the policy toward the actions of a",
+        "`.demo` recording (Unity's Demonstration Recorder, or `python -m academy <Scene> --record-demo",
+        "FILE.demo --brain NAME=heuristic --episodes N`): cross-entropy per discrete branch (masks",
+        "respected), mean squared error of the mean for continuous actions, with its own Adam at",
+        "`learning_rate x strength`, annealed linearly to 0 over `steps`. The recording must have the",
+        "brain's action spec, state size and cameras (checked before training); recurrent brains are",
+        "refused. TensorBoard: `Info/bc_loss`, `Info/bc_learning_rate`.",
+        "",
+        "```yaml",
+        "PyramidsBrain:",
+        "    behavioral_cloning: {demo_path: demos/Pyramids.demo, strength: 1.0, steps: 150000}",
+        "```",
+        "",
+        "| key | type | default | allowed | meaning |",
+        "|---|---|---|---|---|",
+    ]
+    for key, p in BC_PARAMETERS.items():
+        default = "required" if p.required else ("-" if p.default is None else f"`{p.default}`")
+        lines.append(f"| `{key}` | {p.kind.__name__} | {default} | {p.check[1] if p.check else ''} | {p.doc} |")
+    return lines + [""]
 
 
 def create_behavioral_cloning(trainer: Any) -> Optional[BehavioralCloning]:
