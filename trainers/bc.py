@@ -108,6 +108,17 @@ def check_demonstration(brain_name: str, settings: Optional[Dict[str, Any]], bra
         raise TrainerConfigError(f"brain '{brain_name}', key 'behavioral_cloning.demo_path': {exc}") from None
 
 
+def check_demonstrations(brain_name: str, params: Dict[str, Any], brain: BrainParameters) -> None:
+    """Before training: the ``behavioral_cloning`` and ``reward_signals.gail`` recordings fit ``brain``."""
+    check_demonstration(brain_name, params.get("behavioral_cloning"), brain, bool(params.get("use_recurrent")))
+    gail = (params.get("reward_signals") or {}).get("gail")
+    if gail:
+        try:
+            load_demonstration(gail["demo_path"], brain)
+        except DemonstrationError as exc:
+            raise TrainerConfigError(f"brain '{brain_name}', key 'reward_signals.gail.demo_path': {exc}") from None
+
+
 class BehavioralCloning:
     """The BC loss and its optimiser on a built ``PPOModel``; ``update(trainer)`` after each PPO update.
 
@@ -250,4 +261,5 @@ def update_behavioral_cloning(trainer: Any) -> None:
 
 
 __all__ = ["BC_PARAMETERS", "BEHAVIORAL_CLONING_PARAM", "BehavioralCloning", "check_demonstration",
-           "create_behavioral_cloning", "update_behavioral_cloning", "validate_behavioral_cloning"]
+           "check_demonstrations", "create_behavioral_cloning", "update_behavioral_cloning",
+           "validate_behavioral_cloning"]

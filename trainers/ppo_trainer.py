@@ -151,10 +151,9 @@ class PPOTrainer(OnPolicyTrainer):
     @classmethod
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
                           brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
-        """A recurrent brain needs a usable memorySize from the scene; a BC demonstration must fit the brain."""
+        """A recurrent brain needs a usable memorySize from the scene; BC's and GAIL's demonstrations must fit it."""
         if brain_name in brains:  # behavioral cloning hook (trainers/bc.py)
-            bc.check_demonstration(brain_name, params.get("behavioral_cloning"), brains[brain_name],
-                                   bool(params["use_recurrent"]))
+            bc.check_demonstrations(brain_name, params, brains[brain_name])
         if params["use_recurrent"]:
             try:
                 validate_memory_size(brains[brain_name], None)
