@@ -67,16 +67,27 @@ SIGNAL_PARAMETERS: Dict[str, Dict[str, Param]] = {
         "encoding_size": Param(int, 64, check=(positive, "> 0"), doc="output width of the target and predictor"),
         "learning_rate": Param(float, 1.0e-4, check=(positive, "> 0"), doc="Adam learning rate of the predictor"),
     },
+    "gail": {  # trainers/gail.py
+        "strength": Param(float, 1.0, check=(non_negative, ">= 0"), doc="factor of -log(1 - D)"),
+        "gamma": Param(float, 0.99, check=(unit_interval, "in [0, 1]"), doc="discount factor of its returns"),
+        "demo_path": Param(str, None, required=True, doc="a .demo file, or a folder whose .demo files are all used"),
+        "encoding_size": Param(int, 128, check=(positive, "> 0"), doc="width of the discriminator's layers"),
+        "learning_rate": Param(float, 3.0e-4, check=(positive, "> 0"), doc="Adam learning rate of the discriminator"),
+        "use_actions": Param(bool, False, doc="the discriminator also sees the action and the done flag"),
+        "use_vail": Param(bool, False, doc="variational information bottleneck in the discriminator"),
+        "gradient_penalty_weight": Param(float, 10.0, check=(non_negative, ">= 0"),
+                                         doc="weight of the discriminator's gradient penalty (0: none)"),
+    },
 }
 
 #: The ``reward_signals`` hyperparameter, for trainers that support reward signals (PPO).
 REWARD_SIGNALS_PARAM = Param(
     dict, None,
-    doc="nested block {signal: {key: value}} with signals extrinsic, curiosity, rnd (see below); "
+    doc="nested block {signal: {key: value}} with signals extrinsic, curiosity, rnd, gail (see below); "
         "absent: the extrinsic reward alone, with the flat gamma")
 
 #: How each signal is named in TensorBoard tags (``Policy/<title> Reward``).
-SIGNAL_TITLES = {"extrinsic": "Extrinsic", "curiosity": "Curiosity", "rnd": "RND"}
+SIGNAL_TITLES = {"extrinsic": "Extrinsic", "curiosity": "Curiosity", "rnd": "RND", "gail": "GAIL"}
 
 _KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
@@ -89,7 +100,11 @@ def _did_you_mean(key: str, candidates: Sequence[str]) -> str:
 def _coerce(where: str, value: Any, param: Param) -> Any:
     """``value`` in the declared type (YAML 1.1 strings such as ``1.0e-4`` are numbers), checked."""
     converted: Any = None
-    if param.kind in (int, float) and not isinstance(value, bool):
+    if param.kind is bool and isinstance(value, bool):
+        converted = value
+    elif param.kind is str and isinstance(value, str) and value:
+        converted = value
+    elif param.kind in (int, float) and not isinstance(value, bool):
         number: Optional[float] = None
         if isinstance(value, (int, float)):
             number = value
@@ -107,6 +122,8 @@ def _coerce(where: str, value: Any, param: Param) -> Any:
         raise TrainerConfigError(
             f"{where}: expected {_KIND_NAMES.get(param.kind, param.kind.__name__)}, got {value!r} "
             f"({type(value).__name__}).")
+    if param.check is None:
+        return converted
     predicate, description = param.check
     if not predicate(converted):
         raise TrainerConfigError(f"{where}: must be {description}, got {value!r}.")
@@ -150,6 +167,11 @@ def validate_reward_signals(brain_name: str, value: Any) -> Optional[Dict[str, D
                     f"brain '{brain_name}', key 'reward_signals.{name}.{key}': unknown key of the {name} signal."
                     f"{_did_you_mean(key, declared)} Its keys are: {', '.join(sorted(declared))}.")
             resolved[key] = _coerce(f"brain '{brain_name}', key 'reward_signals.{name}.{key}'", setting, declared[key])
+        for key, param in declared.items():
+            if param.required and key not in resolved:
+                raise TrainerConfigError(
+                    f"brain '{brain_name}', key 'reward_signals.{name}.{key}': required by the {name} signal but "
+                    f"missing. Add it ({param.doc}).")
         settings[name] = {key: resolved.get(key, param.default) for key, param in declared.items()}
     # The extrinsic signal comes first: its value head is the exported value_estimate.
     return dict(sorted(settings.items(), key=lambda item: item[0] != "extrinsic"))
@@ -382,6 +404,10 @@ def create_reward_signals(brain: BrainParameters, settings: Mapping[str, Mapping
             signals[name] = CuriositySignal(brain, values)
         elif name == "rnd":
             signals[name] = RNDSignal(brain, values)
+        elif name == "gail":
+            from trainers.gail import GAILSignal  # it imports this module
+
+            signals[name] = GAILSignal(brain, values)
         else:  # validate_reward_signals refuses these first; a direct caller may not have
             raise TrainerConfigError(
                 f"Unknown reward signal {name!r}; the signals are: {', '.join(SIGNAL_PARAMETERS)}.")
