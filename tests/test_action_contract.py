@@ -212,3 +212,24 @@ def test_over_grpc_the_scene_receives_what_the_onnx_export_outputs(tmp_path):
     assert np.abs(np.concatenate(deterministic)).max() > 1.0, "the mean itself must need the scaling"
     np.testing.assert_allclose(scene_got, onnx_mean, atol=1e-5)
     assert os.path.getsize(path) > 0
+
+
+@pytest.mark.parametrize("scene", ["3DBall", "3DBallHard", "Tennis"])
+def test_continuous_scenes_clamp_to_one_like_unitys_agents(scene):
+    """Every continuous scene clamps an action to [-1, 1] and then scales it (a 5 acts as a 1, a 0.5
+    acts as half of it), as Unity's example agents do with whatever float they receive."""
+    from academy import load_scene
+    from academy.academy import Academy
+
+    def after(value):
+        academy = Academy(load_scene(scene)(0), {})
+        academy.reset()
+        for _ in range(3):
+            for b in academy.brains:
+                b.action[:] = value
+            academy.advance()
+        return np.concatenate([academy.scene.states(b.name) for b in academy.brains])
+
+    np.testing.assert_array_equal(after(5.0), after(1.0))
+    np.testing.assert_array_equal(after(-5.0), after(-1.0))
+    assert not np.allclose(after(0.5), after(1.0))
