@@ -188,11 +188,11 @@ def test_over_grpc_the_scene_receives_what_the_onnx_export_outputs(tmp_path):
         info = env.reset()
         for step in range(30):
             trainer.is_training = step < 20  # then the mean, as an exported policy acts deterministically
-            _, _, _, out = trainer.take_action(info)
+            sent, _, _, out = trainer.take_action(info)  # what the controller sends
             assert len(info[name].agents) == 12 and all(info[name].decision_requested)
             (deterministic if step >= 20 else samples).append(out.fields["actions"])
             sent_states.append(np.asarray(info[name].states, np.float32))
-            info = env.step(out.sent)
+            info = env.step(sent)
         env.step({name: np.full((12, 2), 2.5)})  # a gymnasium user's own actions
     finally:
         env.close()
