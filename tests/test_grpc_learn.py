@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import free_port
+from conftest import free_port, run_academy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,6 +58,11 @@ def test_3dball_learns_over_grpc(tmp_path):
     rewards = mean_rewards(out, "Ball3DBrain?team=0")
     assert rewards and rewards[-1] >= 90, rewards
     assert (tmp_path / "models" / "grpc" / "3DBall.bytes").is_file()
+    # Deployed as modern Unity runs it: the .onnx's sampled continuous_actions copied into the
+    # agents unchanged (the scene clamps to [-1, 1]), 24 episodes of up to 100 each.
+    onnx_path = tmp_path / "models" / "grpc" / "Ball3DBrain.onnx"
+    deployed = run_academy("3DBall", "--brain", f"Ball3DBrain=internal:{onnx_path}", "--episodes", "24")
+    assert deployed >= min(rewards[-1], 100.0) - 10.0, (deployed, rewards)
 
 
 @pytest.mark.slow

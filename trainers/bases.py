@@ -71,8 +71,11 @@ def linear_schedule(start: float, end: float, step: float, duration: float) -> f
 class PolicyOutput:
     """What a trainer's ``act`` decided for the N agents of one ``BrainInfo``.
 
-    :param actions: sent to the environment: ``[N, actionSize]`` floats for continuous actions,
-        ``[N, 1]`` for discrete ones.
+    :param actions: the policy's decision: ``[N, actionSize]`` floats for continuous actions
+        (the unclipped Gaussian sample, whose log-probability the update needs), ``[N, 1]``
+        (one column per branch) for discrete ones.
+    :param sent: what ``take_action`` sent to the environment: ``actions`` under the brain's
+        action contract (``Trainer.environment_actions``); filled by ``take_action``.
     :param fields: per-agent values stored with each agent's transition, row ``i`` for agent
         ``i`` of the info (e.g. ``actions``, ``log_probs``, ``value_estimates``, the normalised
         ``states``). Each key becomes a field of the agent's trajectory (on-policy) or of the
@@ -85,6 +88,7 @@ class PolicyOutput:
     fields: Dict[str, np.ndarray] = field(default_factory=dict)
     memories: Optional[np.ndarray] = None
     values: Optional[np.ndarray] = None
+    sent: Optional[np.ndarray] = None
 
 
 class RLTrainer(Trainer):
@@ -138,7 +142,8 @@ class RLTrainer(Trainer):
     # ------------------------------------------------------------------ Trainer interface
     def take_action(self, all_info: Mapping[str, BrainInfo]
                     ) -> Tuple[np.ndarray, Optional[np.ndarray], np.ndarray, Any]:
-        """``act`` on this brain's agents; returns ``(actions, memories, values, PolicyOutput)``."""
+        """``act`` on this brain's agents; returns ``(sent, memories, values, PolicyOutput)``, where
+        ``sent`` is ``act``'s actions under the brain's action contract."""
         info = all_info[self.brain_name]
         n = len(info.agents)
         if n == 0:
@@ -146,8 +151,9 @@ class RLTrainer(Trainer):
             memories = None if self.memory_size is None else np.zeros((0, self.memory_size), np.float32)
             return empty, memories, np.zeros(0), None
         out = self.act(info)
+        out.sent = self.environment_actions(out.actions)
         values = out.values if out.values is not None else np.zeros(n, dtype=np.float32)
-        return out.actions, out.memories, values, out
+        return out.sent, out.memories, values, out
 
     def _pairs(self, info: Mapping[str, BrainInfo],
                next_info: Mapping[str, BrainInfo]) -> Iterator[Tuple[int, int, Any]]:
@@ -214,7 +220,7 @@ class RLTrainer(Trainer):
                   for key, values in outputs.fields.items()}
         merged_info = dict(info)
         merged_info[self.brain_name] = extended
-        return merged_info, PolicyOutput(outputs.actions, fields, outputs.memories, outputs.values)
+        return merged_info, PolicyOutput(outputs.actions, fields, outputs.memories, outputs.values, outputs.sent)
 
     def _count_reward(self, agent: Any, reward: float) -> None:
         self.cumulative_rewards[agent] = self.cumulative_rewards.get(agent, 0.0) + reward

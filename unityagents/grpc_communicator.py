@@ -15,7 +15,10 @@ How behaviours become brains: a behaviour is a brain named by its fully-qualifie
 continuous state; its rank-3 observations are cameras, delivered as ``[N, H, W, C]`` floats in
 0..1 whatever the wire layout ([H,W,C] before C# package 3.0, [C,H,W] from 3.0, chosen from the
 package version in call #1); continuous actions and discrete branches map onto
-``BrainParameters``. A ``BrainInfo`` row is an agent that reported in this step: one that asks
+``BrainParameters``, whose ``continuousActionContract`` is ``"unit"``: a trainer sends Unity
+``clamp(a, -3, 3) / 3`` as the ONNX export does (``BrainParameters.environment_actions``), while
+``send_step`` itself sends the floats it is given, so a gymnasium or PettingZoo user's actions
+arrive as they chose them. A ``BrainInfo`` row is an agent that reported in this step: one that asks
 for a decision, or one whose episode ended (``local_done``; ``max_reached`` when interrupted).
 An agent that ended its episode and asks for its next decision in the same step has one row, as
 with API-2: the terminal reward and done flag, and the first observation of its next episode; its
@@ -602,7 +605,7 @@ class GrpcCommunicator(Communicator):
             "stateSize": state_size, "actionSize": action_size, "memorySize": 0,
             "cameraResolutions": cameras, "actionDescriptions": list(spec.action_descriptions),
             "actionSpaceType": action_type, "stateSpaceType": 1, "actionBranches": branches,
-            "actionMasks": bool(branches)})
+            "actionMasks": bool(branches), "continuousActionContract": "unit"})
         self._behaviours[name] = _Behaviour(name, observations, continuous, branches, parameters)
         self.brains[name] = parameters
         logger.info("Connected new brain: %s (state %d, cameras %s, %s)", name, state_size,
