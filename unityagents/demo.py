@@ -101,7 +101,7 @@ class Demonstration:
         n = len(self)
         states = np.concatenate(vectors, axis=1) if vectors else np.zeros((n, 0), np.float32)
         if brain is not None and brain.state_space_type == "discrete":
-            states = np.argmax(states, axis=1).astype(np.float32)[:, None]
+            states = np.argmax(states, axis=1).astype(np.int32)[:, None]
         return states, cameras
 
 
