@@ -9,9 +9,9 @@ from academy import load_scene
 from academy.academy import Academy
 from academy.demo_recorder import record_demonstration
 from trainers.config import TrainerConfigError, load_trainer_config
-from trainers.gail import GAILSignal
 from trainers.ppo_trainer import PPOTrainer
 from trainers.registry import load_registry
+from trainers.reward_signals.gail import GAILSignal
 from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
 from unityagents.demo import load_demonstration

@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from trainers.reward_signals import _coerce, _did_you_mean
+from trainers.reward_signals.base import coerce_setting, did_you_mean
 from trainers.tf_utils import tf
 from trainers.trainer import Param, TrainerConfigError, non_negative, positive
 from unityagents.brain import BrainParameters
@@ -75,7 +75,7 @@ def validate_behavioral_cloning(brain_name: str, value: Any) -> Optional[Dict[st
     for key, setting in value.items():
         if key not in BC_PARAMETERS:
             raise TrainerConfigError(
-                f"{where}: unknown key {key!r}.{_did_you_mean(key, BC_PARAMETERS)} "
+                f"{where}: unknown key {key!r}.{did_you_mean(key, BC_PARAMETERS)} "
                 f"Its keys are: {', '.join(sorted(BC_PARAMETERS))}.")
         param = BC_PARAMETERS[key]
         if key == "demo_path":
@@ -86,7 +86,7 @@ def validate_behavioral_cloning(brain_name: str, value: Any) -> Optional[Dict[st
         elif key == "batch_size" and setting is None:
             settings[key] = None
         else:
-            settings[key] = _coerce(f"{where[:-1]}.{key}'", setting, param)
+            settings[key] = coerce_setting(f"{where[:-1]}.{key}'", setting, param)
     if "demo_path" not in settings:
         raise TrainerConfigError(f"{where[:-1]}.demo_path': required but missing. Add the path of the .demo file (or "
                                  "folder of them) to clone.")

@@ -30,15 +30,15 @@ What D sees and how it trains, after ML-Agents' GAIL provider:
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, ClassVar, Dict, List, Mapping, Optional
 
 import numpy as np
 
 from trainers.encoders import encode, observation_placeholders, state_placeholder, state_vector
 from trainers.models import dense, new_trainable_variables
-from trainers.reward_signals import RewardSignal, SignalInputs
+from trainers.reward_signals.base import GAMMA, RewardSignal, SignalInputs, strength_param
 from trainers.tf_utils import tf
-from trainers.trainer import TrainerConfigError
+from trainers.trainer import Param, TrainerConfigError, non_negative, positive
 from unityagents.brain import BrainParameters
 from unityagents.demo import DemonstrationError, load_demonstration
 
@@ -58,9 +58,21 @@ class GAILSignal(RewardSignal):
     (VAIL), ``update_op``."""
 
     name = "gail"
+    title = "GAIL"
+    parameters: ClassVar[Dict[str, Param]] = {
+        "strength": strength_param(1.0, "factor of -log(1 - D)"),
+        "gamma": GAMMA,
+        "demo_path": Param(str, None, required=True, doc="a .demo file, or a folder whose .demo files are all used"),
+        "encoding_size": Param(int, 128, check=(positive, "> 0"), doc="width of the discriminator's layers"),
+        "learning_rate": Param(float, 3.0e-4, check=(positive, "> 0"), doc="Adam learning rate of the discriminator"),
+        "use_actions": Param(bool, False, doc="the discriminator also sees the action and the done flag"),
+        "use_vail": Param(bool, False, doc="variational information bottleneck in the discriminator"),
+        "gradient_penalty_weight": Param(float, 10.0, check=(non_negative, ">= 0"),
+                                         doc="weight of the discriminator's gradient penalty (0: none)"),
+    }
 
     def __init__(self, brain: BrainParameters, settings: Mapping[str, Any]):
-        super().__init__(settings)
+        super().__init__(brain, settings)
         self.brain = brain
         self.use_actions = bool(settings["use_actions"])
         self.use_vail = bool(settings["use_vail"])
