@@ -73,8 +73,8 @@ def write(path, text: str) -> str:
     return str(path)
 
 
-def listening_beyond_loopback():
-    """``(pid, address:port)`` of every TCP socket listening on a non-loopback address (/proc/net/tcp*)."""
+def listening_sockets():
+    """``(pid, address:port, loopback)`` of every TCP socket listening on this machine (/proc/net/tcp*)."""
     inodes = {}
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -92,8 +92,7 @@ def listening_beyond_loopback():
             ip = ipaddress.ip_address(raw)
             mapped = getattr(ip, "ipv4_mapped", None)
             loopback = ip.is_loopback or (mapped is not None and mapped.is_loopback)
-            if not loopback:
-                inodes[inode] = f"{address}:{int(port, 16)}"
+            inodes[inode] = (f"{address}:{int(port, 16)}", loopback)
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -106,8 +105,13 @@ def listening_beyond_loopback():
             except OSError:
                 continue
             if target.startswith("socket:[") and target[8:-1] in inodes:
-                found.append((int(pid), inodes[target[8:-1]]))
+                found.append((int(pid), *inodes[target[8:-1]]))
     return found
+
+
+def listening_beyond_loopback():
+    """``(pid, address:port)`` of every TCP socket listening on a non-loopback address."""
+    return [(pid, where) for pid, where, loopback in listening_sockets() if not loopback]
 
 
 def descendants(root: int):
