@@ -6,7 +6,10 @@ the reset configuration, an action message, its length prefix, a command or a RE
 JSON level (hostile values at a random place: null, strings, lists, objects, NaN, 1e400, deep
 nesting, huge lists) or at the byte level (truncated, flipped, inserted, wrong or huge prefixes).
 
-Each session must end with ``serve_trainer`` returning 0, 1 or 3 before its deadline, with an error
+Each session must end before its deadline with the status that its mutated bytes require under
+API-2's rules (``expected_status``, restated from the protocol facts): 0 when the bytes are no
+command at all (the academy quits, as Unity does) or a message the Academy accepts, 1 when a message
+never completes, 3 when it breaks the protocol or the Academy refuses its values; with an error
 logged for 1 and 3 and no exception escaping (no traceback). The academy runs in-process on a
 socketpair (a thread per session), so a few hundred seeded sessions take seconds; a handful of
 cases also run through ``python -m academy`` over 127.0.0.1 to check its stderr.
@@ -214,28 +217,179 @@ def mutate_bytes(data: bytes, rng: random.Random) -> bytes:
 
 
 def make_hook(rng: random.Random, kind: str, occurrence: int):
-    """A hook that mutates the ``occurrence``-th message of ``kind`` and sends the rest unchanged."""
+    """A hook that mutates the ``occurrence``-th message of ``kind`` and sends the rest unchanged.
+
+    Once it fired, ``hook.fired`` holds ``(class, original bytes, bytes sent)``.
+    """
     seen = Counter()
 
     def hook(sent_kind: str, data: bytes) -> bytes:
         seen[sent_kind] += 1
         if sent_kind != kind or seen[sent_kind] != occurrence:
             return data
+        label, out = mutate(data)
+        hook.fired = (label, data, out)
+        return out
+
+    def mutate(data: bytes) -> tuple:
         if kind in ("reset", "prefix+action") and rng.random() < 0.6:
             payload = data if kind == "reset" else data[4:]
             mutated = encode(mutate_tree(json.loads(payload), rng))
             if kind == "reset":
-                return mutated
-            return struct.pack("<I", len(mutated)) + mutated
+                return "json tree", mutated
+            return "json tree", struct.pack("<I", len(mutated)) + mutated
         if kind == "prefix+action" and rng.random() < 0.3:
             length = struct.unpack("<I", data[:4])[0]
             wrong = rng.choice([0, 1, length - 1, length + 1, length + 100, 2 ** 31, 2 ** 32 - 1, 70 << 20])
-            return struct.pack("<I", max(0, wrong) % 2 ** 32) + data[4:]
+            return "length lie", struct.pack("<I", max(0, wrong) % 2 ** 32) + data[4:]
         if kind == "reset" and rng.random() < 0.2:
-            return b'{"train_model": true, "parameters": {}, "pad": "' + b"x" * (2 << 20) + b'"}'
-        return mutate_bytes(data, rng)
+            return "oversized", b'{"train_model": true, "parameters": {}, "pad": "' + b"x" * (2 << 20) + b'"}'
+        return "bytes", mutate_bytes(data, rng)
 
+    hook.fired = None
     return hook
+
+
+# ------------------------------------------------------------------ the oracle: API-2's rules, restated
+NO_RULE = "no rule"  # an outcome these rules do not decide (never drawn by the seeded sessions)
+COMMANDS = (b"RESET", b"STEP", b"EXIT")
+
+
+def after_message(leftover: bytes) -> object:
+    """The status when ``leftover`` bytes follow a complete, valid message: the academy answers with
+    the states and reads them as the RECEIVED that acks the first one."""
+    if not leftover:
+        return None  # nothing extra: the session goes on as scripted
+    return NO_RULE if leftover.startswith(b"RECEIVED") else 3
+
+
+def command_status(sent: bytes, original: bytes) -> object:
+    """A command is read until it is one of RESET, STEP, EXIT or cannot become one (then: quit, 0)."""
+    for command in COMMANDS:
+        if sent.startswith(command):
+            leftover = sent[len(command):]
+            if command != original:
+                return NO_RULE
+            if not leftover or command == b"EXIT":
+                return 0 if command == b"EXIT" or not leftover else NO_RULE
+            if command == b"RESET":  # the rest is read as the reset configuration: not an object
+                return 3 if leftover.lstrip()[:1] not in (b"{", b"") else NO_RULE
+            length = struct.unpack("<I", leftover[:4])[0] if len(leftover) >= 4 else None
+            return 3 if length is not None and length > (64 << 20) else NO_RULE  # STEP: the rest is the prefix
+    if any(c.startswith(sent) for c in COMMANDS):  # nothing, or the start of a command: it never completes
+        return 1
+    return 0
+
+
+def ack_status(sent: bytes) -> object:
+    if len(sent) < 8:
+        return 1  # the academy waits for the rest of RECEIVED past its deadline (or until the peer leaves)
+    if sent[:8] != b"RECEIVED":
+        return 3
+    return 0 if sent[8:] in (b"", b"RECEIVED") else NO_RULE  # a second RECEIVED is later read as a command
+
+
+def json_object_end(data: bytes) -> tuple:
+    """Where the first JSON object of ``data`` ends (None if it does not), and its deepest nesting."""
+    depth, deepest, in_string, escaped = 0, 0, False, False
+    for i, byte in enumerate(data):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in b"{[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in b"}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1, deepest
+    return None, deepest
+
+
+_ACADEMIES: dict = {}
+
+
+def value_status(scene: str, seed: int, check, fresh: bool = True) -> int:
+    """3 if an Academy of the scene refuses the decoded message (``check(academy)`` raises), else 0.
+
+    The values' rules are the Academy's (its contract, pinned by ``TARGETED`` below); what the
+    seeded sessions check is that the wire brings each message to them and maps the verdict to
+    the exit status. A reset needs a fresh scene; an action check changes nothing it could reuse.
+    """
+    from academy.academy import TrainerMessageError
+
+    if fresh or scene not in _ACADEMIES:
+        _ACADEMIES[scene] = Academy(load_scene(scene)(seed))
+    try:
+        check(_ACADEMIES[scene])
+    except TrainerMessageError:
+        return 3
+    return 0
+
+
+def reset_status(sent: bytes, scene: str, seed: int) -> object:
+    """The unframed reset configuration: one JSON object, at most 32 levels and 1 MiB, then its values."""
+    start = len(sent) - len(sent.lstrip())
+    if start == len(sent):
+        return 1  # nothing arrived: the academy waits until the peer gives up
+    if sent[start:start + 1] != b"{":
+        return 3
+    end, deepest = json_object_end(sent[start:])
+    if deepest > 32 or len(sent) > (1 << 20):
+        return 3
+    if end is None:
+        return 1  # the object never closes
+    try:
+        config = json.loads(sent[start:start + end].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return 3
+    train_model, parameters = config.get("train_model", True), config.get("parameters")
+    parameters = {} if parameters is None else parameters
+    if not isinstance(train_model, bool) or not isinstance(parameters, dict):
+        return 3
+    status = value_status(scene, seed, lambda a: a.reset(train_model, parameters))
+    return status if status else after_message(sent[start + end:]) or 0
+
+
+def action_status(sent: bytes, scene: str, seed: int) -> object:
+    """The action message: a 4-byte length (at most 64 MiB), then that much JSON, then its values."""
+    import orjson
+
+    if len(sent) < 4:
+        return 1
+    (length,) = struct.unpack("<I", sent[:4])
+    if length > (64 << 20):
+        return 3
+    if len(sent) - 4 < length:
+        return 1  # the rest never comes: the peer waits for the states
+    try:
+        message = orjson.loads(sent[4:4 + length])
+    except orjson.JSONDecodeError:
+        return 3
+    if not isinstance(message, dict):
+        return 3
+    status = value_status(scene, seed, lambda a: a.set_external_actions(message), fresh=False)
+    return status if status else after_message(sent[4 + length:]) or 0
+
+
+def expected_status(kind: str, fired, scene: str, seed: int) -> object:
+    """The exit status a session must end with, given the one mutation that was sent."""
+    if fired is None:
+        return 0
+    label, original, sent = fired
+    if kind == "command":
+        return command_status(sent, original)
+    if kind == "ack":
+        return ack_status(sent)
+    if kind == "reset":
+        return reset_status(sent, scene, seed)
+    return action_status(sent, scene, seed)
 
 
 # ---------------------------------------------------------------------------------- sessions
@@ -324,8 +478,12 @@ def test_unmutated_sessions_end_with_exit_0(academy_log):
         assert result["status"] == 0, [r.getMessage() for r in result["log"]]
 
 
-def test_seeded_mutations_never_crash_or_hang(academy_log):
-    outcomes, figures = Counter(), Counter()
+def test_seeded_mutations_end_with_the_status_their_bytes_require(academy_log):
+    """Each session's exit status is the one API-2's rules (restated above) give its mutated message:
+    0 for a string that is no command or a message the Academy accepts, 1 for a message that never
+    completes, 3 for one that breaks the protocol or that the Academy refuses."""
+    outcomes, figures, classes = Counter(), Counter(), Counter()
+    wrong = []
     started = time.monotonic()
     for i in range(SESSIONS):
         rng = random.Random(1000 + i)
@@ -346,10 +504,19 @@ def test_seeded_mutations_never_crash_or_hang(academy_log):
         figures["hangs"] += result["hang"]
         check(result, f"session {i} ({scene}, {kind})")
         outcomes[result["status"]] += 1
+        expected = expected_status(kind, hook.fired, scene, i)
+        label = f"{kind}: {hook.fired[0] if hook.fired else 'not sent'}"
+        classes[label, expected] += 1
+        if expected != result["status"]:
+            errors = [r.getMessage()[:160] for r in result["log"] if r.levelno >= logging.WARNING]
+            wrong.append(f"session {i} ({scene}, {label}, sent {hook.fired[2][:60]!r}...): expected {expected}, "
+                         f"got {result['status']}; {errors[-1:]}")
     elapsed = time.monotonic() - started
     print(f"\nacademy fuzz: {figures['sessions']} sessions, {figures['crashes']} crashes, {figures['hangs']} hangs; "
-          f"exit statuses {dict(sorted(outcomes.items()))}; {elapsed:.1f} s")
-    # The mutations must really reach the validation: most sessions end with a protocol error.
+          f"exit statuses {dict(sorted(outcomes.items()))}; {elapsed:.1f} s\n"
+          f"(class, expected status): {dict(sorted(classes.items(), key=str))}")
+    assert not wrong, f"{len(wrong)} sessions ended otherwise than their mutation requires:\n" + "\n".join(wrong[:30])
+    # Every status is required somewhere, and the mutations really reach the validation.
     assert outcomes[3] > SESSIONS // 3, outcomes
     assert outcomes[0] > 0 and outcomes[1] > 0, outcomes
 
