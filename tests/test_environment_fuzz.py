@@ -659,9 +659,15 @@ def test_seeded_mutations_end_as_their_class_requires_before_the_deadline(monkey
     for seed in range(SESSIONS):
         mutation = make_mutation(seed)
         outcome, detail, seconds, error, peer = run_session(monkeypatch, port, mutation)
+        expected, cls = expected_outcome(mutation, peer)
+        if isinstance(error, UnityTimeOutException) and expected != "timing" and (
+                expected == "ok" or not isinstance(error, cls)):
+            # A 0.3 s deadline per message can pass on a loaded machine: the same mutation once more.
+            mutation = make_mutation(seed)
+            outcome, detail, seconds, error, peer = run_session(monkeypatch, port, mutation)
+            expected, cls = expected_outcome(mutation, peer)
         results[outcome] += 1
         classes[mutation.label] += 1
-        expected, cls = expected_outcome(mutation, peer)
         cls_name = getattr(cls, "__name__", cls)
         where = f"seed {seed} ({mutation.label}, step {mutation.step})"
         if outcome in ("crash", "bad data", "hang"):
