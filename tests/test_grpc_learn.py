@@ -106,7 +106,10 @@ def test_curriculum_lessons_reach_the_scene_through_environment_parameters(tmp_p
 
 
 def test_gridworld_trains_with_its_wall_masks_over_grpc(tmp_path):
-    """A short run: PPO acts with the masks the scene sends and updates with them (two updates)."""
+    """A short run: PPO acts with the masks the scene sends and updates with them (two updates).
+
+    The scene logs the first mask that disables a move, and every action that a mask disabled.
+    """
     code, out = train(tmp_path, "GridWorld", """
         "GridWorldBrain?team=0":
             batch_size: 32
@@ -120,3 +123,6 @@ def test_gridworld_trains_with_its_wall_masks_over_grpc(tmp_path):
     assert code == 0, out[-3000:]
     assert len(mean_rewards(out, "GridWorldBrain?team=0")) >= 1, out[-3000:]
     assert (tmp_path / "models" / "grpc" / "GridWorld.bytes").is_file()
+    log = (tmp_path / "logs" / "GridWorld-worker0.log").read_text()
+    assert "GridWorld: the first wall mask went out" in log, log[-3000:]  # masks did disable moves
+    assert "took the masked action" not in log, log[-3000:]  # and PPO never sent one of those moves
