@@ -481,7 +481,7 @@ def _did_you_mean(key: str, candidates) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
-def hyperparameters_markdown(registry: TrainerRegistry, names: Tuple[str, ...] = ("ppo", "ghost", "imitation")) -> str:
+def hyperparameters_markdown(registry: TrainerRegistry, names: Tuple[str, ...] = ("ppo", "sac", "ghost", "imitation")) -> str:
     """Reference tables of the built-in trainers' keys (``docs/configuration.md`` is this text)."""
     lines = [
         "# Trainer configuration reference",
