@@ -53,7 +53,8 @@ def squash_correction(pre_tanh: tf.Tensor) -> tf.Tensor:
 class SACModel:
     """Public tensors: the placeholders (``state``, ``observations``, ``next_*``, ``epsilon``,
     ``next_epsilon``, ``action_masks``, ``next_action_masks``, ``taken_actions``, ``rewards[stream]``,
-    ``dones``, ``learning_rate``), ``output``, ``value``, ``probs`` (discrete), ``log_alpha``
+    ``dones``, ``learning_rate``), ``output``, ``value``, ``probs`` (discrete), ``policy_tensors``
+    (the acting policy's parts: ``mu``, ``log_sigma``, ``pre_tanh``, ``log_prob``), ``log_alpha``
     (``[1]`` continuous, ``[branches]`` discrete), ``metrics`` (name -> scalar), ``train_op`` (the
     fused update), ``online_variables`` / ``target_variables`` (Q1+Q2 and their targets, in the same
     order), ``update_normalization`` (None unless normalising)."""
@@ -80,11 +81,24 @@ class SACModel:
             return (vector, self.observations) if which == "current" else (next_vector, self.next_observations)
 
         self._features = features
+        # The contract's optional inputs sit at the scope's root, where Unity and the exporter look.
+        if self.is_continuous:
+            # Zeros unless fed: Unity's Internal brain then acts with tanh(mu). The shape stays open
+            # so that a single [0] broadcasts, as well as a full [N, actionSize] noise feed.
+            self.epsilon = tf.placeholder_with_default(tf.zeros([1]), None, name="epsilon")
+            self.next_epsilon = tf.placeholder_with_default(tf.zeros([1]), None, name="next_epsilon")
+        else:
+            total = int(sum(self.branches))
+            rows = tf.shape(self.state if self.state is not None else self.observations[0])[0]
+            ones = tf.ones(tf.stack([rows, total]))
+            self.action_masks = tf.placeholder_with_default(ones, [None, total], name="action_masks")
+            self.next_action_masks = tf.placeholder_with_default(ones, [None, total], name="next_action_masks")
         with tf.variable_scope("policy"):
             before = tf.trainable_variables()
             policy = self._policy("current", reuse=False)
             self.policy_variables = new_trainable_variables(before)
             next_policy = self._policy("next", reuse=True)
+        self.policy_tensors = policy
         if self.is_continuous:
             self.output = tf.identity(policy["action"], name="action")
             self.deterministic_output = tf.identity(tf.tanh(policy["mu"]), name="deterministic_action")
@@ -119,8 +133,9 @@ class SACModel:
         else:
             self.target_entropy = [DISCRETE_TARGET_ENTROPY_SCALE * math.log(b) for b in self.branches]
 
-        self.value = tf.identity(self._expected(tf.minimum(q1_pi[self.streams[0]], q2_pi[self.streams[0]]),
-                                                policy, with_entropy=False)[:, None], name="value_estimate")
+        first = tf.minimum(q1_pi[self.streams[0]], q2_pi[self.streams[0]])
+        self.value = tf.identity(tf.expand_dims(self._expected(first, policy, with_entropy=False), 1),
+                                 name="value_estimate")
         self.rewards = {s: tf.placeholder(tf.float32, [None], name=f"rewards_{s}") for s in self.streams}
         self.dones = tf.placeholder(tf.float32, [None], name="dones")
         self.learning_rate = tf.placeholder_with_default(float(learning_rate), [], name="learning_rate")
@@ -162,14 +177,7 @@ class SACModel:
         n = self.action_size
         mu = dense(hidden, n, "mu", gain=0.01)
         log_sigma = tf.clip_by_value(dense(hidden, n, "log_sigma", gain=0.01), *LOG_SIGMA_BOUNDS)
-        name = "epsilon" if which == "current" else "next_epsilon"
-        # Zeros unless fed: Unity's Internal brain then acts with tanh(mu). The shape stays open so
-        # that a single [0] broadcasts, as well as a full [N, actionSize] noise feed.
-        epsilon = tf.placeholder_with_default(tf.zeros([1]), None, name=name)
-        if which == "current":
-            self.epsilon = epsilon
-        else:
-            self.next_epsilon = epsilon
+        epsilon = self.epsilon if which == "current" else self.next_epsilon
         pre = mu + tf.exp(log_sigma) * epsilon
         pre.set_shape(mu.shape)
         gaussian = -0.5 * tf.square((pre - mu) / tf.exp(log_sigma)) - log_sigma - 0.5 * _LOG_2PI
@@ -177,13 +185,7 @@ class SACModel:
         return {"mu": mu, "log_sigma": log_sigma, "pre_tanh": pre, "action": tf.tanh(pre), "log_prob": log_prob}
 
     def _categorical(self, hidden: tf.Tensor, which: str) -> Dict[str, object]:
-        total = int(sum(self.branches))
-        name = "action_masks" if which == "current" else "next_action_masks"
-        masks = tf.placeholder_with_default(tf.ones(tf.stack([tf.shape(hidden)[0], total])), [None, total], name=name)
-        if which == "current":
-            self.action_masks = masks
-        else:
-            self.next_action_masks = masks
+        masks = self.action_masks if which == "current" else self.next_action_masks
         probs, log_probs, samples = [], [], []
         offset = 0
         for k, size in enumerate(self.branches):
@@ -205,7 +207,7 @@ class SACModel:
         with tf.variable_scope(scope, reuse=reuse):
             hidden = self._body(which, action)
             if self.is_continuous:
-                return {s: dense(hidden, 1, f"head_{s}", gain=1.0)[:, 0] for s in self.streams}
+                return {s: tf.reshape(dense(hidden, 1, f"head_{s}", gain=1.0), [-1]) for s in self.streams}
             return {s: dense(hidden, int(sum(self.branches)), f"head_{s}", gain=1.0) for s in self.streams}
 
     def _split(self, x: tf.Tensor) -> List[tf.Tensor]:

@@ -28,8 +28,12 @@ import numpy as np
 
 from trainers.bases import OffPolicyTrainer, PolicyOutput, ReplayBuffer
 from trainers.config import total_memory_bytes
-from trainers.reward_signals import REWARD_SIGNALS_PARAM, create_reward_signals, signal_settings, \
-    validate_reward_signals
+from trainers.reward_signals import (
+    REWARD_SIGNALS_PARAM,
+    create_reward_signals,
+    signal_settings,
+    validate_reward_signals,
+)
 from trainers.tf_utils import tf
 from trainers.trainer import (
     COMMON_HYPERPARAMETERS,
@@ -278,7 +282,7 @@ class SACTrainer(OffPolicyTrainer):
             terminal_fields = self.observation_fields(terminal)
             terminal_masks = None if self.is_continuous else self._masks(terminal)
             interrupted = np.asarray(following.max_reached, dtype=bool)[next_rows]
-            for k, (_, j, agent) in enumerate(pairs):
+            for k, (_, _, agent) in enumerate(pairs):
                 if dones[k] and agent in where:
                     for key in next_fields:
                         next_fields[key][k] = terminal_fields[key][where[agent]]
