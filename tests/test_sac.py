@@ -16,7 +16,6 @@ from trainers.export import contract_inputs, export_graph, load_graph_def
 from trainers.onnx_export import export_onnx
 from trainers.registry import load_registry
 from trainers.sac import SACTrainer
-from trainers.sac.trainer import replay_bytes
 from trainers.tf_utils import tf
 from unityagents.brain import BrainInfo, BrainParameters
 
@@ -127,14 +126,14 @@ def test_squashed_log_prob_matches_numpy():
 
 
 def test_discrete_actions_respect_the_masks_and_the_replay_keeps_the_next_masks():
-    trainer = make_sac(BRANCHED, buffer_size=1000)
+    trainer = make_sac(BRANCHED, buffer_size=3000)
     m = trainer.model
     rng = np.random.default_rng(1)
     randomise_policy(trainer, rng, 1.0)
-    n = 600
+    n = 3000
     masks = np.tile(np.float32([[1, 0, 1, 0, 1], [0, 1, 0, 1, 0], [0, 0, 1, 1, 1]]), (n // 3, 1))
-    info = BrainInfo([], rng.normal(size=(n, 4)).astype(np.float32), None, [0.0] * n, list(range(n)),
-                     [False] * n, action_masks=masks)
+    states = np.repeat(rng.normal(size=(1, 4)).astype(np.float32), n, axis=0)  # one state: one distribution
+    info = BrainInfo([], states, None, [0.0] * n, list(range(n)), [False] * n, action_masks=masks)
     actions, _, _, outputs = trainer.take_action({"Brain": info})
     assert actions.shape == (n, 2)
     chosen = np.zeros_like(masks)
@@ -144,6 +143,11 @@ def test_discrete_actions_respect_the_masks_and_the_replay_keeps_the_next_masks(
     assert set(actions[0::3, 0]) == {0, 2} and set(actions[2::3, 1]) == {0, 1}  # the allowed ones are sampled
     probs = trainer.sess.run(m.probs, {m.state: info.states, m.action_masks: masks})
     assert (probs[masks == 0] == 0).all()
+    # Sampled as the masked policy says: action 1 of branch 0 holds real mass unmasked, and none masked.
+    unmasked = trainer.sess.run(m.probs, {m.state: info.states[:1]})
+    assert unmasked[0, 1] > 0.15, unmasked
+    frequency = np.bincount(actions[0::3, 0], minlength=3) / (n // 3)
+    np.testing.assert_allclose(frequency, probs[0, :3], atol=0.05)
     next_masks = np.roll(masks, 1, axis=0)
     following = BrainInfo([], info.states, None, [0.0] * n, list(range(n)), [False] * n, action_masks=next_masks)
     trainer.add_experiences({"Brain": info}, {"Brain": following}, outputs)
@@ -178,8 +182,6 @@ def test_saved_replay_buffer_makes_the_next_update_identical(tmp_path):
 @pytest.mark.parametrize("block, brain, key, words", [
     ("tau: 0.0", CONTINUOUS, "tau", "in (0, 1]"),
     ("tau: 1.5", CONTINUOUS, "tau", "in (0, 1]"),
-    ("buffer_size: 1.0e8", {**CONTINUOUS, "cameraResolutions": [{"width": 84, "height": 84, "blackAndWhite": False}]},
-     "buffer_size", "GiB"),
     ("batch_size: 100\n    buffer_size: 10", CONTINUOUS, "batch_size", "larger than buffer_size"),
     ("{}", {**BRANCHED, "actionBranches": [3, 1]}, "trainer", "at least 2 actions"),
     ("{}", {**CONTINUOUS, "actionSize": 0}, "trainer", "at least one continuous action"),
@@ -194,10 +196,24 @@ def test_bad_settings_name_the_brain_and_the_key(tmp_path, block, brain, key, wo
     assert "brain 'Brain'" in message and f"key '{key}'" in message and words in message, message
 
 
-def test_replay_size_counts_both_states_of_a_transition():
-    brain = BrainParameters("Brain", {**CONTINUOUS, "cameraResolutions": [{"width": 10, "height": 10,
-                                                                           "blackAndWhite": True}]})
-    assert replay_bytes(brain, 1000) == 1000 * 4 * (2 * (4 + 100) + 2 + 2)
+def test_a_replay_buffer_larger_than_memory_is_refused_with_its_size(tmp_path, monkeypatch):
+    """The replay stores each camera frame twice (state and next state): a machine that holds the
+    frames once (the generic check) but not twice is refused, with the size it would take."""
+    brain = BrainParameters("Brain", {**CONTINUOUS, "cameraResolutions": [{"width": 84, "height": 84,
+                                                                           "blackAndWhite": False}]})
+    frame = 84 * 84 * 3
+    memory = 10 ** 6 * 4 * int(1.5 * frame)  # 1.5 frames per transition
+    monkeypatch.setattr("trainers.config.total_memory_bytes", lambda: memory)
+    monkeypatch.setattr("trainers.sac.trainer.total_memory_bytes", lambda: memory)
+    path = write(tmp_path / "sac.yaml", "Brain:\n    trainer: sac\n    buffer_size: 1.0e6\n")
+    config = load_trainer_config(path, load_registry())
+    with pytest.raises(TrainerConfigError) as error:
+        config.settings_for_environment({"Brain": brain}, ["Brain"])
+    message = str(error.value)
+    needed = 10 ** 6 * 4 * (2 * (4 + frame) + 2 + 2)
+    assert "brain 'Brain', key 'buffer_size'" in message and f"{needed / 2 ** 30:.1f} GiB" in message, message
+    path = write(tmp_path / "small.yaml", "Brain:\n    trainer: sac\n    buffer_size: 5.0e5\n")
+    load_trainer_config(path, load_registry()).settings_for_environment({"Brain": brain}, ["Brain"])
 
 
 @pytest.mark.parametrize("spec", [CONTINUOUS, BRANCHED], ids=["continuous", "branches"])
