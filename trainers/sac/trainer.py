@@ -93,6 +93,20 @@ def replay_bytes(brain: BrainParameters, buffer_size: int) -> int:
     return int(buffer_size) * 4 * (2 * inputs + brain.action_width + 2 + masks)
 
 
+def unsupported_action_space(brain: BrainParameters) -> Optional[str]:
+    """Why SAC cannot act for ``brain``, or None when it can."""
+    if brain.action_space_type == "continuous":
+        if brain.action_space_size < 1:
+            return (f"the sac trainer needs at least one continuous action, but the brain has "
+                    f"{brain.action_space_size}. Give the brain an action.")
+        return None
+    branches = list(brain.action_branches)
+    if not branches or min(branches) < 2:
+        return (f"the sac trainer needs discrete branches of at least 2 actions each, but the brain's branches "
+                f"are {branches}. A branch with one action leaves nothing to choose; remove it.")
+    return None
+
+
 class SACTrainer(OffPolicyTrainer):
     """SAC for one brain: continuous (tanh-squashed Gaussian) or discrete (branches, masks) actions."""
 
@@ -114,7 +128,7 @@ class SACTrainer(OffPolicyTrainer):
                           brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
         """Refuse action spaces SAC cannot learn, and a replay buffer this machine cannot hold."""
         brain = brains[brain_name]
-        problem = cls.unsupported_action_space(brain)
+        problem = unsupported_action_space(brain)
         if problem:
             raise TrainerConfigError(f"brain '{brain_name}', key 'trainer': {problem}")
         signals = params.get("reward_signals") or {}
@@ -130,25 +144,11 @@ class SACTrainer(OffPolicyTrainer):
                 f"{needed / 2 ** 30:.1f} GiB, more than this machine's {memory / 2 ** 30:.1f} GiB of memory. "
                 f"Use a buffer_size of at most {int(memory // (needed / params['buffer_size']))}.")
 
-    @staticmethod
-    def unsupported_action_space(brain: BrainParameters) -> Optional[str]:
-        """Why SAC cannot act for ``brain``, or None when it can."""
-        if brain.action_space_type == "continuous":
-            if brain.action_space_size < 1:
-                return (f"the sac trainer needs at least one continuous action, but the brain has "
-                        f"{brain.action_space_size}. Give the brain an action.")
-            return None
-        branches = list(brain.action_branches)
-        if not branches or min(branches) < 2:
-            return (f"the sac trainer needs discrete branches of at least 2 actions each, but the brain's branches "
-                    f"are {branches}. A branch with one action leaves nothing to choose; remove it.")
-        return None
-
     # ------------------------------------------------------------------ building
     def __init__(self, sess, brains: Mapping[str, BrainParameters], brain_name: str,
                  trainer_parameters: Dict[str, Any], training: bool, seed: int = 0):
         super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
-        problem = self.unsupported_action_space(self.brain)
+        problem = unsupported_action_space(self.brain)
         if problem:
             raise UnityTrainerException(f"Brain '{brain_name}': {problem}")
         self.hp["reward_signals"] = validate_reward_signals(brain_name, self.hp.get("reward_signals"))
