@@ -38,6 +38,7 @@ setup(
             "ppo = trainers.ppo_trainer:PPOTrainer",
             "ghost = trainers.ghost_trainer:GhostTrainer",
             "imitation = trainers.imitation_trainer:ImitationTrainer",
+            "sac = trainers.sac.trainer:SACTrainer",
         ],
     },
 )

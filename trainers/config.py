@@ -481,7 +481,8 @@ def _did_you_mean(key: str, candidates) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
-def hyperparameters_markdown(registry: TrainerRegistry, names: Tuple[str, ...] = ("ppo", "ghost", "imitation")) -> str:
+def hyperparameters_markdown(registry: TrainerRegistry,
+                             names: Tuple[str, ...] = ("ppo", "sac", "ghost", "imitation")) -> str:
     """Reference tables of the built-in trainers' keys (``docs/configuration.md`` is this text)."""
     lines = [
         "# Trainer configuration reference",
@@ -519,7 +520,7 @@ def _reward_signals_markdown() -> List[str]:
     from .reward_signals import SIGNAL_PARAMETERS, SIGNAL_TITLES
 
     lines = [
-        "## `reward_signals` (ppo)",
+        "## `reward_signals` (ppo, sac)",
         "",
         "A nested block, one entry per signal; each signal gets its own value head and its own GAE",
         "(its `gamma`), its rewards are multiplied by its `strength`, and the policy's advantage is the",
@@ -529,7 +530,8 @@ def _reward_signals_markdown() -> List[str]:
         "unknown signal or key, or a wrong type, is an error naming the brain and the dotted key, e.g.",
         "`key 'reward_signals.rnd.strenght'`. TensorBoard: `Policy/<Signal> Reward` and",
         "`Policy/<Signal> Value Estimate` per signal (mean per agent step, after `strength`), and the",
-        "intrinsic models' losses under `Losses/`.",
+        "intrinsic models' losses under `Losses/`. SAC gives each signal a Q head instead and re-scores every",
+        "sampled minibatch with the signals (times `strength`); only `extrinsic` cuts its bootstrap at episode ends.",
         "",
         "```yaml",
         "PyramidsBrain:",

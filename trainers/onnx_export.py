@@ -25,7 +25,9 @@ constant outputs (float32)          ``version_number`` = 3, ``memory_size`` = M 
 outputs                             ``continuous_actions`` = clip(a, -3, 3) / 3 and
                                     ``deterministic_continuous_actions`` = clip(mean, -3, 3) / 3
                                     (ML-Agents' scaling: an agent script that received ``a``
-                                    over API-2 must multiply by 3); ``discrete_actions`` and
+                                    over API-2 must multiply by 3; a trainer whose actions are
+                                    already in [-1, 1], as SAC's tanh, names the nodes exported
+                                    as they are in ``onnx_action_outputs()``); ``discrete_actions`` and
                                     ``deterministic_discrete_actions``: int64
                                     ``[b, branches]``, per branch the index sampled from (the
                                     argmax of) the masked policy;
@@ -135,7 +137,9 @@ def convert_brain(sess: Any, trainer: Any, opset: int = DEFAULT_OPSET):
     prefix = trainer.graph_scope + "/" if trainer.graph_scope else ""
     graph = sess.graph
     names = {op.name for op in graph.get_operations()}
-    outputs = list(dict.fromkeys(list(trainer.export_nodes()) + [n for n in OPTIONAL_OUTPUTS if prefix + n in names]))
+    declared = dict(getattr(trainer, "onnx_action_outputs", dict)())
+    outputs = list(dict.fromkeys(list(trainer.export_nodes()) + [n for n in OPTIONAL_OUTPUTS if prefix + n in names]
+                                 + list(declared.values())))
     if "action" not in outputs:
         raise UnityTrainerException(
             f"ONNX export of brain '{brain.brain_name}': its exported nodes {outputs} have no 'action'; the ONNX "
@@ -143,7 +147,7 @@ def convert_brain(sess: Any, trainer: Any, opset: int = DEFAULT_OPSET):
     with graph.as_default():
         frozen = freeze(sess, [prefix + n for n in outputs] + contract_inputs(graph, prefix))
     frozen = unroll_single_step(frozen, [prefix + n for n in outputs])
-    wrapper, plan = _contract_graph(frozen, prefix, brain, outputs)
+    wrapper, plan = _contract_graph(frozen, prefix, brain, outputs, declared)
 
     import logging
 
@@ -281,8 +285,14 @@ def _const_int(extra: list, name: str, value: int) -> str:
 
 
 # ---------------------------------------------------------------------------------- the contract
-def _contract_graph(frozen: Any, prefix: str, brain: BrainParameters, outputs: List[str]) -> Tuple[Any, Dict]:
-    """A graph with the contract's inputs and outputs around the imported frozen brain."""
+def _contract_graph(frozen: Any, prefix: str, brain: BrainParameters, outputs: List[str],
+                    declared: Optional[Dict[str, str]] = None) -> Tuple[Any, Dict]:
+    """A graph with the contract's inputs and outputs around the imported frozen brain.
+
+    :param declared: contract output -> frozen node that is that output as it is (a trainer's
+        ``onnx_action_outputs()``; SAC's tanh-squashed actions), instead of the derived default.
+    """
+    declared = declared or {}
     frozen = _defaults_as_identity(frozen, keep={prefix + "epsilon", prefix + "action_masks"})
     nodes = {n.name: n for n in frozen.node}
     graph = tf.Graph()
@@ -347,12 +357,14 @@ def _contract_graph(frozen: Any, prefix: str, brain: BrainParameters, outputs: L
         output(tf.constant([float(memory)], tf.float32), "memory_size")
         action = imported["action"]
         if continuous:
-            mean = action if noise is None else _noise_free_term(action, noise, brain.brain_name)
+            mean = action if noise is None or "deterministic_continuous_actions" in declared \
+                else _noise_free_term(action, noise, brain.brain_name)
             output(tf.constant([float(n_actions)], tf.float32), "continuous_action_output_shape")
-            output(tf.clip_by_value(action, -CONTINUOUS_CLIP, CONTINUOUS_CLIP) / CONTINUOUS_CLIP,
-                   "continuous_actions")
-            output(tf.clip_by_value(mean, -CONTINUOUS_CLIP, CONTINUOUS_CLIP) / CONTINUOUS_CLIP,
-                   "deterministic_continuous_actions")
+            for name, value in (("continuous_actions", action), ("deterministic_continuous_actions", mean)):
+                if name in declared:
+                    output(imported[declared[name]], name)
+                else:
+                    output(tf.clip_by_value(value, -CONTINUOUS_CLIP, CONTINUOUS_CLIP) / CONTINUOUS_CLIP, name)
         elif graph_masks:  # the graph masks and samples per branch; argmax of each branch's probabilities
             probs = imported.get("action_probs")
             greedy = action

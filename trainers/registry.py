@@ -30,6 +30,7 @@ _BUILTINS = {
     "ppo": "trainers.ppo_trainer:PPOTrainer",
     "ghost": "trainers.ghost_trainer:GhostTrainer",
     "imitation": "trainers.imitation_trainer:ImitationTrainer",
+    "sac": "trainers.sac.trainer:SACTrainer",
 }
 
 

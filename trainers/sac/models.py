@@ -1,0 +1,293 @@
+"""The SAC graph of one brain: actor, twin Q networks, their targets, entropy coefficients, one update op.
+
+Soft actor-critic (Haarnoja et al. 2018, with the twin target critics and automatic temperature of
+the 2018 "algorithms and applications" version; discrete actions as Christodoulou 2019, per branch
+as ML-Agents). Everything is built once, under the trainer's build scope.
+
+Export contract (names relative to the scope): inputs ``state``, ``observation_k``, ``batch_size``,
+``epsilon`` (continuous, zeros unless fed), ``action_masks`` (discrete, ones unless fed); outputs
+
+* ``action``: continuous ``tanh(mu + sigma * epsilon)``, in [-1, 1] and not clipped or scaled (an
+  Internal brain that leaves ``epsilon`` at 0 acts with ``tanh(mu)``); discrete int64
+  ``[N, branches]``, sampled per branch from the masked softmax;
+* ``deterministic_action`` (continuous): ``tanh(mu)``; ``action_probs`` (discrete): the masked
+  probabilities, branch after branch;
+* ``value_estimate`` ``[N, 1]``: ``min(Q1, Q2)`` of the first reward stream at ``action``
+  (continuous) or its expectation under the policy (discrete).
+
+Losses, per reward stream ``s`` (gamma_s; ``use_done_s`` cuts the bootstrap at episode ends, which
+only the extrinsic stream does, as in ML-Agents), averaged over streams, with ``a' ~ pi(s')``:
+
+* Q: ``0.5 * (Q_i(s, a) - y)^2`` with ``y = r + gamma (1 - d) [min Qbar(s', a') - alpha log pi(a'|s')]``;
+  discrete: the branch mean of the taken actions' Q, and the expectation over ``pi(.|s')`` per branch;
+* policy: ``alpha log pi(a~|s) - min Q(s, a~)`` with ``a~`` reparameterised; discrete: per branch
+  ``sum_a p (alpha_b log p - min Q_b)``, summed over branches;
+* temperature: ``-log alpha * (log pi + H)`` with ``H`` = -``action_size`` (continuous) and
+  ``0.2 ln(branch size)`` per branch (discrete).
+
+All gradients are computed from the parameters before the step, then the three Adams apply, then
+the targets move by ``tau`` (one ``session.run``, ordered by control dependencies).
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from trainers.encoders import check_inputs, encode, observation_placeholders, state_placeholder, state_vector
+from trainers.models import RunningNormalizer, dense, mlp, new_trainable_variables
+from trainers.tf_utils import tf
+from unityagents.brain import BrainParameters
+
+_LOG_2PI = math.log(2.0 * math.pi)
+LOG_SIGMA_BOUNDS = (-20.0, 2.0)
+#: Target entropy: -scale * action_size (continuous), scale * ln(branch size) per branch (discrete).
+CONTINUOUS_TARGET_ENTROPY_SCALE = 1.0
+DISCRETE_TARGET_ENTROPY_SCALE = 0.2
+
+
+def squash_correction(pre_tanh: tf.Tensor) -> tf.Tensor:
+    """``log(1 - tanh(x)^2)`` per element, as ``2 (log 2 - x - softplus(-2x))`` (exact, no cancellation)."""
+    return 2.0 * (math.log(2.0) - pre_tanh - tf.nn.softplus(-2.0 * pre_tanh))
+
+
+class SACModel:
+    """Public tensors: the placeholders (``state``, ``observations``, ``next_*``, ``epsilon``,
+    ``next_epsilon``, ``action_masks``, ``next_action_masks``, ``taken_actions``, ``rewards[stream]``,
+    ``dones``, ``learning_rate``), ``output``, ``value``, ``probs`` (discrete), ``policy_tensors``
+    (the acting policy's parts: ``mu``, ``log_sigma``, ``pre_tanh``, ``log_prob``), ``log_alpha``
+    (``[1]`` continuous, ``[branches]`` discrete), ``metrics`` (name -> scalar), ``train_op`` (the
+    fused update), ``online_variables`` / ``target_variables`` (Q1+Q2 and their targets, in the same
+    order), ``update_normalization`` (None unless normalising)."""
+
+    def __init__(self, brain: BrainParameters, h_size: int, num_layers: int, normalize: bool,
+                 streams: Sequence[str], gammas: Dict[str, float], use_dones: Dict[str, bool],
+                 init_entcoef: float, tau: float, learning_rate: float):
+        check_inputs(brain, "the SAC trainer")
+        self.brain = brain
+        self.is_continuous = brain.action_space_type == "continuous"
+        self.streams = list(streams)
+        self.h_size, self.num_layers = h_size, num_layers
+        self.branches = [] if self.is_continuous else [int(b) for b in brain.action_branches]
+        self.action_size = brain.action_space_size if self.is_continuous else len(self.branches)
+
+        self.batch_size = tf.placeholder(tf.int32, None, name="batch_size")
+        self.state = state_placeholder(brain, "state") if brain.state_space_size > 0 else None
+        self.observations = observation_placeholders(brain, "observation")
+        self.next_state = state_placeholder(brain, "next_state") if self.state is not None else None
+        self.next_observations = observation_placeholders(brain, "next_observation")
+        vector, next_vector = self._vectors(normalize)
+
+        def features(which: str) -> Tuple[Optional[tf.Tensor], List[tf.Tensor]]:
+            return (vector, self.observations) if which == "current" else (next_vector, self.next_observations)
+
+        self._features = features
+        # The contract's optional inputs sit at the scope's root, where Unity and the exporter look.
+        if self.is_continuous:
+            # Zeros unless fed: Unity's Internal brain then acts with tanh(mu). The shape stays open
+            # so that a single [0] broadcasts, as well as a full [N, actionSize] noise feed.
+            self.epsilon = tf.placeholder_with_default(tf.zeros([1]), None, name="epsilon")
+            self.next_epsilon = tf.placeholder_with_default(tf.zeros([1]), None, name="next_epsilon")
+        else:
+            total = int(sum(self.branches))
+            rows = tf.shape(self.state if self.state is not None else self.observations[0])[0]
+            ones = tf.ones(tf.stack([rows, total]))
+            self.action_masks = tf.placeholder_with_default(ones, [None, total], name="action_masks")
+            self.next_action_masks = tf.placeholder_with_default(ones, [None, total], name="next_action_masks")
+        with tf.variable_scope("policy"):
+            before = tf.trainable_variables()
+            policy = self._policy("current", reuse=False)
+            self.policy_variables = new_trainable_variables(before)
+            next_policy = self._policy("next", reuse=True)
+        self.policy_tensors = policy
+        if self.is_continuous:
+            self.output = tf.identity(policy["action"], name="action")
+            self.deterministic_output = tf.identity(tf.tanh(policy["mu"]), name="deterministic_action")
+        else:
+            self.output = tf.identity(policy["sample"], name="action")
+            self.probs = tf.identity(tf.concat(policy["probs"], axis=1), name="action_probs")
+
+        self.taken_actions = (tf.placeholder(tf.float32, [None, self.action_size], name="taken_actions")
+                              if self.is_continuous else
+                              tf.placeholder(tf.int32, [None, self.action_size], name="taken_actions"))
+        before = tf.trainable_variables()
+        q1 = self._q("q1", "current", self.taken_actions if self.is_continuous else None)
+        q2 = self._q("q2", "current", self.taken_actions if self.is_continuous else None)
+        self.online_variables = new_trainable_variables(before)
+        before = tf.trainable_variables()
+        target_q1 = self._q("target_q1", "next", next_policy.get("action"))
+        target_q2 = self._q("target_q2", "next", next_policy.get("action"))
+        self.target_variables = new_trainable_variables(before)
+        if self.is_continuous:  # Q at the policy's own action, for the policy loss and the value
+            q1_pi = self._q("q1", "current", policy["action"], reuse=True)
+            q2_pi = self._q("q2", "current", policy["action"], reuse=True)
+        else:
+            q1_pi, q2_pi = q1, q2
+
+        with tf.variable_scope("entropy"):
+            n_alpha = 1 if self.is_continuous else len(self.branches)
+            self.log_alpha = tf.get_variable(
+                "log_alpha", [n_alpha], initializer=tf.constant_initializer(math.log(init_entcoef)))
+        self.alpha = tf.exp(self.log_alpha)
+        if self.is_continuous:
+            self.target_entropy = [-CONTINUOUS_TARGET_ENTROPY_SCALE * float(self.action_size)]
+        else:
+            self.target_entropy = [DISCRETE_TARGET_ENTROPY_SCALE * math.log(b) for b in self.branches]
+
+        first = tf.minimum(q1_pi[self.streams[0]], q2_pi[self.streams[0]])
+        self.value = tf.identity(tf.expand_dims(self._expected(first, policy, with_entropy=False), 1),
+                                 name="value_estimate")
+        self.rewards = {s: tf.placeholder(tf.float32, [None], name=f"rewards_{s}") for s in self.streams}
+        self.dones = tf.placeholder(tf.float32, [None], name="dones")
+        self.learning_rate = tf.placeholder_with_default(float(learning_rate), [], name="learning_rate")
+        with tf.name_scope("sac_loss"):
+            self._losses(policy, next_policy, q1, q2, q1_pi, q2_pi, target_q1, target_q2, gammas, use_dones)
+            self._optimizer(tau)
+
+    # ------------------------------------------------------------------ inputs
+    def _vectors(self, normalize: bool) -> Tuple[Optional[tf.Tensor], Optional[tf.Tensor]]:
+        """The state (and next state) as the networks see it: one-hot, raw, or running-normalised."""
+        self.update_normalization = None
+        self.normalize = bool(normalize and self.state is not None and self.brain.state_space_type == "continuous")
+        if self.state is None:
+            return None, None
+        if not self.normalize:
+            return state_vector(self.brain, self.state), state_vector(self.brain, self.next_state)
+        normalizer = RunningNormalizer(self.state)
+        self.update_normalization = normalizer.update
+        scaled = (self.next_state - normalizer.mean) / tf.sqrt(normalizer.variance + 1e-8)
+        return normalizer.normalized, tf.clip_by_value(scaled, -10.0, 10.0)
+
+    def _body(self, which: str, extra: Optional[tf.Tensor] = None) -> tf.Tensor:
+        """The shared encoding of the inputs (``extra`` appended, e.g. the action), then the MLP."""
+        vector, observations = self._features(which)
+        x = encode(vector, observations, self.h_size)
+        if extra is not None:
+            x = tf.concat([x, extra], axis=1)
+        return mlp(x, self.h_size, self.num_layers, "hidden", tf.nn.relu)
+
+    # ------------------------------------------------------------------ networks
+    def _policy(self, which: str, reuse: bool) -> Dict[str, object]:
+        with tf.variable_scope("actor", reuse=reuse):
+            hidden = self._body(which)
+            if self.is_continuous:
+                return self._gaussian(hidden, which)
+            return self._categorical(hidden, which)
+
+    def _gaussian(self, hidden: tf.Tensor, which: str) -> Dict[str, object]:
+        n = self.action_size
+        mu = dense(hidden, n, "mu", gain=0.01)
+        log_sigma = tf.clip_by_value(dense(hidden, n, "log_sigma", gain=0.01), *LOG_SIGMA_BOUNDS)
+        epsilon = self.epsilon if which == "current" else self.next_epsilon
+        pre = mu + tf.exp(log_sigma) * epsilon
+        pre.set_shape(mu.shape)
+        gaussian = -0.5 * tf.square((pre - mu) / tf.exp(log_sigma)) - log_sigma - 0.5 * _LOG_2PI
+        log_prob = tf.reduce_sum(gaussian - squash_correction(pre), axis=1)
+        return {"mu": mu, "log_sigma": log_sigma, "pre_tanh": pre, "action": tf.tanh(pre), "log_prob": log_prob}
+
+    def _categorical(self, hidden: tf.Tensor, which: str) -> Dict[str, object]:
+        masks = self.action_masks if which == "current" else self.next_action_masks
+        probs, log_probs, samples = [], [], []
+        offset = 0
+        for k, size in enumerate(self.branches):
+            logits = dense(hidden, size, f"logits_{k}", gain=0.01)
+            allowed = masks[:, offset:offset + size]
+            offset += size
+            logits = logits - (1.0 - allowed) * 1e9  # masked actions get probability 0 exactly
+            probs.append(tf.nn.softmax(logits))
+            log_probs.append(tf.nn.log_softmax(logits))
+            if which == "current":
+                samples.append(tf.multinomial(logits, 1))
+        result: Dict[str, object] = {"probs": probs, "log_probs": log_probs}
+        if samples:
+            result["sample"] = tf.concat(samples, axis=1)
+        return result
+
+    def _q(self, scope: str, which: str, action: Optional[tf.Tensor], reuse: bool = False) -> Dict[str, tf.Tensor]:
+        """One head per stream: ``[N]`` (continuous, Q at ``action``) or ``[N, sum(branches)]`` (discrete)."""
+        with tf.variable_scope(scope, reuse=reuse):
+            hidden = self._body(which, action)
+            if self.is_continuous:
+                return {s: tf.reshape(dense(hidden, 1, f"head_{s}", gain=1.0), [-1]) for s in self.streams}
+            return {s: dense(hidden, int(sum(self.branches)), f"head_{s}", gain=1.0) for s in self.streams}
+
+    def _split(self, x: tf.Tensor) -> List[tf.Tensor]:
+        out, offset = [], 0
+        for size in self.branches:
+            out.append(x[:, offset:offset + size])
+            offset += size
+        return out
+
+    def _expected(self, q: tf.Tensor, policy: Dict[str, object], with_entropy: bool) -> tf.Tensor:
+        """``[N]``: continuous ``q`` (minus ``alpha log pi`` if ``with_entropy``); discrete, per branch
+        ``sum_a p (q - alpha_b log p)``, averaged over branches."""
+        if self.is_continuous:
+            return q - self.alpha[0] * policy["log_prob"] if with_entropy else q
+        per_branch = []
+        for k, (p, log_p, q_b) in enumerate(zip(policy["probs"], policy["log_probs"], self._split(q))):
+            inner = q_b - self.alpha[k] * log_p if with_entropy else q_b
+            per_branch.append(tf.reduce_sum(p * inner, axis=1))
+        return tf.add_n(per_branch) / float(len(per_branch))
+
+    # ------------------------------------------------------------------ losses
+    def _losses(self, policy, next_policy, q1, q2, q1_pi, q2_pi, target_q1, target_q2, gammas, use_dones) -> None:
+        q1_losses, q2_losses, stream_q = [], [], []
+        if not self.is_continuous:
+            taken = [tf.one_hot(self.taken_actions[:, k], size) for k, size in enumerate(self.branches)]
+        for s in self.streams:
+            next_value = self._expected(tf.minimum(target_q1[s], target_q2[s]), next_policy, with_entropy=True)
+            cut = self.dones if use_dones[s] else tf.zeros_like(self.dones)
+            target = tf.stop_gradient(self.rewards[s] + float(gammas[s]) * (1.0 - cut) * next_value)
+            if self.is_continuous:
+                taken_q1, taken_q2 = q1[s], q2[s]
+            else:
+                def select(q):
+                    return tf.add_n([tf.reduce_sum(q_b * t, axis=1) for q_b, t in zip(self._split(q), taken)]) \
+                        / float(len(self.branches))
+                taken_q1, taken_q2 = select(q1[s]), select(q2[s])
+            q1_losses.append(0.5 * tf.reduce_mean(tf.square(taken_q1 - target)))
+            q2_losses.append(0.5 * tf.reduce_mean(tf.square(taken_q2 - target)))
+            stream_q.append(tf.minimum(q1_pi[s], q2_pi[s]))
+        self.q1_loss = tf.add_n(q1_losses) / len(self.streams)
+        self.q2_loss = tf.add_n(q2_losses) / len(self.streams)
+        min_q = tf.stop_gradient(tf.add_n(stream_q) / len(self.streams)) if not self.is_continuous else \
+            tf.add_n(stream_q) / len(self.streams)
+        alpha = tf.stop_gradient(self.alpha)
+        if self.is_continuous:
+            log_pi = policy["log_prob"]
+            self.policy_loss = tf.reduce_mean(alpha[0] * log_pi - min_q)
+            self.entropy = -tf.reduce_mean(log_pi)  # of the squashed sample (a Monte Carlo estimate)
+            self.entropy_loss = -tf.reduce_mean(self.log_alpha[0] * tf.stop_gradient(log_pi + self.target_entropy[0]))
+        else:
+            per_branch_policy, entropy_losses, entropies = [], [], []
+            for k, (p, log_p, q_b) in enumerate(zip(policy["probs"], policy["log_probs"], self._split(min_q))):
+                per_branch_policy.append(tf.reduce_sum(p * (alpha[k] * log_p - q_b), axis=1))
+                neg_entropy = tf.reduce_sum(p * log_p, axis=1)
+                entropies.append(-tf.reduce_mean(neg_entropy))
+                entropy_losses.append(
+                    -tf.reduce_mean(self.log_alpha[k] * tf.stop_gradient(neg_entropy + self.target_entropy[k])))
+            self.policy_loss = tf.reduce_mean(tf.add_n(per_branch_policy))
+            self.entropy = tf.add_n(entropies)
+            self.entropy_loss = tf.add_n(entropy_losses) / float(len(self.branches))
+        self.metrics = {"q1_loss": self.q1_loss, "q2_loss": self.q2_loss, "policy_loss": self.policy_loss,
+                        "entropy_loss": self.entropy_loss, "policy_entropy": self.entropy,
+                        "entropy_coefficient": tf.reduce_mean(self.alpha)}
+
+    def _optimizer(self, tau: float) -> None:
+        """Gradients from the current parameters, then three Adams, then the soft target update."""
+        losses = ((self.policy_loss, self.policy_variables, "policy_adam"),
+                  (self.q1_loss + self.q2_loss, self.online_variables, "value_adam"),
+                  (self.entropy_loss, [self.log_alpha], "entropy_adam"))
+        gradients = [tf.gradients(loss, variables) for loss, variables, _ in losses]
+        # The applied gradients wait for every gradient and metric, so no step sees a moved parameter.
+        with tf.control_dependencies([g for grads in gradients for g in grads if g is not None]
+                                     + list(self.metrics.values())):
+            gradients = [[None if g is None else tf.identity(g) for g in grads] for grads in gradients]
+        applied = tf.group(*[tf.train.AdamOptimizer(self.learning_rate, name=name).apply_gradients(
+            list(zip(grads, variables))) for grads, (_, variables, name) in zip(gradients, losses)], name="apply")
+        with tf.control_dependencies([applied]):
+            self.train_op = tf.group(
+                *[tf.assign(t, tau * o.read_value() + (1.0 - tau) * t.read_value())
+                  for o, t in zip(self.online_variables, self.target_variables)], name="train_and_soft_update")
+
+
+__all__ = ["SACModel", "squash_correction", "CONTINUOUS_TARGET_ENTROPY_SCALE", "DISCRETE_TARGET_ENTROPY_SCALE"]

@@ -1,0 +1,439 @@
+"""Soft actor-critic for one External brain, on ``trainers.bases.OffPolicyTrainer``.
+
+The off-policy base stores transitions and builds the target copy; SAC adds ML-Agents' schedule
+and settings (``trainer_type: sac`` of Release 22):
+
+* ``steps_per_update``: agent steps per gradient step, so a 12-agent brain with 10 takes 1.2
+  gradient steps per environment step. Nothing is learnt before ``buffer_init_steps`` agent steps
+  and ``batch_size`` stored transitions. ``reward_signal_steps_per_update`` paces the curiosity and
+  RND models' own training the same way.
+* Every gradient step re-scores its sampled minibatch with each reward signal (times its strength),
+  so intrinsic rewards follow the current reward models; one Q head per signal.
+* The replay holds the raw states; a normalising brain normalises them with the statistics of the
+  moment, for the state and the next state alike.
+* An interrupted episode (the modern protocol's max step) is not an end: its last transition
+  bootstraps from the episode's last observation.
+* ``save_replay_buffer`` puts the replay (compressed) in the checkpoint's state, with the trainer's
+  random generator and counters, so ``--load`` continues with exactly the next gradient step the
+  uninterrupted run would have taken.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import math
+from typing import Any, Dict, List, Mapping, Optional
+
+import numpy as np
+
+from trainers.bases import OffPolicyTrainer, PolicyOutput, ReplayBuffer
+from trainers.config import total_memory_bytes
+from trainers.reward_signals import (
+    REWARD_SIGNALS_PARAM,
+    create_reward_signals,
+    signal_settings,
+    validate_reward_signals,
+)
+from trainers.tf_utils import tf
+from trainers.trainer import (
+    COMMON_HYPERPARAMETERS,
+    Param,
+    TrainerConfigError,
+    UnityTrainerException,
+    non_negative,
+    positive,
+    unit_interval,
+)
+from unityagents.brain import BrainInfo, BrainParameters
+
+from .models import SACModel
+
+SAC_HYPERPARAMETERS: Dict[str, Param] = {
+    **COMMON_HYPERPARAMETERS,
+    "learning_rate": Param(float, 3.0e-4, check=(positive, "> 0"), doc="Adam learning rate of policy, Q and alpha"),
+    "learning_rate_schedule": Param(str, "constant", check=(lambda x: x in ("constant", "linear"),
+                                                             "'constant' or 'linear'"),
+                                    doc="'linear' decays the learning rate to 0 at max_steps"),
+    "batch_size": Param(int, 128, check=(positive, "> 0"), doc="transitions sampled for each gradient step"),
+    "buffer_size": Param(int, 50000, check=(positive, "> 0"),
+                         doc="replay capacity in transitions; the oldest are overwritten"),
+    "buffer_init_steps": Param(int, 0, check=(non_negative, ">= 0"),
+                               doc="agent steps collected before the first gradient step"),
+    "tau": Param(float, 0.005, check=(lambda x: 0.0 < x <= 1.0, "in (0, 1]"),
+                 doc="target critics move by target <- tau*online + (1-tau)*target after each gradient step"),
+    "steps_per_update": Param(float, 1.0, check=(positive, "> 0"), doc="agent steps per gradient step"),
+    "reward_signal_steps_per_update": Param(float, None, check=(positive, "> 0"),
+                                            doc="agent steps per update of the curiosity/RND models; "
+                                                "default: steps_per_update"),
+    "init_entcoef": Param(float, 1.0, check=(positive, "> 0"),
+                          doc="initial entropy coefficient alpha (then tuned towards the target entropy)"),
+    "save_replay_buffer": Param(bool, False, doc="save the replay buffer with each checkpoint, so --load "
+                                                 "continues exactly"),
+    "hidden_units": Param(int, 128, check=(positive, "> 0"), doc="units per hidden layer of actor and critics"),
+    "num_layers": Param(int, 2, check=(non_negative, ">= 0"), doc="hidden layers of actor and critics"),
+    "normalize": Param(bool, False, doc="normalise continuous states by running mean and variance"),
+    "gamma": Param(float, 0.99, check=(unit_interval, "in [0, 1]"),
+                   doc="discount factor (without a reward_signals block)"),
+    "time_horizon": Param(int, 64, check=(positive, "> 0"),
+                          doc="accepted as in ML-Agents; SAC stores single transitions and ignores it"),
+    "reward_signals": REWARD_SIGNALS_PARAM,
+}
+
+#: Reward streams that cut their bootstrap at episode ends (the intrinsic ones do not, as in ML-Agents).
+EPISODIC_SIGNALS = ("extrinsic",)
+
+
+def replay_bytes(brain: BrainParameters, buffer_size: int) -> int:
+    """Bytes the replay of ``buffer_size`` transitions takes: states and camera frames twice (float32),
+    actions, reward, done, and the two action masks of discrete brains."""
+    pixels = sum(int(c.get("width", 0)) * int(c.get("height", 0)) * (1 if c.get("blackAndWhite") else 3)
+                 for c in brain.camera_resolutions)
+    inputs = (brain.state_width if brain.state_space_size > 0 else 0) + pixels
+    masks = 0 if brain.action_space_type == "continuous" else 2 * int(sum(brain.action_branches))
+    return int(buffer_size) * 4 * (2 * inputs + brain.action_width + 2 + masks)
+
+
+def unsupported_action_space(brain: BrainParameters) -> Optional[str]:
+    """Why SAC cannot act for ``brain``, or None when it can."""
+    if brain.action_space_type == "continuous":
+        if brain.action_space_size < 1:
+            return (f"the sac trainer needs at least one continuous action, but the brain has "
+                    f"{brain.action_space_size}. Give the brain an action.")
+        return None
+    branches = list(brain.action_branches)
+    if not branches or min(branches) < 2:
+        return (f"the sac trainer needs discrete branches of at least 2 actions each, but the brain's branches "
+                f"are {branches}. A branch with one action leaves nothing to choose; remove it.")
+    return None
+
+
+class SACTrainer(OffPolicyTrainer):
+    """SAC for one brain: continuous (tanh-squashed Gaussian) or discrete (branches, masks) actions."""
+
+    trainer_type = "sac"
+    hyperparameters = SAC_HYPERPARAMETERS
+
+    # ------------------------------------------------------------------ configuration checks
+    @classmethod
+    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
+        params["reward_signals"] = validate_reward_signals(brain_name, params.get("reward_signals"))
+        if params["batch_size"] > params["buffer_size"]:
+            raise TrainerConfigError(
+                f"brain '{brain_name}', key 'batch_size': {params['batch_size']} is larger than buffer_size "
+                f"{params['buffer_size']}, so the replay buffer could never fill one minibatch. "
+                "Lower batch_size or raise buffer_size.")
+
+    @classmethod
+    def check_environment(cls, brain_name: str, params: Dict[str, Any],
+                          brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
+        """Refuse action spaces SAC cannot learn, and a replay buffer this machine cannot hold."""
+        brain = brains[brain_name]
+        problem = unsupported_action_space(brain)
+        if problem:
+            raise TrainerConfigError(f"brain '{brain_name}', key 'trainer': {problem}")
+        signals = params.get("reward_signals") or {}
+        if "curiosity" in signals and brain.action_space_type == "discrete" and len(brain.action_branches) > 1:
+            raise TrainerConfigError(
+                f"brain '{brain_name}', key 'reward_signals.curiosity': the curiosity model predicts one discrete "
+                f"action, but the brain has {len(brain.action_branches)} branches. Use rnd instead.")
+        needed, memory = replay_bytes(brain, params["buffer_size"]), total_memory_bytes()
+        if memory is not None and needed > memory:
+            raise TrainerConfigError(
+                f"brain '{brain_name}', key 'buffer_size': a replay buffer of {params['buffer_size']} transitions "
+                f"of this brain (states and camera frames stored twice, as float32) would take "
+                f"{needed / 2 ** 30:.1f} GiB, more than this machine's {memory / 2 ** 30:.1f} GiB of memory. "
+                f"Use a buffer_size of at most {int(memory // (needed / params['buffer_size']))}.")
+
+    # ------------------------------------------------------------------ building
+    def __init__(self, sess, brains: Mapping[str, BrainParameters], brain_name: str,
+                 trainer_parameters: Dict[str, Any], training: bool, seed: int = 0):
+        super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
+        problem = unsupported_action_space(self.brain)
+        if problem:
+            raise UnityTrainerException(f"Brain '{brain_name}': {problem}")
+        self.hp["reward_signals"] = validate_reward_signals(brain_name, self.hp.get("reward_signals"))
+        settings = signal_settings(self.hp)
+        self.signal_names = list(settings)
+        with self.build_scope():
+            self.model = SACModel(
+                self.brain, h_size=int(self.hp["hidden_units"]), num_layers=int(self.hp["num_layers"]),
+                normalize=bool(self.hp["normalize"]), streams=self.signal_names,
+                gammas={name: float(s["gamma"]) for name, s in settings.items()},
+                use_dones={name: name in EPISODIC_SIGNALS for name in settings},
+                init_entcoef=float(self.hp["init_entcoef"]), tau=float(self.hp["tau"]),
+                learning_rate=float(self.hp["learning_rate"]))
+            self.create_target_updates(self.model.online_variables, self.model.target_variables)
+            self.reward_signals = create_reward_signals(self.brain, settings)
+        #: Transitions stored so far; updates already taken (gradient steps, reward-signal updates).
+        self.transitions_seen = 0
+        self.signal_updates = 0
+        self._stat_sums: Dict[str, List[float]] = {}
+
+    # ------------------------------------------------------------------ schedules
+    def current_learning_rate(self) -> float:
+        lr = float(self.hp["learning_rate"])
+        if self.hp["learning_rate_schedule"] == "linear":
+            lr *= max(1.0 - self.step / self.get_max_steps, 0.0)
+        return lr
+
+    def _due(self, per_update: float) -> int:
+        """Updates due by now: one per ``per_update`` agent steps after ``buffer_init_steps``."""
+        return int(math.floor(max(self.transitions_seen - int(self.hp["buffer_init_steps"]), 0) / per_update + 1e-9))
+
+    def _signal_steps(self) -> float:
+        value = self.hp.get("reward_signal_steps_per_update")
+        return float(self.hp["steps_per_update"] if value is None else value)
+
+    def _warm(self) -> bool:
+        return (len(self.replay) >= int(self.hp["batch_size"])
+                and self.transitions_seen >= int(self.hp["buffer_init_steps"]))
+
+    def is_ready_update(self) -> bool:
+        if not self._warm():
+            return False
+        signals_due = self._trains_signals() and self._due(self._signal_steps()) > self.signal_updates
+        return self._due(float(self.hp["steps_per_update"])) > self.gradient_step or signals_due
+
+    def _trains_signals(self) -> bool:
+        return any(s.update_op is not None for s in self.reward_signals.values())
+
+    # ------------------------------------------------------------------ acting
+    def _feed(self, inputs: Mapping[str, np.ndarray], prefix: str = "") -> Dict[tf.Tensor, Any]:
+        m = self.model
+        state = m.next_state if prefix else m.state
+        feed: Dict[tf.Tensor, Any] = {}
+        if state is not None:
+            feed[state] = inputs[f"{prefix}states"]
+        for k, placeholder in enumerate(m.next_observations if prefix else m.observations):
+            feed[placeholder] = inputs[f"{prefix}observations{k}"]
+        return feed
+
+    def _masks(self, info: BrainInfo) -> np.ndarray:
+        total = int(sum(self.brain.action_branches))
+        if info.action_masks is None:
+            return np.ones((len(info.agents), total), np.float32)
+        return np.asarray(info.action_masks, np.float32).reshape(len(info.agents), total)
+
+    def act(self, info: BrainInfo) -> PolicyOutput:
+        """Continuous: ``tanh(mu + sigma * noise)`` with noise from the trainer's generator while
+        training, ``tanh(mu)`` otherwise. Discrete: sampled per branch from the masked policy."""
+        m = self.model
+        n = len(info.agents)
+        feed = self._feed(self.observation_fields(info))
+        feed[m.batch_size] = n
+        fetches: Dict[str, Any] = {"values": m.value}
+        if self.is_training and m.update_normalization is not None:
+            fetches["update_normalization"] = m.update_normalization
+        fields: Dict[str, np.ndarray] = {}
+        if self.is_continuous:
+            if self.is_training:
+                feed[m.epsilon] = self.rng.standard_normal((n, self.brain.action_space_size)).astype(np.float32)
+            fetches["actions"] = m.output
+            out = self.sess.run(fetches, feed)
+            actions = out["actions"]
+            fields["actions"] = actions
+        else:
+            masks = self._masks(info)
+            feed[m.action_masks] = masks
+            fetches["probs"] = m.probs
+            out = self.sess.run(fetches, feed)
+            actions = self._sample(out["probs"], masks)
+            fields["actions"] = actions.astype(np.int32)
+            fields["action_masks"] = masks
+        values = out["values"][:, 0]
+        self.add_stat("value_estimate", float(np.mean(values)))
+        return PolicyOutput(actions, fields, values=values)
+
+    def _sample(self, probs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """One index per branch drawn from ``probs`` (``[N, sum(branches)]``), never a masked one."""
+        choices, offset = [], 0
+        for size in self.brain.action_branches:
+            p, allowed = probs[:, offset:offset + size], masks[:, offset:offset + size] > 0
+            offset += size
+            cumulative = np.cumsum(p, axis=1)
+            u = self.rng.random((len(p), 1)) * cumulative[:, -1:]
+            index = np.minimum((cumulative <= u).sum(axis=1), size - 1)
+            # Rounding may land on a trailing masked action: take the last allowed one instead.
+            last_allowed = size - 1 - np.argmax(allowed[:, ::-1], axis=1)
+            choices.append(np.where(allowed[np.arange(len(p)), index], index, last_allowed))
+        return np.stack(choices, axis=1).astype(np.int64)
+
+    # ------------------------------------------------------------------ collecting
+    def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo],
+                        outputs: Optional[PolicyOutput]) -> None:
+        """One transition per agent present in both infos; an interrupted episode's last one bootstraps
+        from the episode's last observation (the modern protocol's terminal row)."""
+        if outputs is None:
+            return
+        info, outputs = self._with_late_decisions(info, next_info, outputs)
+        pairs = list(self._pairs(info, next_info))
+        if not pairs:
+            return
+        rows = np.asarray([i for i, _, _ in pairs])
+        next_rows = np.asarray([j for _, j, _ in pairs])
+        following = next_info[self.brain_name]
+        rewards = np.asarray(following.rewards, dtype=np.float32)[next_rows]
+        dones = np.asarray(following.local_done, dtype=bool)[next_rows]
+        next_fields = {key: values[next_rows].copy() for key, values in self.observation_fields(following).items()}
+        next_masks = None if self.is_continuous else self._masks(following)[next_rows]
+        terminal = following.terminal_info
+        if terminal is not None and dones.any():
+            where = {agent: r for r, agent in enumerate(terminal.agents)}
+            terminal_fields = self.observation_fields(terminal)
+            terminal_masks = None if self.is_continuous else self._masks(terminal)
+            interrupted = np.asarray(following.max_reached, dtype=bool)[next_rows]
+            for k, (_, _, agent) in enumerate(pairs):
+                if dones[k] and agent in where:
+                    for key in next_fields:
+                        next_fields[key][k] = terminal_fields[key][where[agent]]
+                    if next_masks is not None:
+                        next_masks[k] = terminal_masks[where[agent]]
+                    dones[k] = not interrupted[k]
+        transitions: Dict[str, np.ndarray] = {"rewards": rewards, "dones": dones.astype(np.float32)}
+        for key, values in outputs.fields.items():
+            transitions[key] = np.asarray(values)[rows]
+        for key, values in self.observation_fields(info[self.brain_name]).items():
+            transitions[key] = values[rows]
+        for key, values in next_fields.items():
+            transitions[f"next_{key}"] = values
+        if next_masks is not None:
+            transitions["next_action_masks"] = next_masks
+        self.replay.add(transitions)
+        self.transitions_seen += len(pairs)
+        for (_, _, agent), reward in zip(pairs, rewards):
+            self._count_reward(agent, float(reward))
+
+    # ------------------------------------------------------------------ updating
+    def update_model(self) -> None:
+        """The gradient steps (and reward-signal updates) due since the last call."""
+        if self.gradient_step == 0:
+            self.update_targets(hard=True)  # the targets start as copies of the initialised critics
+        batch_size = int(self.hp["batch_size"])
+        while self._due(float(self.hp["steps_per_update"])) > self.gradient_step:
+            self.update(self.replay.sample(batch_size, self.rng))
+            self.gradient_step += 1
+        if self._trains_signals():
+            while self._due(self._signal_steps()) > self.signal_updates:
+                self.update_reward_signals(self.replay.sample(batch_size, self.rng))
+                self.signal_updates += 1
+        self._flush_stats()
+
+    def signal_fields(self, batch: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
+        """A replay minibatch under the field names the reward signals read."""
+        fields: Dict[str, np.ndarray] = {"rewards": batch["rewards"], "signal_done": batch["dones"]}
+        actions = batch["actions"]
+        fields["actions"] = actions if self.is_continuous else actions[:, 0]
+        if "states" in batch:
+            fields["signal_state"], fields["signal_next_state"] = batch["states"], batch["next_states"]
+        for k in range(self.brain.number_observations):
+            fields[f"signal_obs{k}"] = batch[f"observations{k}"]
+            fields[f"signal_next_obs{k}"] = batch[f"next_observations{k}"]
+        return fields
+
+    def update_feed(self, batch: Mapping[str, np.ndarray]) -> Dict[tf.Tensor, Any]:
+        """The feed of one gradient step on ``batch``: inputs, actions, fresh noise, each stream's rewards."""
+        m = self.model
+        n = len(batch["rewards"])
+        feed = {**self._feed(batch), **self._feed(batch, "next_"), m.batch_size: n,
+                m.taken_actions: batch["actions"], m.dones: batch["dones"],
+                m.learning_rate: self.current_learning_rate()}
+        if self.is_continuous:
+            shape = (n, self.brain.action_space_size)
+            feed[m.epsilon] = self.rng.standard_normal(shape).astype(np.float32)
+            feed[m.next_epsilon] = self.rng.standard_normal(shape).astype(np.float32)
+        else:
+            feed[m.action_masks] = batch["action_masks"]
+            feed[m.next_action_masks] = batch["next_action_masks"]
+        fields = self.signal_fields(batch)
+        for name, signal in self.reward_signals.items():
+            reward = signal.strength * np.asarray(signal.evaluate(self.sess, fields, self.is_training))
+            feed[m.rewards[name]] = reward.astype(np.float32)
+            if name != "extrinsic":
+                self._stat_sums.setdefault(f"{name}_reward", []).append(float(np.mean(reward)))
+        return feed
+
+    def update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
+        """One gradient step of critics, actor and temperature, then the soft target update."""
+        m = self.model
+        names = list(m.metrics)
+        out = self.sess.run([m.metrics[k] for k in names] + [m.train_op], self.update_feed(batch))
+        metrics = dict(zip(names, (float(v) for v in out[:-1])))
+        for key, value in metrics.items():
+            self._stat_sums.setdefault(key, []).append(value)
+        return metrics
+
+    def update_reward_signals(self, batch: Mapping[str, np.ndarray]) -> None:
+        fields = self.signal_fields(batch)
+        for signal in self.reward_signals.values():
+            if signal.update_op is None:
+                continue
+            names = list(signal.metrics)
+            out = self.sess.run([signal.metrics[k] for k in names] + [signal.update_op], signal.update_feed(fields))
+            for key, value in zip(names, out):
+                self._stat_sums.setdefault(key, []).append(float(value))
+
+    def _flush_stats(self) -> None:
+        """One mean per update call and metric (thousands of gradient steps add a handful of values)."""
+        for key, values in self._stat_sums.items():
+            if values:
+                self.add_stat(key, float(np.mean(values)))
+        self._stat_sums = {}
+        self.add_stat("learning_rate", self.current_learning_rate())
+
+    # ------------------------------------------------------------------ state beyond TF variables
+    def get_state(self) -> Dict[str, Any]:
+        """Counters and the random generator; the replay buffer too with ``save_replay_buffer``."""
+        state = {**super().get_state(), "transitions_seen": self.transitions_seen,
+                 "signal_updates": self.signal_updates, "rng": self.rng.bit_generator.state}
+        if self.hp["save_replay_buffer"]:
+            state["replay"] = encode_replay(self.replay)
+        return state
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        super().set_state(state)
+        self.transitions_seen = int(state.get("transitions_seen", self.step))
+        self.signal_updates = int(state.get("signal_updates", 0))
+        if "rng" in state:
+            self.rng.bit_generator.state = state["rng"]
+        if state.get("replay") is not None and self.hp["save_replay_buffer"]:
+            self.replay = decode_replay(state["replay"], int(self.hp["buffer_size"]))
+
+    # ------------------------------------------------------------------ export
+    def export_nodes(self) -> List[str]:
+        return ["action", "value_estimate"] + (["deterministic_action"] if self.is_continuous else ["action_probs"])
+
+    def onnx_action_outputs(self) -> Dict[str, str]:
+        """The frozen nodes that are the ONNX contract's continuous outputs as they are (no clip, no /3):
+        SAC's actions are already tanh-squashed into [-1, 1]."""
+        if not self.is_continuous:
+            return {}
+        return {"continuous_actions": "action", "deterministic_continuous_actions": "deterministic_action"}
+
+
+def encode_replay(replay: ReplayBuffer) -> Dict[str, Any]:
+    """The replay buffer as JSON-safe data: its counters and one base64 ``.npz`` of its rows."""
+    data = io.BytesIO()
+    np.savez_compressed(data, **{key: values[:replay.size] if replay.size < replay.capacity else values
+                                 for key, values in replay.fields.items()})
+    return {"size": replay.size, "next_index": replay.next_index, "capacity": replay.capacity,
+            "npz": base64.b64encode(data.getvalue()).decode("ascii")}
+
+
+def decode_replay(state: Mapping[str, Any], capacity: int) -> ReplayBuffer:
+    """The buffer ``encode_replay`` wrote; refused if it does not fit ``capacity`` (buffer_size changed)."""
+    if int(state["capacity"]) != capacity:
+        raise UnityTrainerException(
+            f"--load: the saved replay buffer holds up to {state['capacity']} transitions but buffer_size is now "
+            f"{capacity}. Restore buffer_size, or set save_replay_buffer: false to start with an empty buffer.")
+    replay = ReplayBuffer(capacity)
+    with np.load(io.BytesIO(base64.b64decode(state["npz"]))) as arrays:
+        for key in arrays.files:
+            values = arrays[key]
+            full = np.zeros((capacity,) + values.shape[1:], dtype=values.dtype)
+            full[:len(values)] = values
+            replay.fields[key] = full
+    replay.size, replay.next_index = int(state["size"]), int(state["next_index"])
+    return replay
+
+
+__all__ = ["SACTrainer", "SAC_HYPERPARAMETERS", "replay_bytes", "encode_replay", "decode_replay"]
