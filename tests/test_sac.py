@@ -63,6 +63,20 @@ def values(trainer, variables):
     return [v.copy() for v in trainer.sess.run(variables)]
 
 
+def test_over_grpc_tanh_actions_are_sent_as_they_are():
+    """A tanh policy's actions are already Unity's [-1, 1]: the unit contract sends them unchanged
+    (not divided by 3 as a Gaussian policy's), which is what its ONNX ``continuous_actions`` gives Unity."""
+    trainer = make_sac({**CONTINUOUS, "continuousActionContract": "unit"})
+    randomise_policy(trainer, np.random.default_rng(0), 3.0)
+    states = np.random.default_rng(1).normal(size=(64, 4)).astype(np.float32)
+    info = BrainInfo([], states, agents=list(range(64)), reward=[0.0] * 64, local_done=[False] * 64,
+                     action=np.zeros((64, 2), np.float32))
+    sent, _, _, out = trainer.take_action({"Brain": info})
+    np.testing.assert_array_equal(sent, out.actions)
+    assert np.abs(sent).max() > 0.9, "the test needs saturated actions, which a division by 3 would shrink"
+    assert np.abs(sent).max() <= 1.0
+
+
 def test_targets_start_as_copies_then_move_by_tau():
     trainer = make_sac(CONTINUOUS, tau=0.25)
     m = trainer.model

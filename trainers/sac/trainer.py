@@ -112,6 +112,9 @@ class SACTrainer(OffPolicyTrainer):
 
     trainer_type = "sac"
     hyperparameters = SAC_HYPERPARAMETERS
+    #: tanh already bounds the actions to [-1, 1]: over gRPC they are sent as they are, as the ONNX
+    #: export's ``continuous_actions`` gives them to Unity.
+    continuous_actions_bounded = True
 
     # ------------------------------------------------------------------ configuration checks
     @classmethod
