@@ -74,8 +74,8 @@ REWARD_SIGNALS_PARAM = Param(
     doc="nested block {signal: {key: value}} with signals extrinsic, curiosity, rnd (see below); "
         "absent: the extrinsic reward alone, with the flat gamma")
 
-#: How each signal is named in TensorBoard tags (``Policy/<title> Reward``).
-SIGNAL_TITLES = {"extrinsic": "Extrinsic", "curiosity": "Curiosity", "rnd": "RND"}
+#: How each signal is named in TensorBoard tags (``Policy/<title> Reward``): ML-Agents' names.
+SIGNAL_TITLES = {"extrinsic": "Extrinsic", "curiosity": "Curiosity", "rnd": "Rnd"}
 
 _KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
