@@ -218,7 +218,7 @@ def check_results_folder(run: RunConfig, create: bool = True) -> Tuple[str, Opti
         parent = folder
         while parent and not os.path.exists(parent):
             parent = os.path.dirname(parent)
-        if not os.access(parent or ".", os.W_OK):
+        if not os.path.isdir(parent or ".") or not os.access(parent or ".", os.W_OK):
             raise RunConfigError(f"checkpoint_settings.results_dir: cannot write in {parent or '.'}. Pick a writable "
                                  "--results-dir.")
         return folder, init
