@@ -5,10 +5,12 @@ constant or a sampler (``uniform``, ``gaussian``, ``multirangeuniform``, ``const
 other than the last has ``completion_criteria`` naming the behaviour that is measured:
 
 * ``measure: progress`` -- that trainer's step / its ``max_steps`` must exceed ``threshold``;
-* ``measure: reward`` -- the mean episode reward of its last summary window (smoothed as
-  0.25 * previous + 0.75 * new with ``signal_smoothing``) must exceed ``threshold``;
+* ``measure: reward`` -- the mean reward of the episodes that trainer finished since the last
+  lesson change (the latest ``min_lesson_length`` of them; smoothed as 0.25 * previous + 0.75 *
+  new with ``signal_smoothing``) must exceed ``threshold``;
 
-and the lesson must have been checked at least ``min_lesson_length`` times. The trainer controller
+and that trainer must have finished at least ``min_lesson_length`` episodes since the last lesson
+change (of any parameter, as Release 22 clears every reward buffer then). The trainer controller
 checks at every environment reset (API-2) or every summary of the first learner (gRPC).
 
 ``EnvironmentParameters`` has ``unityagents.curriculum.Curriculum``'s interface, so the
@@ -77,7 +79,6 @@ class Track:
     name: str
     lessons: List[Lesson]
     lesson: int = 0
-    checks: int = 0
     smoothed: float = 0.0
 
 
@@ -189,6 +190,7 @@ class EnvironmentParameters:
     tracks: List[Track]
     seed: int = 0
     _trainers: Any = field(default=None, repr=False)
+    _episodes_at_change: Dict[str, int] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         k = 0
@@ -221,15 +223,13 @@ class EnvironmentParameters:
         return {t.name: t.lessons[t.lesson].draw() for t in self.tracks}
 
     def get_state(self) -> Dict[str, Any]:
-        return {"lessons": {t.name: {"lesson_num": t.lesson, "checks": t.checks, "smoothed": t.smoothed}
-                            for t in self.tracks}}
+        return {"lessons": {t.name: {"lesson_num": t.lesson, "smoothed": t.smoothed} for t in self.tracks}}
 
     def set_state(self, state: Mapping[str, Any]) -> None:
         saved = state.get("lessons", {}) if isinstance(state, Mapping) else {}
         for t in self.tracks:
             if t.name in saved:
                 t.lesson = min(int(saved[t.name].get("lesson_num", 0)), len(t.lessons) - 1)
-                t.checks = int(saved[t.name].get("checks", 0))
                 t.smoothed = float(saved[t.name].get("smoothed", 0.0))
 
     def check_scene(self, reset_parameters: Optional[Mapping[str, Any]]) -> None:
@@ -258,21 +258,28 @@ class EnvironmentParameters:
                            None)
             if trainer is None:
                 continue
-            t.checks += 1
+            name = next(n for n, tr in trainers.items() if tr is trainer)
+            ended = getattr(trainer, "episodes_completed", 0) - self._episodes_at_change.get(name, 0)
+            if ended < c["min_lesson_length"]:
+                continue
             if c["measure"] == "progress":
                 measure = trainer.get_step / max(trainer.get_max_steps, 1.0)
             else:
-                measure = float(trainer.get_last_reward)
+                recent = list(getattr(trainer, "episode_rewards", []))[-max(min(ended, c["min_lesson_length"]), 1):]
+                if not recent or ended < 1:
+                    continue
+                measure = float(np.mean(recent))
                 if c["signal_smoothing"]:
                     measure = 0.25 * t.smoothed + 0.75 * measure
                     t.smoothed = measure
-            if t.checks >= c["min_lesson_length"] and measure > c["threshold"]:
+            if measure > c["threshold"]:
                 t.lesson += 1
-                t.checks = 0
                 lesson = t.lessons[t.lesson]
                 logger.info("Parameter '%s' is in lesson '%s' and has value '%s'.", t.name, lesson.name,
                             lesson.as_dict()["value"])
                 changed = True
+        if changed:  # every reward buffer starts over, as in Release 22
+            self._episodes_at_change = {n: getattr(tr, "episodes_completed", 0) for n, tr in trainers.items()}
         return changed
 
     def as_dict(self) -> Dict[str, Any]:

@@ -101,7 +101,6 @@ NOT_BUILT = {
                           "a teacher brain)",
     "self_play": "team self-play of one behaviour (learn.py's ghost trainer plays a copy of another brain)",
     "init_path": "per-behaviour initialization (use --initialize-from for the whole run)",
-    "threaded": "a trainer in its own thread",
     "env_settings.num_areas": "several training areas per instance",
     "engine_settings.no_graphics_monitor": "graphics on worker 0 only",
     "checkpoint_settings.load_model": "--load (deprecated in Release 22: use --resume)",
@@ -111,7 +110,7 @@ HARMLESS = {"network_settings.memory": None, "network_settings.deterministic": F
 "hyperparameters.shared_critic": False,
             "hyperparameters.beta_schedule": "constant", "hyperparameters.epsilon_schedule": "constant",
             "reward_signals.gail": None, "behavioral_cloning": None, "self_play": None, "init_path": None,
-            "threaded": False, "env_settings.num_areas": 1, "engine_settings.no_graphics_monitor": False,
+            "env_settings.num_areas": 1, "engine_settings.no_graphics_monitor": False,
             "checkpoint_settings.load_model": False}
 VIS_ENCODE_TYPES = ("simple", "nature_cnn", "resnet", "match3", "fully_connected")
 SCHEDULES = ("linear", "constant")
@@ -317,6 +316,12 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registered: 
             raise RunConfigError(f"{path}: {where}.reward_signals.gail.demo_path: required. Name a .demo file.")
         sig["network_settings"] = _network(path, f"{where}.reward_signals.{name}.network_settings",
                                            sig["network_settings"], memory_allowed=False)
+        for key, value in ((block or {}).get("network_settings") or {}).items():
+            if key not in ("hidden_units", "memory") and value != NETWORK[key][1]:
+                raise RunConfigError(
+                    f"{path}: {where}.reward_signals.{name}.network_settings.{key}: {value!r} asks for a configurable "
+                    f"{name} network, which this project does not build (its depth and inputs are fixed; only "
+                    f"hidden_units sets its width). Remove the key (or set it to {_yaml(NETWORK[key][1])}).")
         if sig.get("encoding_size") is not None and block and "network_settings" not in block:
             sig["network_settings"]["hidden_units"] = sig["encoding_size"]  # Release 22's deprecated alias
         resolved[name] = sig
@@ -331,6 +336,9 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registered: 
         if bc["demo_path"] is None:
             raise RunConfigError(f"{path}: {where}.behavioral_cloning.demo_path: required. Name a .demo file.")
         settings["behavioral_cloning"] = bc
+    if settings["threaded"]:
+        warnings.append(f"{path}: {where}.threaded: true; this trainer updates in the main loop between steps, "
+                        "which learns the same (without a thread's one-update policy lag).")
     if settings["even_checkpoints"]:
         settings["checkpoint_interval"] = int(settings["max_steps"] / max(settings["keep_checkpoints"], 1))
     for key in ("max_steps", "time_horizon", "summary_freq", "checkpoint_interval"):
@@ -355,15 +363,22 @@ def _network(path: str, where: str, block: Any, memory_allowed: bool = True) -> 
     return net
 
 
+def _yaml(value: Any) -> str:
+    """A value as the YAML file would spell it (null, false, 'constant')."""
+    return {None: "null", False: "false", True: "true"}.get(value, repr(value)) if not isinstance(value, (int, float)) \
+        or isinstance(value, bool) else repr(value)
+
+
 def _refuse_not_built(path: str, key: str, where: str, value: Any) -> None:
     if key in NOT_BUILT and value != HARMLESS[key]:
-        raise RunConfigError(f"{path}: {where}: {value!r} asks for {NOT_BUILT[key]}, which this project does not "
-                             f"build. Remove the key (or set it to {HARMLESS[key]!r}).")
+        shown = "a block" if isinstance(value, dict) else repr(value)
+        raise RunConfigError(f"{path}: {where}: {shown} asks for {NOT_BUILT[key]}, which this project does not "
+                             f"build. Remove the key (or set it to {_yaml(HARMLESS[key])}).")
 
 
 def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
     """The flat block of ``trainer_configurations.yaml`` that trains like these Release 22 settings."""
-    for key in ("init_path", "threaded", "self_play", "behavioral_cloning"):
+    for key in ("init_path", "self_play", "behavioral_cloning"):
         _refuse_not_built(path, key, f"{where}.{key}", s[key])
     net, hp = s["network_settings"], s["hyperparameters"]
     _refuse_not_built(path, "network_settings.memory", f"{where}.network_settings.memory", net["memory"])

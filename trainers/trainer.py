@@ -24,12 +24,13 @@ and ``summary_freq`` count the same unit.
 """
 from __future__ import annotations
 
+import collections
 import logging
 import math
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, ClassVar, Deque, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -37,6 +38,9 @@ from unityagents.brain import BrainInfo, BrainParameters
 from unityagents.exception import UnityException
 
 logger = logging.getLogger("unityagents")
+
+#: Episode rewards each trainer keeps for curriculum criteria (Release 22's min_lesson_length counts episodes).
+EPISODE_REWARDS_KEPT = 10000
 
 
 class UnityTrainerException(UnityException):
@@ -129,6 +133,9 @@ class Trainer:
         self.is_training = training
         self.rng = np.random.default_rng(seed)
         self.stats: Dict[str, List[float]] = {}
+        #: The latest episodes' rewards (newest last) and how many episodes ended so far in this process.
+        self.episode_rewards: Deque[float] = collections.deque(maxlen=EPISODE_REWARDS_KEPT)
+        self.episodes_completed = 0
         self._environment_stats: Dict[str, Tuple[str, List[float]]] = {}
         self.step = 0
         self.last_reward = 0.0
@@ -244,6 +251,9 @@ class Trainer:
 
     def add_stat(self, key: str, value: float) -> None:
         self.stats.setdefault(key, []).append(float(value))
+        if key == "cumulative_reward":  # the episodes a curriculum's reward criteria look at
+            self.episode_rewards.append(float(value))
+            self.episodes_completed += 1
 
     def add_environment_stat(self, key: str, value: float, aggregation: str = "average") -> None:
         """A custom stat the scene sent (modern protocol): written under its own key at the next
