@@ -24,10 +24,10 @@ R22_3DBALL = """
 behaviors:
   Ball3DBrain:
     trainer_type: ppo
-    hyperparameters: {batch_size: 256, buffer_size: 1536, learning_rate: 3.0e-4, beta: 5.0e-3, epsilon: 0.2,
-                      lambd: 0.95, num_epoch: 10, learning_rate_schedule: linear}
+    hyperparameters: {batch_size: 256, buffer_size: 1536, learning_rate: 2.0e-4, beta: 1.0e-3, epsilon: 0.25,
+                      lambd: 0.9, num_epoch: 10, learning_rate_schedule: constant}
     network_settings: {normalize: true, hidden_units: 128, num_layers: 2}
-    reward_signals: {extrinsic: {gamma: 0.99, strength: 1.0}}
+    reward_signals: {extrinsic: {gamma: 0.98, strength: 1.0}}
     max_steps: 1.5e5
     time_horizon: 128
     summary_freq: 2400
@@ -38,16 +38,16 @@ Ball3DBrain:
     trainer: ppo
     batch_size: 256
     buffer_size: 1536
-    learning_rate: 3.0e-4
-    beta: 5.0e-3
-    epsilon: 0.2
-    lambd: 0.95
+    learning_rate: 2.0e-4
+    beta: 1.0e-3
+    epsilon: 0.25
+    lambd: 0.9
     num_epoch: 10
-    learning_rate_schedule: linear
+    learning_rate_schedule: constant
     normalize: true
     hidden_units: 128
     num_layers: 2
-    gamma: 0.99
+    gamma: 0.98
     max_steps: 1.5e5
     time_horizon: 128
     summary_freq: 2400
@@ -116,7 +116,7 @@ BAD = {
                                     "      - {name: a, value: 1, completion_criteria: {behavior: Ball3DBrain}}\n"
                                     "      - {name: b, value: 2, completion_criteria: {behavior: Ball3DBrain}}\n",
                                     "curriculum[1].completion_criteria: the last lesson never ends", "Remove"),
-    "a feature not built": (R22_3DBALL.replace("reward_signals: {extrinsic: {gamma: 0.99, strength: 1.0}}",
+    "a feature not built": (R22_3DBALL.replace("reward_signals: {extrinsic: {gamma: 0.98, strength: 1.0}}",
                                                "reward_signals: {gail: {demo_path: x.demo}}"),
                             "behaviors.Ball3DBrain.reward_signals.gail:", "the GAIL reward signal"),
     "memory": (R22_3DBALL.replace("num_layers: 2}", "num_layers: 2, memory: {sequence_length: 16}}"),
@@ -139,8 +139,8 @@ def test_a_bad_config_exits_2_with_one_line_naming_the_file_the_key_and_the_fix(
 
 def test_sac_goes_through_the_trainer_registry(tmp_path):
     text = R22_3DBALL.replace("trainer_type: ppo", "trainer_type: sac").replace(
-        "{batch_size: 256, buffer_size: 1536, learning_rate: 3.0e-4, beta: 5.0e-3, epsilon: 0.2,\n"
-        "                      lambd: 0.95, num_epoch: 10, learning_rate_schedule: linear}", "{batch_size: 64}")
+        "{batch_size: 256, buffer_size: 1536, learning_rate: 2.0e-4, beta: 1.0e-3, epsilon: 0.25,\n"
+        "                      lambd: 0.9, num_epoch: 10, learning_rate_schedule: constant}", "{batch_size: 64}")
     options = {flag: None for flag in learn_r22.FLAGS}
     registry = load_registry()
     registry.trainers.pop("sac", None)

@@ -257,7 +257,7 @@ def test_ppo_with_rnd_and_curiosity_trains_them_saves_them_and_exports_without_t
     sess, graph = trainer.sess, trainer.sess.graph
     assert set(trainer.model.values) == {"extrinsic", "rnd", "curiosity"}
     stats = trainer._signal_stats
-    for title in ("Extrinsic", "RND", "Curiosity"):
+    for title in ("Extrinsic", "Rnd", "Curiosity"):  # ML-Agents Release 22's names
         assert stats[f"Policy/{title} Reward"] and stats[f"Policy/{title} Value Estimate"]
     assert stats["Losses/RND Loss"] and stats["Losses/Curiosity Inverse Loss"]
 
