@@ -161,6 +161,8 @@ def load(config_path: Optional[str], options: Dict[str, Any], env_args: Optional
     raw = merge_command_line(read_yaml(config_path), options, env_args)
     where = config_path or "<command line>"
     run = resolve(where, raw, tuple(registry.names()))
+    if run.sections["debug"]:
+        logging.getLogger().setLevel(logging.DEBUG)
     for warning in dict.fromkeys(run.warnings):
         logger.warning("%s", warning)
     given = {s: set(raw.get(s) or ()) for s in ("env_settings", "engine_settings") if isinstance(raw.get(s), dict)}
