@@ -192,6 +192,24 @@ def test_samplers_are_seeded_redrawn_per_reset_and_curricula_advance_per_paramet
     assert first.get_config()["size"] == 3.0 and first.get_config()["other"] == 5.0
 
 
+def test_scene_behaviours_missing_from_the_config_are_errors_and_extra_ones_warnings(tmp_path, caplog):
+    from unityagents.brain import BrainParameters
+
+    brain = BrainParameters("Other?team=0", {
+        "stateSize": 8, "actionSize": 2, "memorySize": 0, "cameraResolutions": [], "actionDescriptions": ["", ""],
+        "actionSpaceType": 1, "stateSpaceType": 1})
+    options = {flag: None for flag in learn_r22.FLAGS}
+    _, config, _, _, _ = learn_r22.load(write(tmp_path / "r22.yaml", R22_3DBALL), options, None, load_registry())
+    with pytest.raises(RunConfigError, match=r"behaviors\.Other: the environment has this behaviour but the config "
+                                             "lists no settings for it"):
+        config.settings_for_environment({brain.brain_name: brain}, [brain.brain_name])
+    with_default = R22_3DBALL.replace("behaviors:", "default_settings: {max_steps: 1000}\nbehaviors:")
+    _, config, _, _, _ = learn_r22.load(write(tmp_path / "d.yaml", with_default), options, None, load_registry())
+    settings = config.settings_for_environment({brain.brain_name: brain}, [brain.brain_name])
+    assert settings[brain.brain_name].parameters["max_steps"] == 1000  # default_settings, translated
+    assert "behaviors.Ball3DBrain: the environment has no behaviour of that name" in caplog.text
+
+
 @pytest.mark.slow
 def test_unityagents_learn_trains_3dball_lays_out_the_results_folder_and_resumes(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
