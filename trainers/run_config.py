@@ -393,16 +393,19 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
     for key in ("shared_critic", "beta_schedule", "epsilon_schedule"):
         if key in hp:
             _refuse_not_built(path, f"hyperparameters.{key}", f"{where}.hyperparameters.{key}", hp[key])
-    if s["trainer_type"] != "ppo":  # a registered plugin under a Release 22 name (sac, poca): its own keys
+    if s["trainer_type"] != "ppo":
+        # A registered trainer under a Release 22 name (sac, poca): the Release 22 keys as they are;
+        # the trainer's own declaration (trainers.config) refuses any it does not take, by name.
         block = {"trainer": s["trainer_type"], **{k: v for k, v in hp.items() if v is not None}}
-        block.update(max_steps=s["max_steps"], summary_freq=s["summary_freq"], time_horizon=s["time_horizon"],
+        block.update(max_steps=float(s["max_steps"]), summary_freq=s["summary_freq"], time_horizon=s["time_horizon"],
                      hidden_units=net["hidden_units"], num_layers=net["num_layers"], normalize=net["normalize"])
-        return block
-    block = {"trainer": "ppo", "batch_size": hp["batch_size"], "buffer_size": hp["buffer_size"],
-             "learning_rate": hp["learning_rate"], "learning_rate_schedule": hp["learning_rate_schedule"],
-             "beta": hp["beta"], "epsilon": hp["epsilon"], "lambd": hp["lambd"], "num_epoch": hp["num_epoch"],
-             "normalize": net["normalize"], "hidden_units": net["hidden_units"], "num_layers": net["num_layers"],
-             "max_steps": float(s["max_steps"]), "time_horizon": s["time_horizon"], "summary_freq": s["summary_freq"]}
+    else:
+        block = {"trainer": "ppo", "batch_size": hp["batch_size"], "buffer_size": hp["buffer_size"],
+                 "learning_rate": hp["learning_rate"], "learning_rate_schedule": hp["learning_rate_schedule"],
+                 "beta": hp["beta"], "epsilon": hp["epsilon"], "lambd": hp["lambd"], "num_epoch": hp["num_epoch"],
+                 "normalize": net["normalize"], "hidden_units": net["hidden_units"], "num_layers": net["num_layers"],
+                 "max_steps": float(s["max_steps"]), "time_horizon": s["time_horizon"],
+                 "summary_freq": s["summary_freq"]}
     signals = s["reward_signals"]
     if "gail" in signals:
         _refuse_not_built(path, "reward_signals.gail", f"{where}.reward_signals.gail", signals["gail"])
