@@ -53,7 +53,8 @@ import os
 import shlex
 import signal
 import sys
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional
 
 from docopt import docopt
 
@@ -143,92 +144,150 @@ def _trainer_config_path(value: str) -> str:
     return value
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    options = docopt(__doc__, argv=argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
-    from trainers.trainer_controller import Stop, TrainerController, install_signal_handlers, latest_checkpoint
+@dataclass
+class RunOptions:
+    """One training (or inference) run, as both front ends build it: ``learn.py``'s options and
+    ``unityagents-learn``'s Release 22 run config (``trainers.learn_r22``) end up here, validated."""
+
+    env: str
+    config: Any  # trainers.config.TrainerConfig
+    run_path: str = "ppo"
+    train: bool = False
+    load: bool = False
+    keep_checkpoints: int = 5
+    save_freq: int = 50000
+    lesson: int = 0
+    seed: int = 0
+    worker_id: int = 0
+    base_port: int = 5005
+    timeout: int = 60
+    num_envs: int = 1
+    env_args: List[str] = field(default_factory=list)
+    protocol_options: Dict[str, Any] = field(default_factory=dict)
+    restarts: Optional[RestartPolicy] = None
+    #: A curriculum JSON path, or an object with ``Curriculum``'s interface (environment parameters).
+    curriculum: Any = None
+    ray_address: Optional[str] = None
+    ray_resource: Optional[str] = None
+    slow: bool = False
+    paths: Any = None  # trainers.run_paths.RunPaths; None: models/<run_path>/ and summaries/
+    init_from: Optional[str] = None  # a checkpoint folder whose weights start the run
+    log_dir: Optional[str] = None  # the environments' logs; None: <checkpoints>/logs
+    checkpoint_interval: Optional[int] = None  # also save every this many agent steps of the first learner
+
+    def checkpoint_dir(self) -> str:
+        return self.paths.checkpoint_dir if self.paths is not None else os.path.join("models", self.run_path)
+
+
+def run(make_options: Callable[[], RunOptions]) -> int:
+    """Build the options (their errors are reported like the run's), train, map the end onto an exit status."""
+    from trainers.trainer_controller import Stop, install_signal_handlers
 
     install_signal_handlers()  # from here on SIGINT and SIGTERM raise Stop, even during start-up
     try:
-        from trainers.config import load_trainer_config
-        from trainers.registry import load_registry
-
-        save_freq = _int_option(options, "--save-freq", 1)
-        keep = _int_option(options, "--keep-checkpoints", 1)
-        lesson = _int_option(options, "--lesson")
-        seed = _int_option(options, "--seed")
-        worker_id = _int_option(options, "--worker-id")
-        base_port = _int_option(options, "--base-port", 1, 65535)
-        timeout = _int_option(options, "--timeout", 1)
-        num_envs = _int_option(options, "--num-envs", 1)
-        last_port = base_port + worker_id + num_envs - 1
-        if last_port > 65535:
-            raise UnityEnvironmentException(
-                f"--base-port {base_port} + --worker-id {worker_id} + --num-envs {num_envs} needs ports up to "
-                f"{last_port}, past 65535. Lower --base-port or --worker-id.")
-        protocol_options = _protocol_options(options)
-        restarts = RestartPolicy(_int_option(options, "--max-lifetime-restarts", -1),
-                                 _int_option(options, "--restarts-rate-limit-n", -1),
-                                 _float_option(options, "--restarts-rate-limit-period-s"))
-        try:
-            env_args = shlex.split(options["--env-args"] or "")
-        except ValueError as e:
-            raise UnityEnvironmentException(f"--env-args {options['--env-args']!r} is not a valid argument "
-                                            f"string ({e}).") from None
-        curriculum = None if options["--curriculum"] in (None, "None") else options["--curriculum"]
-        run_path = _run_path(options["--run-path"])
-        model_path = os.path.join("models", run_path)
-
-        # Everything that can be checked without the environment is checked before launching it.
-        config = load_trainer_config(_trainer_config_path(options["--trainer-config"]), load_registry())
-        if curriculum is not None:
-            from unityagents.curriculum import load_curriculum_file
-
-            last_lesson = len(load_curriculum_file(curriculum)["thresholds"])
-            if lesson > last_lesson:
-                raise UnityEnvironmentException(
-                    f"--lesson {lesson}: the curriculum {curriculum} has lessons 0..{last_lesson}. Pick one of them.")
-        if options["--load"] and latest_checkpoint(model_path) is None:
-            raise UnityEnvironmentException(
-                f"--load: no checkpoint was found in {model_path}. Check --run-path, or start without --load.")
-
-        log_dir = os.path.abspath(os.path.join(model_path, "logs"))  # the run's own folder, not a shared one
-
-
-        def env_kwargs(i: int) -> Dict[str, Any]:
-            return dict(file_name=options["<env>"], worker_id=worker_id + i, base_port=base_port, seed=seed + i,
-                        timeout_wait=timeout, env_args=env_args, log_dir=log_dir, **protocol_options)
-
-        if options["--ray-address"]:
-            from unityagents.ray_backend import RayEnvironmentWorker, connect
-
-            connect(options["--ray-address"])
-
-            def launch(i: int):
-                return RayEnvironmentWorker(i, env_kwargs(i), resource=options["--ray-resource"])
-        else:
-            if options["--ray-resource"]:
-                raise UnityEnvironmentException("--ray-resource needs --ray-address (it places Ray actors).")
-
-            def launch(i: int):
-                return UnityEnvironment(**env_kwargs(i))
-
-        env = EnvironmentSet(launch, num_envs, curriculum=curriculum, restart_policy=restarts)
-        try:
-            controller = TrainerController(
-                env, config, env_name=options["<env>"], run_path=run_path, load=options["--load"],
-                train=options["--train"], keep_checkpoints=keep, save_freq=save_freq, lesson=lesson,
-                fast_simulation=not options["--slow"], seed=seed)
-        except BaseException:
-            env.close()
-            raise
-        controller.start_learning()
+        train(make_options())
     except UnityException as e:
         logger.error("%s: %s", type(e).__name__, e)
         return 1
     except KeyboardInterrupt as e:
         return _stopped(e if isinstance(e, Stop) else Stop(signal.SIGINT))
     return 0
+
+
+def train(opts: RunOptions) -> None:
+    """Launch the environments of ``opts`` and run the trainer controller until it ends."""
+    from trainers.trainer_controller import TrainerController
+
+    log_dir = opts.log_dir or os.path.abspath(os.path.join(opts.checkpoint_dir(), "logs"))
+
+    def env_kwargs(i: int) -> Dict[str, Any]:
+        return dict(file_name=opts.env, worker_id=opts.worker_id + i, base_port=opts.base_port, seed=opts.seed + i,
+                    timeout_wait=opts.timeout, env_args=opts.env_args, log_dir=log_dir, **opts.protocol_options)
+
+    if opts.ray_address:
+        from unityagents.ray_backend import RayEnvironmentWorker, connect
+
+        connect(opts.ray_address)
+
+        def launch(i: int):
+            return RayEnvironmentWorker(i, env_kwargs(i), resource=opts.ray_resource)
+    else:
+        if opts.ray_resource:
+            raise UnityEnvironmentException("--ray-resource needs --ray-address (it places Ray actors).")
+
+        def launch(i: int):
+            return UnityEnvironment(**env_kwargs(i))
+
+    env = EnvironmentSet(launch, opts.num_envs, curriculum=opts.curriculum, restart_policy=opts.restarts)
+    try:
+        controller = TrainerController(
+            env, opts.config, env_name=opts.env, run_path=opts.run_path, load=opts.load,
+            train=opts.train, keep_checkpoints=opts.keep_checkpoints, save_freq=opts.save_freq, lesson=opts.lesson,
+            fast_simulation=not opts.slow, seed=opts.seed, paths=opts.paths, init_from=opts.init_from,
+            checkpoint_interval=opts.checkpoint_interval)
+    except BaseException:
+        env.close()
+        raise
+    if hasattr(opts.curriculum, "bind"):  # criteria that name a behaviour read its trainer
+        opts.curriculum.bind(lambda: controller.trainers)
+    controller.start_learning()
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    options = docopt(__doc__, argv=argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    return run(lambda: _run_options(options))
+
+
+def _run_options(options) -> RunOptions:
+    """learn.py's options, checked (everything that can be checked without the environment)."""
+    from trainers.config import load_trainer_config
+    from trainers.registry import load_registry
+    from trainers.trainer_controller import latest_checkpoint
+
+    save_freq = _int_option(options, "--save-freq", 1)
+    keep = _int_option(options, "--keep-checkpoints", 1)
+    lesson = _int_option(options, "--lesson")
+    seed = _int_option(options, "--seed")
+    worker_id = _int_option(options, "--worker-id")
+    base_port = _int_option(options, "--base-port", 1, 65535)
+    timeout = _int_option(options, "--timeout", 1)
+    num_envs = _int_option(options, "--num-envs", 1)
+    last_port = base_port + worker_id + num_envs - 1
+    if last_port > 65535:
+        raise UnityEnvironmentException(
+            f"--base-port {base_port} + --worker-id {worker_id} + --num-envs {num_envs} needs ports up to "
+            f"{last_port}, past 65535. Lower --base-port or --worker-id.")
+    protocol_options = _protocol_options(options)
+    restarts = RestartPolicy(_int_option(options, "--max-lifetime-restarts", -1),
+                             _int_option(options, "--restarts-rate-limit-n", -1),
+                             _float_option(options, "--restarts-rate-limit-period-s"))
+    try:
+        env_args = shlex.split(options["--env-args"] or "")
+    except ValueError as e:
+        raise UnityEnvironmentException(f"--env-args {options['--env-args']!r} is not a valid argument "
+                                        f"string ({e}).") from None
+    curriculum = None if options["--curriculum"] in (None, "None") else options["--curriculum"]
+    run_path = _run_path(options["--run-path"])
+    model_path = os.path.join("models", run_path)
+
+    config = load_trainer_config(_trainer_config_path(options["--trainer-config"]), load_registry())
+    if curriculum is not None:
+        from unityagents.curriculum import load_curriculum_file
+
+        last_lesson = len(load_curriculum_file(curriculum)["thresholds"])
+        if lesson > last_lesson:
+            raise UnityEnvironmentException(
+                f"--lesson {lesson}: the curriculum {curriculum} has lessons 0..{last_lesson}. Pick one of them.")
+    if options["--load"] and latest_checkpoint(model_path) is None:
+        raise UnityEnvironmentException(
+            f"--load: no checkpoint was found in {model_path}. Check --run-path, or start without --load.")
+    return RunOptions(
+        env=options["<env>"], config=config, run_path=run_path, train=options["--train"], load=options["--load"],
+        keep_checkpoints=keep, save_freq=save_freq, lesson=lesson, seed=seed, worker_id=worker_id,
+        base_port=base_port, timeout=timeout, num_envs=num_envs, env_args=env_args,
+        protocol_options=protocol_options, restarts=restarts, curriculum=curriculum,
+        ray_address=options["--ray-address"], ray_resource=options["--ray-resource"], slow=options["--slow"])
 
 
 #: Exit status after a signal. Ctrl-C is the user's way to end a run early: 0 once the model is

@@ -33,7 +33,7 @@ setup(
         "ray": ["ray>=2.40"],
     },
     entry_points={
-        "console_scripts": ["learn = learn:cli"],
+        "console_scripts": ["learn = learn:cli", "unityagents-learn = trainers.learn_r22:cli"],
         "unityagents.trainers": [
             "ppo = trainers.ppo_trainer:PPOTrainer",
             "ghost = trainers.ghost_trainer:GhostTrainer",

@@ -242,7 +242,7 @@ def test_games_update_the_rating_and_draw_a_new_snapshot(tmp_path):
             for event in tf.train.summary_iterator(path) for value in event.summary.value}
     assert tags["Self-play/ELO"] == pytest.approx(run.ghost.elo.rating)
     assert tags["Self-play/learner_win_rate"] == 1.0
-    assert tags["Info/cumulative_reward"] == pytest.approx(-0.1)
+    assert tags["Environment/Cumulative Reward"] == pytest.approx(-0.1)
     assert run.ghost.games == []
 
 

@@ -242,6 +242,10 @@ PUSH_SHORT = """
 """
 
 
+#: The JSON curriculum moves all its parameters together; each has its own tag, as in ML-Agents.
+LESSON_TAG = "Environment/Lesson Number/goal_size"
+
+
 def test_push_lessons_advance_on_global_resets_and_load_keeps_the_lesson(tmp_path):
     """Push's Academy resets globally every 3000 decisions = 24000 agent steps of its 8 agents.
 
@@ -263,14 +267,14 @@ def test_push_lessons_advance_on_global_resets_and_load_keeps_the_lesson(tmp_pat
     assert "Lesson changed. Now in Lesson 2 : goal_size -> 1.5, block_size -> 1.1, x_variation -> 2.1" in out
     assert checkpoint_state(tmp_path / "models" / "p")["curriculum"]["lesson_number"] == 2
     summaries = tmp_path / "summaries" / "p"
-    assert {value for _, value in scalars(summaries, "Info/Lesson")} == {1.0, 2.0}
+    assert {value for _, value in scalars(summaries, LESSON_TAG)} == {1.0, 2.0}
 
     code, out = learn(tmp_path, *args, "--load", "--trainer-config",
                       write(tmp_path / "b.yaml", PUSH_SHORT.format(max_steps=72000)))
     assert code == 0, out
     assert lesson_changes(out) == [3], out
     assert checkpoint_state(tmp_path / "models" / "p")["curriculum"]["lesson_number"] == 3
-    resumed = [(step, value) for step, value in scalars(summaries, "Info/Lesson") if step > 48000]
+    resumed = [(step, value) for step, value in scalars(summaries, LESSON_TAG) if step > 48000]
     assert resumed and all(value == 3.0 for _, value in resumed), resumed
 
 
@@ -299,7 +303,7 @@ def test_shipped_push_curriculum_changes_lesson_three_times(tmp_path):
     assert code == 0, out
     changes = lesson_changes(out)
     assert changes[:3] == [1, 2, 3], out
-    assert max(v for _, v in scalars(tmp_path / "summaries" / "push", "Info/Lesson")) == changes[-1]
+    assert max(v for _, v in scalars(tmp_path / "summaries" / "push", LESSON_TAG)) == changes[-1]
 
 
 @pytest.mark.slow

@@ -210,7 +210,7 @@ def test_two_modern_protocol_environments_and_their_stats_reach_tensorboard(tmp_
     events = EventAccumulator(str(next((tmp_path / "summaries" / "ppo").glob("events*"))))
     events.Reload()
     stat = events.Scalars("Academy/BasicBrain Episode Reward")  # the scene's stat, averaged per summary
-    rewards = events.Scalars("Info/cumulative_reward")
+    rewards = events.Scalars("Environment/Cumulative Reward")
     assert len(stat) == len(rewards) == 3
     assert [round(s.value, 4) for s in stat] == [round(r.value, 4) for r in rewards]
 

@@ -142,7 +142,7 @@ def test_the_base_sums_the_signals_advantages_after_strength():
     np.testing.assert_allclose(trajectory["discounted_returns"], [0.9, 1.0], rtol=1e-6)
     np.testing.assert_allclose(trajectory["discounted_returns_rnd"], [0.75, 0.5], rtol=1e-6)
     np.testing.assert_allclose(trajectory["advantages"], [0.9 - 0.1 + 0.75 - 0.3, 1.0 - 0.2 + 0.5 - 0.4], rtol=1e-6)
-    assert trainer._signal_stats["Policy/RND Reward"] == [0.5, 0.5]
+    assert trainer._signal_stats["Policy/Rnd Reward"] == [0.5, 0.5]
     assert trainer._signal_stats["Policy/Extrinsic Value Estimate"] == pytest.approx([0.1, 0.2])
 
 
@@ -262,7 +262,7 @@ def test_ppo_with_rnd_and_curiosity_trains_them_saves_them_and_exports_without_t
     sess, graph = trainer.sess, trainer.sess.graph
     assert set(trainer.model.values) == {"extrinsic", "rnd", "curiosity"}
     stats = trainer._signal_stats
-    for title in ("Extrinsic", "RND", "Curiosity"):
+    for title in ("Extrinsic", "Rnd", "Curiosity"):  # ML-Agents Release 22's names
         assert stats[f"Policy/{title} Reward"] and stats[f"Policy/{title} Value Estimate"]
     assert stats["Losses/RND Loss"] and stats["Losses/Curiosity Inverse Loss"]
     # Trained by PPO's updates: every weight of the RND predictor and of the curiosity models moved

@@ -31,9 +31,11 @@ BasicBrain:
     num_layers: 1
 """
 #: What every PPO brain writes at each summary (README, "TensorBoard").
-PPO_TAGS = {"Info/cumulative_reward", "Info/episode_length", "Info/value_estimate", "Info/entropy",
-            "Info/policy_loss", "Info/value_loss", "Info/policy_entropy", "Info/approx_kl", "Info/clip_fraction",
-            "Info/learning_rate", "Info/agent_steps_per_second", "Info/Lesson"}
+#: ML-Agents Release 22's names where it has the same quantity.
+PPO_TAGS = {"Environment/Cumulative Reward", "Environment/Episode Length", "Policy/Extrinsic Value Estimate",
+            "Policy/Extrinsic Reward", "Policy/Entropy", "Losses/Policy Loss", "Losses/Value Loss",
+            "Losses/Update Entropy", "Policy/Approx KL", "Policy/Clip Fraction", "Policy/Learning Rate",
+            "Environment/Agent Steps Per Second"}
 
 
 def written_tags(event_file: str) -> dict:
@@ -52,7 +54,7 @@ def test_tensorboard_reads_every_tag_the_run_wrote(tmp_path):
     (event_file,) = glob.glob(os.path.join(run_dir, "events.out.tfevents.*"))
     written = written_tags(event_file)
     assert PPO_TAGS <= set(written), sorted(PPO_TAGS - set(written))
-    assert written["Info/cumulative_reward"] == 3  # one value per summary_freq
+    assert written["Environment/Cumulative Reward"] == 3  # one value per summary_freq
 
     reader = EventAccumulator(run_dir, size_guidance={"scalars": 0, "tensors": 0})
     reader.Reload()

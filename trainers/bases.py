@@ -513,9 +513,15 @@ class OnPolicyTrainer(RLTrainer):
         """A value for a summary tag written as it is (``Policy/...``, ``Losses/...``), not under ``Info/``."""
         self._signal_stats.setdefault(key, []).append(float(value))
 
-    def write_summary(self, lesson: Optional[int] = None) -> None:
+    @property
+    def writes_signal_rewards(self) -> bool:
+        return bool(getattr(self, "reward_signals", None))
+
+    def write_summary(self, lesson: Any = None) -> None:
         """The base's summary, plus the reward signals' tags (``Policy/<Signal> Reward``, ...)."""
         due = self.summary_due()
+        if due and "Policy/Extrinsic Value Estimate" in self._signal_stats:
+            self.stats.pop("value_estimate", None)  # the signal's own tag carries it
         super().write_summary(lesson)
         if due and self._signal_stats:
             self.write_scalars({key: float(np.mean(v)) for key, v in self._signal_stats.items() if v})

@@ -212,6 +212,12 @@ def load_trainer_config(path: str, registry: TrainerRegistry) -> TrainerConfig:
             f"line {e.first_line}); YAML would silently keep only the last value. Remove one of them.") from None
     except yaml.YAMLError as e:
         raise TrainerConfigError(f"The trainer configuration {path} is not valid YAML: {e}") from None
+    return trainer_config_from_dict(path, raw, registry)
+
+
+def trainer_config_from_dict(path: str, raw: Any, registry: TrainerRegistry) -> TrainerConfig:
+    """Validate an already parsed file (``path`` names it in errors); the other front end's
+    translation (``trainers.run_config``) ends here too, so both are checked alike."""
     if raw is None:
         raise TrainerConfigError(
             f"{path}: the file is empty (or only comments); expected a mapping with a 'default:' block and "

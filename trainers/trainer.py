@@ -24,12 +24,13 @@ and ``summary_freq`` count the same unit.
 """
 from __future__ import annotations
 
+import collections
 import logging
 import math
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, ClassVar, Deque, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -37,6 +38,9 @@ from unityagents.brain import BrainInfo, BrainParameters
 from unityagents.exception import UnityException
 
 logger = logging.getLogger("unityagents")
+
+#: Episode rewards each trainer keeps for curriculum criteria (Release 22's min_lesson_length counts episodes).
+EPISODE_REWARDS_KEPT = 10000
 
 
 class UnityTrainerException(UnityException):
@@ -133,6 +137,9 @@ class Trainer:
         self.is_training = training
         self.rng = np.random.default_rng(seed)
         self.stats: Dict[str, List[float]] = {}
+        #: The latest episodes' rewards (newest last) and how many episodes ended so far in this process.
+        self.episode_rewards: Deque[float] = collections.deque(maxlen=EPISODE_REWARDS_KEPT)
+        self.episodes_completed = 0
         self._environment_stats: Dict[str, Tuple[str, List[float]]] = {}
         self.step = 0
         self.last_reward = 0.0
@@ -258,6 +265,9 @@ class Trainer:
 
     def add_stat(self, key: str, value: float) -> None:
         self.stats.setdefault(key, []).append(float(value))
+        if key == "cumulative_reward":  # the episodes a curriculum's reward criteria look at
+            self.episode_rewards.append(float(value))
+            self.episodes_completed += 1
 
     def add_environment_stat(self, key: str, value: float, aggregation: str = "average") -> None:
         """A custom stat the scene sent (modern protocol): written under its own key at the next
@@ -300,8 +310,17 @@ class Trainer:
         freq = int(self.trainer_parameters.get("summary_freq", 10000))
         return self.step // freq > self._last_summary_step // freq
 
-    def write_summary(self, lesson: Optional[int] = None) -> None:
-        """Every ``summary_freq`` agent steps: a console line and the mean of each stat."""
+    @property
+    def writes_signal_rewards(self) -> bool:
+        """Whether the trainer writes ``Policy/<Signal> Reward`` itself (a ``reward_signals``
+        block); otherwise the extrinsic reward is the episode's reward and is written as such."""
+        return False
+
+    def write_summary(self, lesson: Any = None) -> None:
+        """Every ``summary_freq`` agent steps: a console line and the mean of each stat.
+
+        ``lesson``: parameter -> lesson index of the curriculum (``lesson_tags``), or None.
+        """
         if not self.summary_due():
             return
         self._last_summary_step = self.step
@@ -320,10 +339,11 @@ class Trainer:
             self.brain_name, self.step, reward_text, rate, _hms(elapsed),
             _hms(eta) if self.is_training else "-",
         )
-        values = {f"Info/{k}": float(np.mean(v)) for k, v in self.stats.items() if v}
-        if lesson is not None:
-            values["Info/Lesson"] = lesson
-        values["Info/agent_steps_per_second"] = rate
+        values = {summary_tag(k): float(np.mean(v)) for k, v in self.stats.items() if v}
+        if "Environment/Cumulative Reward" in values and not self.writes_signal_rewards:
+            values["Policy/Extrinsic Reward"] = values["Environment/Cumulative Reward"]
+        values.update(lesson_tags(lesson))
+        values["Environment/Agent Steps Per Second"] = rate
         reduce = {"sum": np.sum, "most_recent": lambda v: v[-1]}
         for key, (aggregation, entries) in self._environment_stats.items():
             values[key] = float(reduce.get(aggregation, np.mean)(entries))
@@ -341,6 +361,45 @@ class Trainer:
         params = "\n".join(f"\t{k}:\t{v}" for k, v in sorted(self.trainer_parameters.items()))
         scope = "exports nothing" if self.graph_scope is None else f"scope '{self.graph_scope}'"
         return f"{type(self).__name__} for brain {self.brain_name} ({scope}):\n{params}"
+
+
+#: TensorBoard tag of each stat key a trainer records with ``add_stat``: ML-Agents Release 22's
+#: names where it has the same quantity, so that dashboards and scripts written for it read these
+#: runs; the rest sit in the same groups under names of their own.
+SUMMARY_TAGS: Dict[str, str] = {
+    "cumulative_reward": "Environment/Cumulative Reward",
+    "episode_length": "Environment/Episode Length",
+    "entropy": "Policy/Entropy",
+    "value_estimate": "Policy/Extrinsic Value Estimate",
+    "learning_rate": "Policy/Learning Rate",
+    "policy_loss": "Losses/Policy Loss",
+    "value_loss": "Losses/Value Loss",
+    "policy_entropy": "Losses/Update Entropy",
+    "approx_kl": "Policy/Approx KL",
+    "clip_fraction": "Policy/Clip Fraction",
+    "loss": "Losses/Pretraining Loss",
+    "accuracy": "Policy/Cloning Accuracy",
+    "teacher_reward": "Environment/Teacher Cumulative Reward",
+}
+
+
+def summary_tag(key: str) -> str:
+    """The TensorBoard tag of stat ``key``: ``SUMMARY_TAGS``, else ``Policy/<key>`` as given."""
+    return SUMMARY_TAGS.get(key, key if "/" in key else f"Policy/{key}")
+
+
+def lesson_tags(lesson: Any) -> Dict[str, float]:
+    """``Environment/Lesson Number/<parameter>`` per curriculum parameter, as ML-Agents names them.
+
+    ``lesson`` is a mapping parameter -> lesson index (each parameter on its own track), or None
+    (no curriculum: no tag). A bare integer (a caller written for one shared track) has no
+    parameter name and is written as ``Environment/Lesson Number``.
+    """
+    if lesson is None:
+        return {}
+    if isinstance(lesson, Mapping):
+        return {f"Environment/Lesson Number/{name}": float(n) for name, n in lesson.items()}
+    return {"Environment/Lesson Number": float(lesson)}
 
 
 def _hms(seconds: float) -> str:

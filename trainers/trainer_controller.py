@@ -48,9 +48,10 @@ from unityagents.exception import UnityException
 from .config import BrainSettings, TrainerConfig
 from .export import contract_inputs, export_graph, write_atomically
 from .onnx_export import export_onnx, onnx_file_stem
+from .run_paths import RunPaths
 from .tf_utils import tf
 from .timers import Timers
-from .trainer import Trainer, UnityTrainerException
+from .trainer import Trainer, UnityTrainerException, lesson_tags
 
 logger = logging.getLogger("unityagents")
 
@@ -137,12 +138,18 @@ class TrainerController:
     :param lesson: curriculum lesson to start from (ignored with ``load``: the saved one is used).
     :param fast_simulation: ``train_mode`` for ``env.reset``.
     :param seed: seeds NumPy, Python's ``random`` and the graph.
+    :param paths: where every file goes (``RunPaths``); by default ``RunPaths.legacy`` of
+        ``model_dir``, ``summary_dir`` and ``run_path``.
+    :param init_from: a checkpoint folder whose weights start this run (step counters from 0).
+    :param checkpoint_interval: also save each time the first learner's agent steps pass a multiple
+        of this (Release 22 counts ``checkpoint_interval`` in trainer steps); None: ``save_freq`` only.
     """
 
     def __init__(self, env, config: TrainerConfig, env_name: str, run_path: str = "ppo",
                  model_dir: str = "models", summary_dir: str = "summaries", load: bool = False,
                  train: bool = True, keep_checkpoints: int = 5, save_freq: int = 50000, lesson: int = 0,
-                 fast_simulation: bool = True, seed: int = 0):
+                 fast_simulation: bool = True, seed: int = 0, paths: Optional[RunPaths] = None,
+                 init_from: Optional[str] = None, checkpoint_interval: Optional[int] = None):
         self.env: EnvironmentSet = env if isinstance(env, EnvironmentSet) else EnvironmentSet.of(env)
         self.config = config
         self.env_name = os.path.basename(os.path.normpath(env_name.strip()))
@@ -150,8 +157,12 @@ class TrainerController:
             if self.env_name.endswith(ext):
                 self.env_name = self.env_name[: -len(ext)]
         self.run_path = run_path
-        self.model_path = os.path.join(model_dir, run_path)
+        self.paths = paths or RunPaths.legacy(model_dir, summary_dir, run_path)
+        self.model_path = self.paths.checkpoint_dir
         self.summary_dir = summary_dir
+        self.init_from = init_from
+        self.checkpoint_interval = checkpoint_interval
+        self._checkpointed_at: Optional[int] = None  # learner step of the last interval checkpoint
         self.load = load
         self.train = train
         self.keep_checkpoints = keep_checkpoints
@@ -196,18 +207,21 @@ class TrainerController:
         else:
             self.sess.run(init)
             self.env.curriculum.set_lesson_number(self.lesson)
+            if self.init_from is not None:
+                self._initialize_from(self.init_from)
         self._ready = True
         self.graph.finalize()
         for t in self.trainers.values():
             logger.info("%s", t)
         if self.train:  # what this run actually used, for reproducing it
             resolved = {name: dict(t.trainer_parameters) for name, t in self.trainers.items()}
-            path = os.path.join(self.model_path, "configuration.yaml")
+            path = self.paths.parameters_path
+            os.makedirs(os.path.dirname(path), exist_ok=True)
             write_text_atomically(path, yaml.safe_dump(resolved, sort_keys=True))
 
     def _make_trainer(self, s: BrainSettings, settings: Dict[str, BrainSettings], n_ext: int, index: int) -> Trainer:
         scope = graph_scope_for(s.brain_name, n_ext)
-        summary = os.path.join(self.summary_dir, self.run_path + (f"_{scope}" if scope else ""))
+        summary = self.paths.summary_dir(s.brain_name, scope)
         params = dict(s.parameters, graph_scope=scope, summary_path=summary)
         copied = params.get("brain_to_copy")
         if copied is not None:
@@ -215,6 +229,20 @@ class TrainerController:
                                                        graph_scope=graph_scope_for(copied, n_ext))
         return s.trainer_class(self.sess, self.env.brains, s.brain_name, params, self.train,
                                seed=self.seed + index)
+
+    def _initialize_from(self, folder: str) -> None:
+        """Weights (and optimizer moments) of another run's latest checkpoint; the steps stay 0."""
+        ckpt = latest_checkpoint(folder)
+        if ckpt is None:
+            raise UnityTrainerException(
+                f"--initialize-from: no checkpoint was found in {folder}. Name a run that saved one.")
+        logger.info("Initializing the model from %s (step counters start from 0)", ckpt)
+        try:
+            self.saver.restore(self.sess, ckpt)
+        except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError) as e:
+            raise UnityTrainerException(
+                f"--initialize-from: the checkpoint {ckpt} does not match this configuration (a brain, a "
+                f"network size or a trainer type changed?): {e.message.splitlines()[0]}") from None
 
     def _restore(self) -> None:
         ckpt = latest_checkpoint(self.model_path)
@@ -271,17 +299,29 @@ class TrainerController:
         self._check_finite()
         with shielded(), self.timers("checkpoint"):
             prefix = self._save_model()
-            self._export_onnx(f"-{self.global_step}")
+            onnx_paths = self._export_onnx(f"-{self.global_step}")
+            self._after_save(onnx_paths, prefix, final=False)
         self._write_timers()
         return prefix
 
+    def _after_save(self, onnx_paths: List[str], prefix: Optional[str], final: bool) -> None:
+        steps = {name: t.get_step for name, t in self.trainers.items()}
+        rewards = {name: t.get_last_reward for name, t in self.trainers.items()}
+        self.paths.after_save(steps, onnx_paths, prefix, final, rewards)
+
     def _write_timers(self) -> None:
-        self.timers.write_json(os.path.join(self.model_path, "timers.json"))
+        os.makedirs(os.path.dirname(self.paths.timers_path) or ".", exist_ok=True)
+        self.timers.write_json(self.paths.timers_path)
 
     def _export_onnx(self, suffix: str = "") -> List[str]:
         """ONNX beside the ``.bytes``; a graph tf2onnx cannot convert (a plugin's) is logged, not fatal."""
         try:
-            return export_onnx(self.sess, self.trainers.values(), self.model_path, suffix=suffix)
+            paths = []
+            for t in self.trainers.values():
+                folder = self.paths.step_onnx_dir(t.brain_name) if suffix else self.paths.export_dir
+                os.makedirs(folder, exist_ok=True)
+                paths += export_onnx(self.sess, [t], folder, suffix=suffix)
+            return paths
         except Exception as e:  # the .bytes export stands on its own; say why ONNX is missing
             logger.error("The ONNX export failed (%s: %s); the .bytes export is not affected.", type(e).__name__, e)
             return []
@@ -303,8 +343,9 @@ class TrainerController:
                 os.unlink(path)
         kept_steps = {p.rsplit("model-", 1)[1].split(".cptk")[0] for p in kept}
         brains = [onnx_file_stem(t.brain_name) for t in self.trainers.values()]
-        for brain in brains:  # <Brain>-<step>.onnx of the checkpoints no longer kept
-            for path in glob.glob(os.path.join(glob.escape(self.model_path), glob.escape(brain) + "-*.onnx")):
+        for t, brain in zip(self.trainers.values(), brains):  # <Brain>-<step>.onnx of checkpoints no longer kept
+            folder = self.paths.step_onnx_dir(t.brain_name)
+            for path in glob.glob(os.path.join(glob.escape(folder), glob.escape(brain) + "-*.onnx")):
                 name = os.path.basename(path)[: -len(".onnx")]
                 step = name[len(brain) + 1:]
                 if step.isdigit() and step not in kept_steps and name not in brains:
@@ -324,11 +365,12 @@ class TrainerController:
             scopes.append(prefix)
             nodes += [prefix + n for n in t.export_nodes()]
             inputs += contract_inputs(self.graph, prefix)
-        path = os.path.join(self.model_path, self.env_name + ".bytes")
+        path = os.path.join(self.paths.export_dir, self.env_name + ".bytes")
         self._check_finite()
         with shielded(), self.timers("export"):
             export_graph(self.sess, nodes, path, keep_nodes=inputs)
             onnx_paths = self._export_onnx()
+            self._after_save(onnx_paths, None, final=True)
         if len(scopes) > 1:
             logger.info("List of available scopes :\n%s", "\n".join("\t" + s for s in scopes))
         logger.info("List of nodes exported :\n%s", "\n".join("\t" + n for n in nodes))
@@ -357,7 +399,7 @@ class TrainerController:
         curriculum = self.env.curriculum
         if curriculum.increment_lesson(self._progress()):
             for t in self.trainers.values():
-                t.write_scalars({"Info/Lesson": curriculum.lesson_number})
+                t.write_scalars(lesson_tags(lesson_numbers(curriculum)))
 
     def _check_curriculum_between_resets(self) -> None:
         """Modern builds have no Academy-wide done, so the curriculum is checked at each summary of
@@ -372,6 +414,17 @@ class TrainerController:
             self._advance_curriculum()
             if self.env.curriculum.lesson_number != before:
                 self.env.reset_all(f"the curriculum moved to lesson {self.env.curriculum.lesson_number}")
+
+    def _interval_checkpoint_due(self) -> bool:
+        learner = next((t for t in self.trainers.values() if t.is_learner), None)
+        if not self.checkpoint_interval or learner is None:
+            return False
+        if self._checkpointed_at is None:
+            self._checkpointed_at = learner.get_step
+        if learner.get_step // self.checkpoint_interval > self._checkpointed_at // self.checkpoint_interval:
+            self._checkpointed_at = learner.get_step
+            return True
+        return False
 
     def _end_episodes(self, agents: List[Any]) -> None:
         for t in self.trainers.values():
@@ -440,14 +493,14 @@ class TrainerController:
         timers = self.timers
         with timers("env_reset"):
             info = self.env.reset(train_mode=self.fast_simulation)
-        lesson = self.env.curriculum.lesson_number
+        lesson = lesson_numbers(self.env.curriculum)
         started = time.time()
         while self._keep_going():
             if self.env.needs_reset:  # some environment's Academy is done, or it was lost
                 self._advance_curriculum()
                 with timers("env_reset"):
                     info, ended = self.env.reset_finished()
-                lesson = self.env.curriculum.lesson_number
+                lesson = lesson_numbers(self.env.curriculum)
                 self._end_episodes(ended)
             actions, memories, values, outputs = {}, {}, {}, {}
             with timers("inference"):
@@ -482,10 +535,25 @@ class TrainerController:
                 self._check_curriculum_between_resets()
             if self.train and self.save_freq > 0 and self.global_step % self.save_freq == 0:
                 self.save_model()
+            elif self.train and self._interval_checkpoint_due():
+                self.save_model()
         for t in self.trainers.values():  # the window that ends at max_steps is due only now
             t.write_summary(lesson)
         logger.info("Training finished after %d environment steps in %.0f s.", self.global_step,
                     time.time() - started)
+
+
+def lesson_numbers(curriculum) -> Optional[Dict[str, int]]:
+    """Parameter -> lesson index of the run's curriculum (None without one).
+
+    A curriculum with its own lesson track per parameter says so with ``lesson_numbers()``; the
+    JSON curriculum moves all its parameters together, so each of them has its one lesson number.
+    """
+    if hasattr(curriculum, "lesson_numbers"):
+        return curriculum.lesson_numbers()
+    if getattr(curriculum, "data", None) is None:
+        return None
+    return {name: curriculum.lesson_number for name in curriculum.data["parameters"]}
 
 
 def _takes_agents(method) -> bool:

@@ -145,7 +145,8 @@ class EnvironmentSet:
         parallel threads: start-up is mostly waiting) and again with ``i`` to restart it.
     :param n_envs: how many environments.
     :param curriculum: path of a curriculum JSON file, or None; checked against the reset
-        parameters of the environments.
+        parameters of the environments. Or an object with ``Curriculum``'s interface, whose
+        ``get_config()`` is asked once per environment reset.
     :param restart_policy: limits on restarts; None: a failing environment ends the run.
     :param workers: already running workers instead of ``factory`` (they cannot be restarted
         unless ``factory`` is also given).
@@ -168,8 +169,13 @@ class EnvironmentSet:
             self._brain_names: List[str] = list(first.brains)
             self._external: List[str] = list(first.external_brain_names)
             self._reset_parameters = dict(first.reset_parameters)
-            self._curriculum = Curriculum(curriculum, self._reset_parameters if self.resets_by_itself
-                                          else AnyResetParameter())
+            if curriculum is None or isinstance(curriculum, str):
+                self._curriculum = Curriculum(curriculum, self._reset_parameters if self.resets_by_itself
+                                              else AnyResetParameter())
+            else:  # an object with Curriculum's interface (the Release 22 environment parameters)
+                self._curriculum = curriculum
+                if hasattr(curriculum, "check_scene"):
+                    curriculum.check_scene(self._reset_parameters if self.resets_by_itself else None)
         except BaseException:
             self.close()
             raise
@@ -300,9 +306,9 @@ class EnvironmentSet:
                     self._current[i] = None
                 if self._workers[i] is None:
                     self._restart(i, pending[i])
-            config = self._curriculum.get_config()
             sent = []
             for i in sorted(pending):
+                config = self._curriculum.get_config()  # drawn again for each environment (samplers)
                 try:
                     self._workers[i].reset_send(self.train_mode, config)
                     sent.append(i)

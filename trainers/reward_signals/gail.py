@@ -58,7 +58,7 @@ class GAILSignal(RewardSignal):
     (VAIL), ``update_op``."""
 
     name = "gail"
-    title = "GAIL"
+    title = "Gail"
     parameters: ClassVar[Dict[str, Param]] = {
         "strength": strength_param(1.0, "factor of -log(1 - D)"),
         "gamma": GAMMA,
@@ -129,7 +129,7 @@ class GAILSignal(RewardSignal):
             self.expert_estimate), "Policy/GAIL Policy Estimate": tf.reduce_mean(self.policy_estimate)}
         if self.use_vail:
             self.metrics["Policy/GAIL Beta"] = self.beta
-            self.metrics["Losses/GAIL KL"] = self.kl
+            self.metrics["Losses/GAIL KL Loss"] = self.kl
 
     # ------------------------------------------------------------------ the network
     def _parts(self, vector, observations, actions, dones) -> Dict[str, Any]:

@@ -24,7 +24,7 @@ class RNDSignal(RewardSignal):
     """
 
     name = "rnd"
-    title = "RND"
+    title = "Rnd"
     parameters: ClassVar[Dict[str, Param]] = {
         "strength": strength_param(0.01, "factor of the normalised prediction error"),
         "gamma": GAMMA,
