@@ -72,6 +72,25 @@ def test_the_release_22_config_translates_into_learn_pys_validated_settings(tmp_
     assert r22.blocks["Ball3DBrain"].trainer_class is flat.blocks["Ball3DBrain"].trainer_class
 
 
+def test_gail_and_behavioral_cloning_reach_the_trainers_keys(tmp_path):
+    """Release 22's ``gail`` signal and ``behavioral_cloning`` block become the PPO trainer's own, checked there."""
+    text = R22_3DBALL.replace(
+        "reward_signals: {extrinsic: {gamma: 0.98, strength: 1.0}}",
+        "reward_signals: {extrinsic: {gamma: 0.98, strength: 1.0},\n"
+        "                     gail: {strength: 0.01, demo_path: x.demo, use_actions: true, encoding_size: 32}}\n"
+        "    behavioral_cloning: {demo_path: x.demo, strength: 0.5, steps: 10000}")
+    options = {flag: None for flag in learn_r22.FLAGS}
+    _, config, _, _, _ = learn_r22.load(write(tmp_path / "r22.yaml", text), options, None, load_registry())
+    params = config.blocks["Ball3DBrain"].parameters
+    gail = params["reward_signals"]["gail"]
+    assert (gail["demo_path"], gail["strength"], gail["use_actions"], gail["encoding_size"]) == (
+        "x.demo", 0.01, True, 32)
+    assert params["behavioral_cloning"]["strength"] == 0.5 and params["behavioral_cloning"]["steps"] == 10000
+    with pytest.raises(RunConfigError, match="behavioral_cloning.strenght.*Did you mean 'strength'"):
+        learn_r22.load(write(tmp_path / "bad.yaml", text.replace("strength: 0.5", "strenght: 0.5")), options, None,
+                       load_registry())
+
+
 def test_dry_run_prints_the_resolved_run_with_release_22_defaults_and_launches_nothing(tmp_path, monkeypatch, capsys):
     code, out, err = dry_run(tmp_path, monkeypatch, capsys, R22_3DBALL.replace("    time_horizon: 128\n", ""),
                              "--run-id=r", "--base-port=6100")
@@ -116,9 +135,8 @@ BAD = {
                                     "      - {name: a, value: 1, completion_criteria: {behavior: Ball3DBrain}}\n"
                                     "      - {name: b, value: 2, completion_criteria: {behavior: Ball3DBrain}}\n",
                                     "curriculum[1].completion_criteria: the last lesson never ends", "Remove"),
-    "a feature not built": (R22_3DBALL.replace("reward_signals: {extrinsic: {gamma: 0.98, strength: 1.0}}",
-                                               "reward_signals: {gail: {demo_path: x.demo}}"),
-                            "behaviors.Ball3DBrain.reward_signals.gail:", "the GAIL reward signal"),
+    "a feature not built": (R22_3DBALL.replace("trainer_type: ppo", "trainer_type: ppo\n    self_play: {window: 5}"),
+                            "behaviors.Ball3DBrain.self_play:", "team self-play"),
     "memory": (R22_3DBALL.replace("num_layers: 2}", "num_layers: 2, memory: {sequence_length: 16}}"),
                "behaviors.Ball3DBrain.network_settings.memory:", "recurrent"),
     "a trainer type not registered": (R22_3DBALL.replace("trainer_type: ppo", "trainer_type: poca"),

@@ -96,9 +96,6 @@ NOT_BUILT = {
     "hyperparameters.shared_critic": "a critic shared with the policy",
     "hyperparameters.beta_schedule": "a decaying entropy coefficient (beta is constant here)",
     "hyperparameters.epsilon_schedule": "a decaying clip range (epsilon is constant here)",
-    "reward_signals.gail": "the GAIL reward signal",
-    "behavioral_cloning": "behavioral cloning as an auxiliary loss (learn.py's imitation trainer is offline cloning of "
-                          "a teacher brain)",
     "self_play": "team self-play of one behaviour (learn.py's ghost trainer plays a copy of another brain)",
     "init_path": "per-behaviour initialization (use --initialize-from for the whole run)",
     "env_settings.num_areas": "several training areas per instance",
@@ -109,7 +106,7 @@ NOT_BUILT = {
 HARMLESS = {"network_settings.memory": None, "network_settings.deterministic": False,
 "hyperparameters.shared_critic": False,
             "hyperparameters.beta_schedule": "constant", "hyperparameters.epsilon_schedule": "constant",
-            "reward_signals.gail": None, "behavioral_cloning": None, "self_play": None, "init_path": None,
+            "self_play": None, "init_path": None,
             "env_settings.num_areas": 1, "engine_settings.no_graphics_monitor": False,
             "checkpoint_settings.load_model": False}
 VIS_ENCODE_TYPES = ("simple", "nature_cnn", "resnet", "match3", "fully_connected")
@@ -381,7 +378,7 @@ def _refuse_not_built(path: str, key: str, where: str, value: Any) -> None:
 
 def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
     """The flat block of ``trainer_configurations.yaml`` that trains like these Release 22 settings."""
-    for key in ("init_path", "self_play", "behavioral_cloning"):
+    for key in ("init_path", "self_play"):
         _refuse_not_built(path, key, f"{where}.{key}", s[key])
     net, hp = s["network_settings"], s["hyperparameters"]
     _refuse_not_built(path, "network_settings.memory", f"{where}.network_settings.memory", net["memory"])
@@ -406,9 +403,9 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
                  "normalize": net["normalize"], "hidden_units": net["hidden_units"], "num_layers": net["num_layers"],
                  "max_steps": float(s["max_steps"]), "time_horizon": s["time_horizon"],
                  "summary_freq": s["summary_freq"]}
+    if s["behavioral_cloning"] is not None:  # the same keys; None leaves the trainer's default
+        block["behavioral_cloning"] = {k: v for k, v in s["behavioral_cloning"].items() if v is not None}
     signals = s["reward_signals"]
-    if "gail" in signals:
-        _refuse_not_built(path, "reward_signals.gail", f"{where}.reward_signals.gail", signals["gail"])
     extrinsic = signals.get("extrinsic")
     if list(signals) == ["extrinsic"] and extrinsic["strength"] == 1.0:
         block["gamma"] = extrinsic["gamma"]  # the plain extrinsic reward: learn.py's flat gamma
@@ -416,9 +413,11 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for name, sig in signals.items():
         entry = {"strength": sig["strength"], "gamma": sig["gamma"]}
-        if name in ("curiosity", "rnd"):
+        if name in ("curiosity", "rnd", "gail"):
             entry["learning_rate"] = sig["learning_rate"]
             entry["encoding_size"] = sig["network_settings"]["hidden_units"]
+        if name == "gail":
+            entry.update(demo_path=sig["demo_path"], use_actions=sig["use_actions"], use_vail=sig["use_vail"])
         out[name] = entry
     block["reward_signals"] = out
     return block
