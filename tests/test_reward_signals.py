@@ -113,7 +113,7 @@ def test_gae_per_signal_against_hand_computed_values():
 class _ConstantSignal:
     """A stand-in intrinsic signal: a fixed reward per step, no networks."""
 
-    name, title, needs_next_inputs, update_op, metrics = "rnd", "RND", False, None, {}
+    name, title, needs_next_inputs, update_op, metrics = "rnd", "Rnd", False, None, {}
 
     def __init__(self, rewards, strength, gamma):
         self.rewards, self.strength, self.gamma = np.asarray(rewards), strength, gamma

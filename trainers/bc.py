@@ -34,9 +34,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from trainers.reward_signals.base import coerce_setting, did_you_mean
 from trainers.tf_utils import tf
-from trainers.trainer import Param, TrainerConfigError, non_negative, positive
+from trainers.trainer import Param, TrainerConfigError, coerce_value, did_you_mean, non_negative, positive
 from unityagents.brain import BrainParameters
 from unityagents.demo import Demonstration, DemonstrationError, load_demonstration
 
@@ -86,7 +85,7 @@ def validate_behavioral_cloning(brain_name: str, value: Any) -> Optional[Dict[st
         elif key == "batch_size" and setting is None:
             settings[key] = None
         else:
-            settings[key] = coerce_setting(f"{where[:-1]}.{key}'", setting, param)
+            settings[key] = coerce_value(f"{where[:-1]}.{key}'", setting, param)
     if "demo_path" not in settings:
         raise TrainerConfigError(f"{where[:-1]}.demo_path': required but missing. Add the path of the .demo file (or "
                                  "folder of them) to clone.")

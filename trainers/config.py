@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import logging
-import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
@@ -36,7 +35,7 @@ import yaml
 from unityagents.brain import BrainParameters
 
 from .registry import TrainerRegistry
-from .trainer import Param, Trainer, TrainerConfigError, UnityTrainerException
+from .trainer import Param, Trainer, TrainerConfigError, UnityTrainerException, coerce_value, did_you_mean
 
 logger = logging.getLogger("unityagents")
 
@@ -257,7 +256,7 @@ def _check_default_keys(path: str, default: Dict[str, Any], registry: TrainerReg
         if key not in known:
             raise TrainerConfigError(
                 f"{path}: block 'default', key {key!r}: unknown to every trainer type "
-                f"({', '.join(registry.names())}).{_did_you_mean(key, known)}")
+                f"({', '.join(registry.names())}).{did_you_mean(key, known)}")
     # Values too, for every trainer type that declares the key: a brain with no block of its own
     # is only resolved once the scene is known, which is too late for a value that is plainly wrong.
     for name in registry.names():
@@ -279,7 +278,7 @@ def _follow_aliases(path: str, raw: Dict[str, Any], name: str) -> Tuple[str, Dic
         if target not in raw:
             raise TrainerConfigError(
                 f"{path}: brain {chain[-1]!r} is an alias of {target!r}, but there is no block {target!r}."
-                f"{_did_you_mean(target, [str(b) for b in raw if b != chain[-1]])} "
+                f"{did_you_mean(target, [str(b) for b in raw if b != chain[-1]])} "
                 f"Blocks: {', '.join(sorted(map(str, raw)))}.")
         chain.append(target)
         block = raw[target]
@@ -330,7 +329,7 @@ def _resolve(path: str, raw: Dict[str, Any], name: str, registry: TrainerRegistr
         if key not in declared:
             raise TrainerConfigError(
                 f"{path}: brain {name!r}, key {key!r}: unknown hyperparameter for the {trainer_type} trainer."
-                f"{_did_you_mean(key, declared)} Its keys are: {', '.join(sorted(declared))}.")
+                f"{did_you_mean(key, declared)} Its keys are: {', '.join(sorted(declared))}.")
         merged[key] = value
     params: Dict[str, Any] = {}
     for key, param in declared.items():
@@ -356,56 +355,12 @@ def _resolve(path: str, raw: Dict[str, Any], name: str, registry: TrainerRegistr
     return BrainSettings(name, trainer_type, cls, params, source)
 
 
-_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string", list: "a list",
-               dict: "a block of key: value"}
-
-
 def coerce(path: str, brain: str, key: str, value: Any, param: Param) -> Any:
-    """Check ``value`` against ``param``; return it in the declared type.
-
-    YAML 1.1 reads ``1.0e6`` (no sign in the exponent) as a string, so numeric strings are
-    accepted for numbers; integral floats are accepted for integers.
-    """
+    """Check ``value`` against ``param`` (``coerce_value``), then against the key's sane maximum."""
     where = f"{path}: block 'default', key {key!r}" if brain == "default" else f"{path}: brain {brain!r}, key {key!r}"
-    kind = param.kind
-    converted: Any = None
-    if value is None and not param.required and param.default is None:
-        return None
-    if kind is bool:
-        converted = value if isinstance(value, bool) else None
-    elif kind in (int, float) and not isinstance(value, bool):
-        number: Optional[float] = None
-        if isinstance(value, (int, float)):
-            number = value
-        elif isinstance(value, str):
-            try:
-                number = float(value)
-            except ValueError:
-                number = None
-        if number is not None:
-            if not math.isfinite(number):
-                raise TrainerConfigError(
-                    f"{where}: expected a finite number, got {value!r}, which is {float(number)}. Give a finite "
-                    f"value{f' ({param.doc})' if param.doc else ''}.")
-            if kind is float:
-                converted = float(number)
-            elif float(number).is_integer():
-                converted = int(number)
-    elif kind is str:
-        converted = value if isinstance(value, str) else None
-    elif kind is list:
-        converted = list(value) if isinstance(value, (list, tuple)) else None
-    else:
-        converted = value if isinstance(value, kind) else None
-    if converted is None:
-        raise TrainerConfigError(
-            f"{where}: expected {_KIND_NAMES.get(kind, kind.__name__)}, got {value!r} ({type(value).__name__}).")
-    if param.check is not None:
-        predicate, description = param.check
-        if not predicate(converted):
-            raise TrainerConfigError(f"{where}: must be {description}, got {value!r}.")
-    if kind in (int, float) and isinstance(converted, (int, float)):
-        _check_upper_bound(where, key, value, converted, kind)
+    converted = coerce_value(where, value, param)
+    if param.kind in (int, float) and isinstance(converted, (int, float)):
+        _check_upper_bound(where, key, value, converted, param.kind)
     return converted
 
 
@@ -480,11 +435,6 @@ def _check_brain_memory(path: str, name: str, params: Dict[str, Any], brain: Bra
 def _looks_like_default(name: str) -> bool:
     """A block name that is a near miss of 'default' ('Default', 'defualt', 'defaults')."""
     return name.lower() == "default" or bool(difflib.get_close_matches(name.lower(), ["default"], n=1, cutoff=0.8))
-
-
-def _did_you_mean(key: str, candidates) -> str:
-    close = difflib.get_close_matches(str(key), list(candidates), n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def hyperparameters_markdown(registry: TrainerRegistry,

@@ -28,7 +28,8 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
-from .run_config import RunConfigError, check_block, did_you_mean
+from .run_config import RunConfigError, check_block
+from .trainer import did_you_mean
 
 logger = logging.getLogger("unityagents")
 

@@ -20,12 +20,11 @@ before ``resolve`` runs: ``resolve`` gets the merged dict.
 from __future__ import annotations
 
 import copy
-import difflib
 import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .trainer import TrainerConfigError
+from .trainer import TrainerConfigError, did_you_mean
 
 
 class RunConfigError(TrainerConfigError):
@@ -111,11 +110,6 @@ HARMLESS = {"network_settings.memory": None, "network_settings.deterministic": F
             "checkpoint_settings.load_model": False}
 VIS_ENCODE_TYPES = ("simple", "nature_cnn", "resnet", "match3", "fully_connected")
 SCHEDULES = ("linear", "constant")
-
-
-def did_you_mean(key: Any, candidates) -> str:
-    close = difflib.get_close_matches(str(key), [str(c) for c in candidates], n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def _kind_name(kind: Any) -> str:

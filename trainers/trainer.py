@@ -25,6 +25,7 @@ and ``summary_freq`` count the same unit.
 from __future__ import annotations
 
 import collections
+import difflib
 import logging
 import math
 import os
@@ -67,6 +68,63 @@ class Param:
     required: bool = False
     doc: str = ""
     check: Optional[Tuple[Callable[[Any], bool], str]] = None
+
+
+_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string", list: "a list",
+               dict: "a block of key: value"}
+
+
+def did_you_mean(key: Any, candidates) -> str:
+    """`` Did you mean 'x'?`` for the closest of ``candidates``, or nothing when none is close."""
+    close = difflib.get_close_matches(str(key), [str(c) for c in candidates], n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def coerce_value(where: str, value: Any, param: Param) -> Any:
+    """``value`` checked against ``param`` and returned in the declared type; errors start with ``where``.
+
+    The one coercion of every settings key, flat or nested. YAML 1.1 reads ``1.0e6`` (no sign in the
+    exponent) as a string, so numeric strings are accepted for numbers; integral floats are accepted
+    for integers; numbers must be finite.
+    """
+    kind = param.kind
+    converted: Any = None
+    if value is None and not param.required and param.default is None:
+        return None
+    if kind is bool:
+        converted = value if isinstance(value, bool) else None
+    elif kind in (int, float) and not isinstance(value, bool):
+        number: Optional[float] = None
+        if isinstance(value, (int, float)):
+            number = value
+        elif isinstance(value, str):
+            try:
+                number = float(value)
+            except ValueError:
+                number = None
+        if number is not None:
+            if not math.isfinite(number):
+                raise TrainerConfigError(
+                    f"{where}: expected a finite number, got {value!r}, which is {float(number)}. Give a finite "
+                    f"value{f' ({param.doc})' if param.doc else ''}.")
+            if kind is float:
+                converted = float(number)
+            elif float(number).is_integer():
+                converted = int(number)
+    elif kind is str:
+        converted = value if isinstance(value, str) else None
+    elif kind is list:
+        converted = list(value) if isinstance(value, (list, tuple)) else None
+    else:
+        converted = value if isinstance(value, kind) else None
+    if converted is None:
+        raise TrainerConfigError(
+            f"{where}: expected {_KIND_NAMES.get(kind, kind.__name__)}, got {value!r} ({type(value).__name__}).")
+    if param.check is not None:
+        predicate, description = param.check
+        if not predicate(converted):
+            raise TrainerConfigError(f"{where}: must be {description}, got {value!r}.")
+    return converted
 
 
 def positive(x) -> bool:

@@ -40,12 +40,12 @@ from typing import Any, Dict, Mapping, Optional, Type
 import numpy as np
 
 from trainers.returns import get_gae
-from trainers.reward_signals.base import RewardSignal, SignalInputs, coerce_setting, did_you_mean
+from trainers.reward_signals.base import RewardSignal, SignalInputs
 from trainers.reward_signals.curiosity import CuriositySignal
 from trainers.reward_signals.extrinsic import ExtrinsicSignal
 from trainers.reward_signals.gail import GAILSignal
 from trainers.reward_signals.rnd import RNDSignal
-from trainers.trainer import Param, TrainerConfigError
+from trainers.trainer import Param, TrainerConfigError, coerce_value, did_you_mean
 from unityagents.brain import BrainParameters
 
 #: The registry: a signal's name in a ``reward_signals`` block -> its class. A new signal is a
@@ -107,7 +107,7 @@ def validate_reward_signals(brain_name: str, value: Any) -> Optional[Dict[str, D
                     f"brain '{brain_name}', key 'reward_signals.{name}.{key}': unknown key of the {name} signal."
                     f"{did_you_mean(key, declared)} Its keys are: {', '.join(sorted(declared))}.")
             where_key = f"brain '{brain_name}', key 'reward_signals.{name}.{key}'"
-            resolved[key] = coerce_setting(where_key, setting, declared[key])
+            resolved[key] = coerce_value(where_key, setting, declared[key])
         for key, param in declared.items():
             if param.required and key not in resolved:
                 raise TrainerConfigError(

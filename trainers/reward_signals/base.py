@@ -1,25 +1,22 @@
-"""What every reward signal shares: the base class, its own input placeholders, its settings' coercion.
+"""What every reward signal shares: the base class, its own input placeholders, the common keys.
 
 A signal is a module of this package with one ``RewardSignal`` subclass that declares its name,
 its TensorBoard title and its keys (``parameters``), plus one line in the package's registry
-(``trainers.reward_signals.SIGNALS``). The coercion here is the one every nested settings block
-(``reward_signals``, ``behavioral_cloning``) uses, so their errors read alike.
+(``trainers.reward_signals.SIGNALS``). Their keys are coerced by ``trainers.trainer.coerce_value``,
+as every other settings key is, so all errors read alike.
 """
 from __future__ import annotations
 
 import abc
-import difflib
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence
+from typing import Any, ClassVar, Dict, List, Mapping, Optional
 
 import numpy as np
 
 from trainers.encoders import encode, observation_placeholders, state_placeholder, state_vector
 from trainers.models import dense
 from trainers.tf_utils import tf
-from trainers.trainer import Param, TrainerConfigError, non_negative, unit_interval
+from trainers.trainer import Param, non_negative, unit_interval
 from unityagents.brain import BrainParameters
-
-_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
 
 def strength_param(default: float, doc: str) -> Param:
@@ -28,45 +25,6 @@ def strength_param(default: float, doc: str) -> Param:
 
 #: Every signal's discount factor.
 GAMMA = Param(float, 0.99, check=(unit_interval, "in [0, 1]"), doc="discount factor of its returns")
-
-
-def did_you_mean(key: str, candidates: Sequence[str]) -> str:
-    close = difflib.get_close_matches(str(key), list(candidates), n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
-
-
-def coerce_setting(where: str, value: Any, param: Param) -> Any:
-    """``value`` in the declared type (YAML 1.1 strings such as ``1.0e-4`` are numbers), checked."""
-    converted: Any = None
-    if param.kind is bool and isinstance(value, bool):
-        converted = value
-    elif param.kind is str and isinstance(value, str) and value:
-        converted = value
-    elif param.kind in (int, float) and not isinstance(value, bool):
-        number: Optional[float] = None
-        if isinstance(value, (int, float)):
-            number = value
-        elif isinstance(value, str):
-            try:
-                number = float(value)
-            except ValueError:
-                number = None
-        if number is not None and np.isfinite(number):
-            if param.kind is float:
-                converted = float(number)
-            elif float(number).is_integer():
-                converted = int(number)
-    if converted is None:
-        raise TrainerConfigError(
-            f"{where}: expected {_KIND_NAMES.get(param.kind, param.kind.__name__)}, got {value!r} "
-            f"({type(value).__name__}).")
-    if param.check is None:
-        return converted
-    predicate, description = param.check
-    if not predicate(converted):
-        raise TrainerConfigError(f"{where}: must be {description}, got {value!r}.")
-    return converted
-
 
 
 class RewardSignal(abc.ABC):
