@@ -25,7 +25,9 @@ Options:
                              and is seeded seed + i [default: 1].
   --env-args=<args>          Extra command-line arguments for every environment, in one quoted string
                              (e.g. "--frame-time-ms 5" for a built-in scene) [default: ].
-  --timeout=<s>              Seconds to wait for any answer of the environment [default: 60].
+  --timeout=<s>              Seconds to wait for any answer of the environment; also how long (in seconds of
+                             stepping) an environment may go without any agent asking for a decision
+                             before it counts as failed [default: 60].
   --ray-address=<address>    Run each environment as a Ray actor on a cluster (docs/cluster.md): auto (the
                              running cluster), local (a private one on this machine) or host:port.
   --ray-resource=<name>      Place environment actors only on nodes offering this custom Ray resource.
@@ -213,7 +215,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             def launch(i: int):
                 return UnityEnvironment(**env_kwargs(i))
 
-        env = EnvironmentSet(launch, num_envs, curriculum=curriculum, restart_policy=restarts)
+        env = EnvironmentSet(launch, num_envs, curriculum=curriculum, restart_policy=restarts,
+                             no_decision_seconds=timeout)
         try:
             controller = TrainerController(
                 env, config, env_name=options["<env>"], run_path=run_path, load=options["--load"],
