@@ -246,8 +246,8 @@ class TrainerController:
                   "keeps these files).")
         if damaged:
             logger.warning("--load: resuming from %s, the newest whole checkpoint; %d newer one(s) were damaged "
-                           "and are left on disk untouched (%s).", ckpt, len(damaged),
-                           ", ".join(os.path.basename(c) for c, _ in damaged))
+                           "and are left on disk as they are until a save of the same step replaces them (%s).",
+                           ckpt, len(damaged), ", ".join(os.path.basename(c) for c, _ in damaged))
         else:
             logger.info("Loading the model from %s", ckpt)
         # Earlier checkpoints stay under --keep-checkpoints, whatever the number of resumes.
