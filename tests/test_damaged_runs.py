@@ -123,20 +123,28 @@ def snapshot(folder):
     return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name not in rewritten}
 
 
-def full_disk_at(monkeypatch, after: int = 0):
-    """Every write through the atomic writer fails with ENOSPC after ``after`` successful ones."""
-    real = export_module.write_atomically
-    calls = {"n": 0}
+class FullFile:
+    """A file on a disk that fills: the first write gets half its bytes in, then ENOSPC."""
 
-    def writer(path, data):
-        calls["n"] += 1
-        if calls["n"] > after:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
-        return real(path, data)
+    def __init__(self, f):
+        self.f = f
 
-    for module in ("trainers.export", "trainers.trainer_controller", "trainers.onnx_export", "trainers.timers"):
-        if hasattr(__import__(module, fromlist=["x"]), "write_atomically"):
-            monkeypatch.setattr(f"{module}.write_atomically", writer)
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+    def write(self, data):
+        self.f.write(data[: len(data) // 2])
+        self.f.flush()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def full_disk_at(monkeypatch):
+    """Every file the atomic writer (trainers.export.write_atomically) opens from now on fills the disk."""
+    real = os.fdopen
+    monkeypatch.setattr(export_module.os, "fdopen", lambda fd, *a, **k: FullFile(real(fd, *a, **k)))
 
 
 @pytest.mark.parametrize("where", ["state file", "tensorflow files", "export"])
