@@ -4,7 +4,9 @@ With ``--port`` the scene connects to the trainer listening on 127.0.0.1:N and s
 ``EXIT`` (exit status 0), a lost connection (1) or a protocol violation (3). Without ``--port`` it
 runs stand-alone: External brains act with the scene's heuristic (or a graph given with
 ``--brain NAME=internal:PATH``) for ``--episodes`` agent episodes per brain, and one line
-``mean_reward <brain> <value>`` per brain is printed.
+``mean_reward <brain> <value>`` per brain is printed. With ``--record-demo FILE`` the brain given
+as ``--brain NAME=heuristic`` (or the scene's only brain) is recorded into a ``.demo`` file, as
+Unity's Demonstration Recorder would (``demo_recorder.py``), for ``--episodes`` episodes.
 """
 from __future__ import annotations
 
@@ -50,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
                              "NAME=internal:PATH[#SCOPE]")
     parser.add_argument("--frame-time-ms", type=float, default=0.0, metavar="F",
                         help="emulate a heavy engine: sleep F ms per decision, in every mode (default 0)")
+    parser.add_argument("--record-demo", metavar="FILE",
+                        help="stand-alone: record the heuristic brain (--brain NAME=heuristic, or the only "
+                             "brain) for --episodes episodes into FILE, a Unity .demo file")
     parser.add_argument("--no-broadcast", action="append", default=[], metavar="NAME",
                         help="turn off broadcast for a non-External brain")
     return parser
@@ -110,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
                  args.package_version)
         return serve_modern(academy, args.mlagents_port, args.package_version, args.decision_period, log_path)
 
+    if args.record_demo:
+        return _record(academy, args)
+
     if args.port is None:
         for brain, mean in academy.run_episodes(args.episodes).items():
             print(f"mean_reward {brain} {mean:.4f}")
@@ -124,6 +132,28 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONNECTION
     log.info("connected to the trainer on port %d; serving %s", args.port, args.scene)
     return serve_trainer(academy, comm, log_path)
+
+
+def _record(academy: "Academy", args: argparse.Namespace) -> int:
+    """``--record-demo``: record one brain's heuristic; print its mean reward and the file's size."""
+    from .demo_recorder import record_demonstration
+
+    named = [o.partition("=")[0] for o in args.brain if o.partition("=")[2] == "heuristic"]
+    brains = [b.name for b in academy.brains]
+    if len(named) > 1 or (not named and len(brains) != 1):
+        print(f"python -m academy: error: --record-demo records one brain; name it with --brain NAME=heuristic "
+              f"(NAME one of {brains}){'' if not named else f', not {len(named)} of them'}", file=sys.stderr)
+        return EXIT_USAGE
+    brain = named[0] if named else brains[0]
+    try:
+        meta = record_demonstration(academy, brain, args.record_demo, args.episodes, args.package_version,
+                                    args.decision_period)
+    except (ValueError, OSError) as exc:
+        print(f"python -m academy: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"mean_reward {brain} {meta.mean_reward:.4f}")
+    print(f"recorded {args.record_demo}: {meta.number_steps} steps, {meta.number_episodes} episodes")
+    return EXIT_OK
 
 
 def serve_trainer(academy: "Academy", comm: "ExternalCommunicator", log_path: str = "") -> int:

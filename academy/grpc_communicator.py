@@ -25,7 +25,7 @@ made with the C# package 3.0.0 would (the Python end and its messages are descri
 * status 400 or QUIT from Python ends the run (exit 0); on an error we send a status-400 call.
 
 Written independently of ``unityagents``: it shares only the message classes generated from the
-same ``.proto`` (its own copy, ``academy/protos``).
+same ``.proto`` (``unityagents.protos``, which loads nothing else of ``unityagents``).
 """
 from __future__ import annotations
 
@@ -36,9 +36,10 @@ from typing import Any
 
 import numpy as np
 
+from unityagents.protos import communicator_objects_pb2 as pb
+
 from .academy import Academy, ActionError, BrainRuntime
 from .communicator import encode_png
-from .protos import communicator_objects_pb2 as pb
 
 log = logging.getLogger("academy.grpc")
 

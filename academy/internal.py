@@ -1,19 +1,35 @@
-"""The Internal brain (``CoreBrainInternal.cs`` at #166): act with a frozen TensorFlow graph.
+"""The Internal brain: act with a trained file the way the Unity side would.
 
-This is how Unity used a trained ``.bytes`` file, so running it here checks an export the way a game
-would: nodes are found by name under ``graphScope``, inputs are detected by node existence, and the
-graph's ``action`` output drives the agents. Each Internal brain has its own ``tf.Graph``
-and ``Session``. TensorFlow is imported only when an Internal brain is built.
+Two kinds of file, each run as its own Unity runs it:
+
+* a frozen TensorFlow ``.bytes`` (``CoreBrainInternal.cs`` at #166, 2018): nodes are found by name
+  under ``graphScope``, inputs are detected by node existence, and the graph's ``action`` output
+  drives the agents as it is (the agent scripts clamp it);
+* a ``<Behavior>.onnx`` (ML-Agents 2.x-4.x C#): the outputs are copied into the agents unchanged,
+  no rescaling; the scenes clamp continuous actions to [-1, 1] like Unity's example agents.
+
+Each brain has its own graph or session. TensorFlow and onnxruntime are imported only when a brain
+of their kind is built. Like the rest of the academy this module shares no code with the trainer:
+what it needs of a file's contract it reads from the file.
 """
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 
 from .academy import BrainSpec
 
 log = logging.getLogger("academy.internal")
+
+
+def _tensorflow():
+    """``tf.compat.v1`` for loading and running a frozen graph (graph mode, no eager tensors)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ start-up chatter out of the log
+    import tensorflow
+
+    return tensorflow.compat.v1
 
 
 class InternalBrain:
@@ -26,7 +42,7 @@ class InternalBrain:
 
     def __init__(self, path: str, spec: BrainSpec, scope: str = "",
                  placeholders: dict[str, tuple[float, float]] | None = None, seed: int = 0) -> None:
-        from trainers.tf_utils import tf
+        tf = _tensorflow()
 
         if len(scope) > 1 and not scope.endswith("/"):
             scope += "/"  # Unity appends the slash only to scopes longer than one character
@@ -126,18 +142,18 @@ def _shaped(tensor, value: float, n: int) -> np.ndarray:
 
 
 class OnnxInternalBrain:
-    """Acts with a ``<Brain>.onnx`` export (``trainers/onnx_export.py``) through onnxruntime.
+    """Acts with a ``<Brain>.onnx`` export through onnxruntime, as ML-Agents' C# runs the file.
 
-    It feeds the file as modern Unity's inference engine does (``obs_k`` in sensor order, cameras
-    channels-first in 0..1, ``action_masks`` all 1, ``recurrent_in`` ``[N, 1, M]`` carried per
-    agent) and, by default, acts the way the ``.bytes`` Internal brain of the same export acts, so
-    both score the same: continuous brains take ``deterministic_continuous_actions`` (the mean, as
-    ``epsilon`` = 0 gives) times 3, undoing the contract's scaling; discrete brains take the
-    sampled ``discrete_actions``. ``deterministic`` True/False picks the deterministic/sampled
-    outputs for both kinds instead (Unity's "Deterministic Inference" checkbox).
+    Inputs: ``obs_k`` in sensor order (cameras channels-first in 0..1, then the vector state),
+    ``action_masks`` all 1 (no agent script here disables an action), ``recurrent_in``
+    ``[N, 1, M]`` with each agent's memory (zeros for a new agent: the academy clears it at every
+    agent reset, as Unity drops it at the episode's end). Outputs: the stochastic
+    ``continuous_actions``/``discrete_actions`` by default, the ``deterministic_*`` ones when
+    ``deterministic`` is True (Unity's "Deterministic Inference" checkbox), copied into the
+    agents' actions without any scaling. ``M`` is the file's own ``memory_size`` constant.
     """
 
-    def __init__(self, path: str, spec: BrainSpec, seed: int = 0, deterministic: bool | None = None) -> None:
+    def __init__(self, path: str, spec: BrainSpec, seed: int = 0, deterministic: bool = False) -> None:
         del seed  # accepted like InternalBrain's; onnxruntime's Multinomial and RandomNormalLike are unseeded
         try:
             import onnxruntime
@@ -153,17 +169,12 @@ class OnnxInternalBrain:
         self.spec = spec
         self.inputs = {i.name: i for i in self.session.get_inputs()}
         outputs = {o.name for o in self.session.get_outputs()}
-        continuous = spec.action_space == "continuous"
-        kind = "continuous" if continuous else "discrete"
-        if deterministic is None:
-            deterministic = continuous
+        kind = "continuous" if spec.action_space == "continuous" else "discrete"
         name = ("deterministic_" if deterministic else "") + f"{kind}_actions"
         if name not in outputs:
             raise ValueError(f"Internal brain {spec.name}: {path!r} has no output {name!r} (it has {sorted(outputs)}); "
                              f"the brain's actions are {kind}; export the brain again with trainers/onnx_export.py")
         self.action_output = name
-        self.scale = 3.0 if continuous else 1.0  # trainers.onnx_export.CONTINUOUS_CLIP
-        self.recurrent = "recurrent_in" in self.inputs and "recurrent_out" in outputs
         self.cameras = len(spec.cameras)
         expected = {f"obs_{k}" for k in range(self.cameras + (1 if spec.state_size else 0))}
         missing = sorted(expected - set(self.inputs))
@@ -171,6 +182,28 @@ class OnnxInternalBrain:
             raise ValueError(f"Internal brain {spec.name}: {path!r} lacks the inputs {missing} (it has "
                              f"{sorted(self.inputs)}); obs_0..obs_{self.cameras - 1} are the cameras and "
                              f"obs_{self.cameras} the state. Was it exported for this brain?")
+        self.memory_size = self._memory_size(path, outputs)
+        self.recurrent = self.memory_size > 0
+        if self.recurrent and ("recurrent_in" not in self.inputs or "recurrent_out" not in outputs):
+            raise ValueError(f"Internal brain {spec.name}: {path!r} declares memory_size {self.memory_size} but lacks "
+                             "recurrent_in or recurrent_out; export the brain again with trainers/onnx_export.py")
+        if self.recurrent and self.memory_size != spec.memory_size:  # the academy keeps memorySize floats per agent
+            raise ValueError(f"Internal brain {spec.name}: {path!r} carries {self.memory_size} floats of memory per "
+                             f"agent but the brain's memorySize is {spec.memory_size}; run it on a brain whose "
+                             "memorySize matches the file's memory_size")
+
+    def _memory_size(self, path: str, outputs: set) -> int:
+        """The file's ``memory_size`` constant (0 when absent), read by running it at batch 1 on zeros."""
+        if "memory_size" not in outputs:
+            return 0
+        feed = {name: np.zeros([d if isinstance(d, int) else 1 for d in value.shape], np.float32)
+                for name, value in self.inputs.items()}
+        try:
+            (value,) = self.session.run(["memory_size"], feed)
+        except Exception as exc:
+            raise ValueError(f"Internal brain {self.spec.name}: {path!r} does not run at batch 1 on zero inputs "
+                             f"({exc}); export the brain again with trainers/onnx_export.py") from exc
+        return int(np.asarray(value).reshape(-1)[0])
 
     def decide(self, states: np.ndarray, observations: list[np.ndarray],
                memories: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -188,24 +221,25 @@ class OnnxInternalBrain:
             feed["action_masks"] = np.ones((n, self.inputs["action_masks"].shape[1]), np.float32)
         fetches = [self.action_output] + (["recurrent_out"] if self.recurrent else [])
         if self.recurrent:
-            feed["recurrent_in"] = np.asarray(memories, dtype=np.float32).reshape(n, 1, -1)
+            feed["recurrent_in"] = np.asarray(memories, dtype=np.float32).reshape(n, 1, self.memory_size)
         try:
             outputs = self.session.run(fetches, feed)
         except Exception as exc:
             raise RuntimeError(f"Internal brain {self.spec.name}: running {self.action_output} failed: {exc}") from exc
-        actions = np.asarray(outputs[0], dtype=float).reshape(n, self.spec.action_width) * self.scale
+        actions = np.asarray(outputs[0], dtype=float).reshape(n, self.spec.action_width)
         memory = np.asarray(outputs[1], dtype=float).reshape(n, -1) if self.recurrent else memories
         return actions, memory
 
 
-def load_internal_brain(path: str, spec: BrainSpec, scope: str = "", seed: int = 0):
+def load_internal_brain(path: str, spec: BrainSpec, scope: str = "", seed: int = 0, deterministic: bool = False):
     """The Internal brain for ``path``: onnxruntime for ``.onnx`` files, TensorFlow for ``.bytes``.
 
-    An ONNX file holds one brain with bare names, so ``scope`` must be empty for it.
+    An ONNX file holds one brain with bare names, so ``scope`` must be empty for it;
+    ``deterministic`` picks its ``deterministic_*`` outputs (a ``.bytes`` acts at its mean anyway).
     """
     if path.lower().endswith(".onnx"):
         if scope:
             raise ValueError(f"Internal brain {spec.name}: {path!r} is an ONNX file, which holds one brain and has "
                              f"no graph scope; drop '#{scope}'")
-        return OnnxInternalBrain(path, spec, seed=seed)
+        return OnnxInternalBrain(path, spec, seed=seed, deterministic=deterministic)
     return InternalBrain(path, spec, scope, seed=seed)

@@ -152,7 +152,7 @@ def profile(scene: str, brain: str, env_steps: int, overrides: Optional[Dict] = 
     settings = config.settings_for(brain)
     env = UnityEnvironment(scene, base_port=free_port(), seed=0)
     timers: Dict[str, float] = defaultdict(float)
-    decode = env._decode_png  # wrapped to time the PNG decoding of camera frames
+    decode = env._communicator._decode_png  # wrapped to time the PNG decoding of camera frames
 
     def timed_decode(*args):
         t = time.perf_counter()
@@ -161,7 +161,7 @@ def profile(scene: str, brain: str, env_steps: int, overrides: Optional[Dict] = 
         finally:
             timers["png decode (client)"] += time.perf_counter() - t
 
-    env._decode_png = timed_decode
+    env._communicator._decode_png = timed_decode
     n_agents = 0
     try:
         graph = tf.Graph()

@@ -34,6 +34,9 @@ KNOWN_INPUTS = {"action_masks", "recurrent_in"}
 ACTION_OUTPUTS = ("continuous_actions", "deterministic_continuous_actions", "discrete_actions",
                   "deterministic_discrete_actions")
 INTEGER_TYPES = {TensorProto.INT64, TensorProto.INT32}
+#: ML-Agents' scale for a Gaussian policy (§5): continuous_actions = clamp(a, -3, 3) / 3, and Unity
+#: copies them into the agent unchanged. Stated here, independently of the exporter's constant.
+UNITY_CONTINUOUS_CLIP = 3.0
 
 
 def _dims(value: Any) -> List[Any]:

@@ -6,7 +6,10 @@ the reset configuration, an action message, its length prefix, a command or a RE
 JSON level (hostile values at a random place: null, strings, lists, objects, NaN, 1e400, deep
 nesting, huge lists) or at the byte level (truncated, flipped, inserted, wrong or huge prefixes).
 
-Each session must end with ``serve_trainer`` returning 0, 1 or 3 before its deadline, with an error
+Each session must end before its deadline with the status that its mutated bytes require under
+API-2's rules (``expected_status``, restated from the protocol facts): 0 when the bytes are no
+command at all (the academy quits, as Unity does) or a message the Academy accepts, 1 when a message
+never completes, 3 when it breaks the protocol or the Academy refuses its values; with an error
 logged for 1 and 3 and no exception escaping (no traceback). The academy runs in-process on a
 socketpair (a thread per session), so a few hundred seeded sessions take seconds; a handful of
 cases also run through ``python -m academy`` over 127.0.0.1 to check its stderr.
@@ -28,6 +31,7 @@ import traceback
 from collections import Counter
 
 import pytest
+from academy_wire_rules import expected_status
 
 from academy import load_scene
 from academy.__main__ import serve_trainer
@@ -214,27 +218,36 @@ def mutate_bytes(data: bytes, rng: random.Random) -> bytes:
 
 
 def make_hook(rng: random.Random, kind: str, occurrence: int):
-    """A hook that mutates the ``occurrence``-th message of ``kind`` and sends the rest unchanged."""
+    """A hook that mutates the ``occurrence``-th message of ``kind`` and sends the rest unchanged.
+
+    Once it fired, ``hook.fired`` holds ``(class, original bytes, bytes sent)``.
+    """
     seen = Counter()
 
     def hook(sent_kind: str, data: bytes) -> bytes:
         seen[sent_kind] += 1
         if sent_kind != kind or seen[sent_kind] != occurrence:
             return data
+        label, out = mutate(data)
+        hook.fired = (label, data, out)
+        return out
+
+    def mutate(data: bytes) -> tuple:
         if kind in ("reset", "prefix+action") and rng.random() < 0.6:
             payload = data if kind == "reset" else data[4:]
             mutated = encode(mutate_tree(json.loads(payload), rng))
             if kind == "reset":
-                return mutated
-            return struct.pack("<I", len(mutated)) + mutated
+                return "json tree", mutated
+            return "json tree", struct.pack("<I", len(mutated)) + mutated
         if kind == "prefix+action" and rng.random() < 0.3:
             length = struct.unpack("<I", data[:4])[0]
             wrong = rng.choice([0, 1, length - 1, length + 1, length + 100, 2 ** 31, 2 ** 32 - 1, 70 << 20])
-            return struct.pack("<I", max(0, wrong) % 2 ** 32) + data[4:]
+            return "length lie", struct.pack("<I", max(0, wrong) % 2 ** 32) + data[4:]
         if kind == "reset" and rng.random() < 0.2:
-            return b'{"train_model": true, "parameters": {}, "pad": "' + b"x" * (2 << 20) + b'"}'
-        return mutate_bytes(data, rng)
+            return "oversized", b'{"train_model": true, "parameters": {}, "pad": "' + b"x" * (2 << 20) + b'"}'
+        return "bytes", mutate_bytes(data, rng)
 
+    hook.fired = None
     return hook
 
 
@@ -324,8 +337,12 @@ def test_unmutated_sessions_end_with_exit_0(academy_log):
         assert result["status"] == 0, [r.getMessage() for r in result["log"]]
 
 
-def test_seeded_mutations_never_crash_or_hang(academy_log):
-    outcomes, figures = Counter(), Counter()
+def test_seeded_mutations_end_with_the_status_their_bytes_require(academy_log):
+    """Each session's exit status is the one API-2's rules (restated above) give its mutated message:
+    0 for a string that is no command or a message the Academy accepts, 1 for a message that never
+    completes, 3 for one that breaks the protocol or that the Academy refuses."""
+    outcomes, figures, classes = Counter(), Counter(), Counter()
+    wrong = []
     started = time.monotonic()
     for i in range(SESSIONS):
         rng = random.Random(1000 + i)
@@ -346,10 +363,19 @@ def test_seeded_mutations_never_crash_or_hang(academy_log):
         figures["hangs"] += result["hang"]
         check(result, f"session {i} ({scene}, {kind})")
         outcomes[result["status"]] += 1
+        expected = expected_status(kind, hook.fired, scene, i)
+        label = f"{kind}: {hook.fired[0] if hook.fired else 'not sent'}"
+        classes[label, expected] += 1
+        if expected != result["status"]:
+            errors = [r.getMessage()[:160] for r in result["log"] if r.levelno >= logging.WARNING]
+            wrong.append(f"session {i} ({scene}, {label}, sent {hook.fired[2][:60]!r}...): expected {expected}, "
+                         f"got {result['status']}; {errors[-1:]}")
     elapsed = time.monotonic() - started
     print(f"\nacademy fuzz: {figures['sessions']} sessions, {figures['crashes']} crashes, {figures['hangs']} hangs; "
-          f"exit statuses {dict(sorted(outcomes.items()))}; {elapsed:.1f} s")
-    # The mutations must really reach the validation: most sessions end with a protocol error.
+          f"exit statuses {dict(sorted(outcomes.items()))}; {elapsed:.1f} s\n"
+          f"(class, expected status): {dict(sorted(classes.items(), key=str))}")
+    assert not wrong, f"{len(wrong)} sessions ended otherwise than their mutation requires:\n" + "\n".join(wrong[:30])
+    # Every status is required somewhere, and the mutations really reach the validation.
     assert outcomes[3] > SESSIONS // 3, outcomes
     assert outcomes[0] > 0 and outcomes[1] > 0, outcomes
 

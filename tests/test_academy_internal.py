@@ -1,8 +1,11 @@
-"""The Internal brain: frozen graphs built here by node name, as the export contract describes them.
+"""The Internal brain: frozen graphs and ONNX files built here by name, as each contract describes them.
 
 Each graph is a tiny hand-written function of its inputs, so the test can predict the action exactly
 and thereby check what was fed: batch size (vector and scalar placeholders), states (float or
 discrete int32), camera pixels in 0..1, epsilon fixed to 0, and the recurrent memory round trip.
+The ONNX files check what modern Unity does with a ``<Behavior>.onnx``: outputs copied into the
+actions unchanged, the stochastic output unless deterministic inference is asked for, masks all
+ones, memory sized by the file's ``memory_size``.
 """
 from __future__ import annotations
 
@@ -144,3 +147,102 @@ def test_cli_runs_an_exported_graph_standalone(tmp_path):
     assert result.returncode == 0, result.stderr
     name, brain, value = result.stdout.split()
     assert (name, brain) == ("mean_reward", "Ball3DBrain") and float(value) >= 90
+
+
+# ---------------------------------------------------------------- ONNX files, as modern Unity runs them
+def onnx_file(path, inputs, nodes, outputs, constants) -> str:
+    """A hand-written ONNX model (opset 9): ``inputs``/``outputs`` are (name, elem type, shape)."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    graph = helper.make_graph(
+        nodes, "policy", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
+        initializer=[numpy_helper.from_array(np.asarray(v, np.float32), n) for n, v in constants.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def continuous_onnx(path, recurrent=False) -> str:
+    """continuous_actions = obs_0, deterministic_continuous_actions = -obs_0; recurrent_out = recurrent_in + 1."""
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    inputs = [("obs_0", T.FLOAT, ["b", 2])]
+    nodes = [helper.make_node("Identity", ["obs_0"], ["continuous_actions"]),
+             helper.make_node("Neg", ["obs_0"], ["deterministic_continuous_actions"])]
+    outputs = [("continuous_actions", T.FLOAT, ["b", 2]), ("deterministic_continuous_actions", T.FLOAT, ["b", 2]),
+               ("version_number", T.FLOAT, [1]), ("memory_size", T.FLOAT, [1]),
+               ("continuous_action_output_shape", T.FLOAT, [1])]
+    constants = {"version_number": [3.0], "memory_size": [4.0 if recurrent else 0.0],
+                 "continuous_action_output_shape": [2.0]}
+    if recurrent:
+        inputs.append(("recurrent_in", T.FLOAT, ["b", 1, 4]))
+        nodes.append(helper.make_node("Add", ["recurrent_in", "one"], ["recurrent_out"]))
+        outputs.append(("recurrent_out", T.FLOAT, ["b", 1, 4]))
+        constants["one"] = [1.0]
+    return onnx_file(path, inputs, nodes, outputs, constants)
+
+
+def test_onnx_outputs_reach_the_agents_unscaled_and_deterministic_only_when_asked(tmp_path):
+    from academy.internal import load_internal_brain
+
+    path = continuous_onnx(tmp_path / "Ball.onnx")
+    spec = BrainSpec(name="Ball", n_agents=3, state_size=2, action_size=2)
+    states = np.array([[0.5, -0.25], [1.5, 2.0], [-3.0, 0.75]])
+    actions, memory = load_internal_brain(path, spec).decide(states, [], np.zeros((3, 0)))
+    np.testing.assert_allclose(actions, states, rtol=1e-7)
+    assert memory.shape == (3, 0)
+    deterministic, _ = load_internal_brain(path, spec, deterministic=True).decide(states, [], np.zeros((3, 0)))
+    np.testing.assert_allclose(deterministic, -states, rtol=1e-7)
+
+
+def test_onnx_memory_is_sized_by_the_file_and_carried(tmp_path):
+    from academy.internal import OnnxInternalBrain
+
+    path = continuous_onnx(tmp_path / "Hard.onnx", recurrent=True)
+    spec = BrainSpec(name="Hard", n_agents=2, state_size=2, action_size=2, memory_size=4)
+    brain = OnnxInternalBrain(path, spec)
+    assert (brain.memory_size, brain.recurrent) == (4, True)
+    _, memory = brain.decide(np.zeros((2, 2)), [], np.zeros((2, 4)))  # a new agent's memory is zeros
+    _, memory = brain.decide(np.zeros((2, 2)), [], memory)
+    assert memory.tolist() == [[2.0] * 4] * 2
+    with pytest.raises(ValueError, match="carries 4 floats of memory per agent but the brain's memorySize is 8"):
+        OnnxInternalBrain(path, BrainSpec(name="Hard", n_agents=2, state_size=2, action_size=2, memory_size=8))
+
+
+def test_onnx_discrete_masks_are_all_ones(tmp_path):
+    """discrete_actions = argmax(obs_0 * action_masks): a mask of zeros anywhere would change the pick."""
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    from academy.internal import OnnxInternalBrain
+
+    path = onnx_file(tmp_path / "Pick.onnx", [("obs_0", T.FLOAT, ["b", 3]), ("action_masks", T.FLOAT, ["b", 3])],
+                     [helper.make_node("Mul", ["obs_0", "action_masks"], ["masked"]),
+                      helper.make_node("ArgMax", ["masked"], ["discrete_actions"], axis=1, keepdims=1)],
+                     [("discrete_actions", T.INT64, ["b", 1]), ("version_number", T.FLOAT, [1]),
+                      ("memory_size", T.FLOAT, [1]), ("discrete_action_output_shape", T.FLOAT, [1, 1])],
+                     {"version_number": [3.0], "memory_size": [0.0], "discrete_action_output_shape": [[3.0]]})
+    spec = BrainSpec(name="Pick", n_agents=3, state_size=3, action_size=3, action_space="discrete")
+    states = np.array([[0.1, 0.9, 0.5], [0.8, 0.1, 0.2], [0.1, 0.2, 0.3]])
+    actions, _ = OnnxInternalBrain(path, spec).decide(states, [], np.zeros((3, 0)))
+    assert actions.tolist() == [[1.0], [0.0], [2.0]]
+
+
+def test_the_academy_imports_nothing_from_the_trainer():
+    """The academy stands for Unity: no module of it (the Internal brains included, inside functions
+    too) imports trainers/ or unityagents/; what it needs of a file's contract it reads from the file."""
+    import ast
+    import pathlib
+
+    found = []
+    for path in sorted(pathlib.Path(REPO, "academy").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{path.name}:{node.lineno} {n}" for n in names if n.split(".")[0] in ("trainers", "unityagents")]
+    assert found == []
+    assert len(list(pathlib.Path(REPO, "academy").rglob("*.py"))) > 10

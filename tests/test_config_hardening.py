@@ -163,10 +163,41 @@ def test_blocks_for_other_scenes_and_alias_targets_are_not_typos(tmp_path):
     assert set(near.settings_for_environment({"Ball3DBrain": brain("Ball3DBrain")}, ["Ball3DBrain"])) == {"Ball3DBrain"}
 
 
-def test_shipped_file_passes_every_new_check_for_its_scenes():
-    config = load_trainer_config(os.path.join(ROOT, "trainer_configurations.yaml"), REGISTRY)
-    settings = config.settings_for_environment(SCENE, list(SCENE))
-    assert settings["Ball3DBrain"].parameters["learning_rate"] <= 1.0
+def scene_brains(scene: str):
+    """A built-in scene's brains as its handshake declares them, and its External brains."""
+    from academy import load_scene
+
+    specs = load_scene(scene).brains
+    brains = {s.name: BrainParameters(s.name, s.parameters_json()) for s in specs}
+    return brains, [s.name for s in specs if s.brain_type == "external"]
+
+
+def test_shipped_file_passes_every_check_for_every_built_in_scene_and_every_block_is_used(tmp_path):
+    """Every block of trainer_configurations.yaml is checked against a scene that trains with it."""
+    from academy import SCENES
+
+    shipped = os.path.join(ROOT, "trainer_configurations.yaml")
+    config = load_trainer_config(shipped, REGISTRY)
+    used = {"default"}
+    for scene in SCENES:
+        brains, external = scene_brains(scene)
+        settings = config.settings_for_environment(brains, external)
+        assert sorted(settings) == sorted(external), scene
+        missing = [b for b in external if b not in config.blocks]
+        assert not missing, f"{scene}: {missing} would train with the 'default' block"
+        used.update(external)
+    # The documented alternative: PyramidsBrain aliased to the curiosity block.
+    text = open(shipped).read().replace("\nPyramidsBrain:\n", "\nPyramidsBrainRND:\n")
+    alternative = load(tmp_path, text + "\nPyramidsBrain: PyramidsBrainCuriosity\n")
+    brains, external = scene_brains("Pyramids")
+    signals = alternative.settings_for_environment(brains, external)["PyramidsBrain"].parameters["reward_signals"]
+    assert set(signals) == {"extrinsic", "curiosity"}
+    used.add("PyramidsBrainCuriosity")
+    # The alias example: a brain of no built-in scene, TurretBrain, trained with ExampleBrain's block.
+    turret = config.settings_for_environment({"TurretBrain": brain("TurretBrain")}, ["TurretBrain"])
+    assert turret["TurretBrain"].parameters["hidden_units"] == 64
+    used.update({"TurretBrain", "ExampleBrain"})
+    assert set(config.raw) == used, f"blocks no scene checks: {sorted(set(config.raw) - used)}"
 
 
 def test_merge_keys_may_be_overridden_and_valid_large_values_pass(tmp_path):

@@ -267,7 +267,7 @@ def test_environment_that_closes_mid_step(fake):
     env.reset(config={"gravity": 3.0})
     with pytest.raises(UnityCommunicationException, match="Lost the environment while waiting for STEPPING"):
         env.step([0.0] * 4)
-    assert env._proc.poll() is not None, "the process must be reaped"
+    assert env._peer.process.poll() is not None, "the process must be reaped"
     env.close()
 
 
@@ -390,8 +390,9 @@ def test_black_and_white_camera_frames_have_one_channel(fake):
 
 
 # ------------------------------------------------------------------------------ issue 13: hostile environments
-from unityagents.communicator import _Connection  # noqa: E402
+from unityagents.communicator import Peer, _Connection  # noqa: E402
 from unityagents.exception import UnityMessageException, UnityObservationException, _log_hint, register_own_log  # noqa: E402,E501
+from unityagents.launcher import find_unity_binary  # noqa: E402
 
 
 def png_claiming(width: int, height: int) -> bytes:
@@ -425,7 +426,7 @@ def test_a_huge_png_is_refused_from_its_header_without_decoding(fake, monkeypatc
         env.reset(config={"gravity": 3.0})
     assert err.value.brain == "Ext" and err.value.expected == "4x3" and err.value.received == "10000x10000"
     assert len(opened) == 1, "only the good first frame is decoded"
-    assert env._proc.poll() is not None, "the environment is reaped after the malformed message"
+    assert env._peer.process.poll() is not None, "the environment is reaped after the malformed message"
     env.close()
 
 
@@ -437,18 +438,8 @@ def test_a_peer_trickling_bytes_hits_the_message_deadline(fake):
     with pytest.raises(UnityTimeOutException, match="longer than 0 s to send a brain's state message|longer "
                                                     "than 1 s to send a brain's state message"):
         env.reset(config={"gravity": 3.0})  # a per-recv timeout would wait the 15 s and succeed
-    assert env._proc.poll() is not None
+    assert env._peer.process.poll() is not None
     env.close()
-
-
-class _StubEnv:
-    logfile_path = None
-
-    def _raise_timeout(self, what):
-        raise UnityTimeOutException(f"timeout reading {what}")
-
-    def _raise_lost(self, what, how):
-        raise UnityCommunicationException(f"lost {what}: {how}")
 
 
 def _read_unframed_seconds(payload: bytes, check) -> float:
@@ -463,7 +454,7 @@ def _read_unframed_seconds(payload: bytes, check) -> float:
     import threading
 
     writer = threading.Thread(target=feed, daemon=True)
-    conn = _Connection(b, _StubEnv(), timeout=300)
+    conn = _Connection(b, Peer(300), timeout=300)
     t0 = time.perf_counter()
     writer.start()
     value = conn.read_json_unframed("AcademyParameters")
@@ -570,7 +561,7 @@ def test_malformed_state_messages_name_brain_field_expected_and_received(fake, f
     if "not JSON" not in str(err.value):
         assert err.value.brain == "Ext" and err.value.field.startswith(field), (err.value.brain, err.value.field)
         assert "'Ext'" in str(err.value)
-    assert env._proc.poll() is not None
+    assert env._peer.process.poll() is not None
     env.close()
 
 
@@ -589,10 +580,10 @@ def test_env_name_is_matched_literally_not_as_a_glob(tmp_path, monkeypatch):
     build = tmp_path / "a.x86_64"
     build.write_text(f"#!/bin/sh\ntouch {marker}\n")
     build.chmod(0o755)
-    assert UnityEnvironment.find_unity_binary("a") == str(build)
+    assert find_unity_binary("a") == str(build)
     for pattern in ("*", "?", "[a]", "*.x86_64", "a*"):
-        assert UnityEnvironment.find_unity_binary(pattern) is None, pattern
-        assert UnityEnvironment.find_unity_binary(pattern, "grpc") is None, pattern
+        assert find_unity_binary(pattern) is None, pattern
+        assert find_unity_binary(pattern, "grpc") is None, pattern
     with pytest.raises(UnityEnvironmentException, match="no Unity build matches it"):
         UnityEnvironment("*", base_port=free_port())
     assert not marker.exists(), "'*' launched a.x86_64"
@@ -730,7 +721,7 @@ def _grpc_behaviour():
     from unityagents.grpc_communicator import GrpcCommunicator, _Behaviour, _ObservationSpec
 
     comm = GrpcCommunicator.__new__(GrpcCommunicator)
-    comm.env = _StubEnv()
+    comm.peer = Peer(30)
     comm.channels_last = False
     comm.package_version = "2.0.0"
     params = BrainParameters("Ball", {"stateSize": 3, "actionSize": 2, "memorySize": 0, "cameraResolutions": [],

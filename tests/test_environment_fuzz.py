@@ -8,15 +8,20 @@ random place: null, strings, lists, objects, NaN, 1e39, deep nesting, wrong size
 a PNG frame (wrong or huge dimensions, corrupt bytes), the done flag, a length prefix (lies, huge
 values), a truncation, or a message trickled one byte at a time.
 
-Each session must end in success or a ``UnityException`` subclass before its deadline, never in
-another exception; a session that succeeds must have returned only finite, well-typed data.
+Each session must end before its deadline as its mutation's class requires (``expected_outcome``,
+which restates API-2's rules independently of ``unityagents``): a size lie in a state message
+raises ``UnityObservationException``, a NaN, an infinity or a float32 overflow
+``UnityMessageException``, an absurd length prefix ``UnityMessageException`` from the prefix alone,
+a trickle past the deadline ``UnityTimeOutException``, a frame of the wrong size or not a PNG
+``UnityObservationException``; a change the rules allow (a grey PNG, a harmless field) must succeed,
+and a session that succeeds must return exactly what was sent: states ``(n, stateSize)``, memories
+``(n, memorySize)``, frames ``(n, H, W, C)``, the agents, rewards and done flags.
 """
 from __future__ import annotations
 
 import copy
 import io
 import json
-import math
 import random
 import socket
 import struct
@@ -28,10 +33,20 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 import pytest
+from api2_rules import INVALID, academy_problem, png_problem, state_problem, widths
+from api2_rules import parse as _parse_bytes
 from conftest import free_port
 from PIL import Image
 
+import unityagents.environment
 from unityagents import UnityEnvironment, UnityException
+from unityagents.exception import (
+    UnityCommunicationException,
+    UnityEnvironmentException,
+    UnityMessageException,
+    UnityObservationException,
+    UnityTimeOutException,
+)
 
 SESSIONS = 320
 TIMEOUT_WAIT = 0.3        # the client's per-message deadline in the fuzz
@@ -108,12 +123,16 @@ class Peer:
         self.buf = b""
         self.sock: Optional[socket.socket] = None
         self.error: Optional[BaseException] = None
+        #: The state messages as sent, parsed (None when they do not parse): ``{(step, brain): dict}``.
+        self.sent_states: Dict[tuple, Any] = {}
+        self.sent_academy: Any = None
 
     def run(self) -> None:
         try:
             self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=PEER_TIMEOUT)
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.emit(self.mutate("academy", 0, copy.deepcopy(ACADEMY)), framed_=False)
+            academy = self.emit(self.mutate("academy", 0, copy.deepcopy(ACADEMY)), framed_=False)
+            self.sent_academy = _parse(academy)
             self.wait_for(b"RESET")
             self.sock.sendall(b"CONFIG_REQUEST")
             self.wait_for(b"}}")
@@ -135,7 +154,7 @@ class Peer:
 
     def states(self, step: int) -> None:
         for brain in ("Cam", "Grid"):
-            self.emit(self.mutate("state", step, state(brain, step)))
+            self.sent_states[(step, brain)] = _parse(self.emit(self.mutate("state", step, state(brain, step))))
             self.read_ack()
             if brain == "Cam":
                 for agent in range(2):
@@ -143,13 +162,15 @@ class Peer:
                     self.read_ack()
         self.emit(self.mutate("done", step, b"True" if step == 2 else b"False"), framed_=False)
 
-    def emit(self, what: Any, framed_: bool = True) -> None:
+    def emit(self, what: Any, framed_: bool = True) -> bytes:
+        """Send one part; return its payload (without the length prefix)."""
         if isinstance(what, dict):
             what = dumps(what)
         if isinstance(what, Send):
             data, framed_ = what.data, what.framed
         else:
             data = what
+        payload = data
         if framed_:
             data = framed(data)
         if isinstance(what, Send) and what.trickle:
@@ -163,6 +184,7 @@ class Peer:
             self.sock.sendall(data)
         if isinstance(what, Send) and what.hangup:
             raise Hangup()
+        return payload
 
     def read(self, n: int) -> bytes:
         while len(self.buf) < n:
@@ -187,10 +209,12 @@ class Peer:
 
 
 class Send:
-    """Bytes to send with special handling."""
+    """Bytes to send with special handling; ``label`` names the byte-level mutation that made them."""
 
-    def __init__(self, data: bytes, framed: bool = True, trickle: bool = False, hangup: bool = False):
+    def __init__(self, data: bytes, framed: bool = True, trickle: bool = False, hangup: bool = False,
+                 label: str = "", lie: Optional[int] = None):
         self.data, self.framed, self.trickle, self.hangup = data, framed, trickle, hangup
+        self.label, self.lie = label, lie
 
 
 def _paths(value: Any, prefix=()) -> List[tuple]:
@@ -204,12 +228,16 @@ def _paths(value: Any, prefix=()) -> List[tuple]:
     return out
 
 
+def _get(value: Any, path: tuple) -> Any:
+    for p in path:
+        value = value[p]
+    return value
+
+
 def _set(value: Any, path: tuple, new: Any, delete: bool = False) -> Any:
     if not path:
         return new
-    target = value
-    for p in path[:-1]:
-        target = target[p]
+    target = _get(value, path[:-1])
     if delete and isinstance(target, dict):
         del target[path[-1]]
     elif delete:
@@ -219,150 +247,265 @@ def _set(value: Any, path: tuple, new: Any, delete: bool = False) -> Any:
     return value
 
 
-def _mutate_json(rng: random.Random, value: Dict[str, Any], skip=()) -> Any:
-    """One hostile change at a random place of a JSON document."""
+def _mutate_json(rng: random.Random, value: Dict[str, Any], skip=()) -> tuple:
+    """One hostile change at a random place of a JSON document: (the document, the change's class)."""
     paths = [p for p in _paths(value) if p and p[0] not in skip]
     path = rng.choice(paths)
     roll = rng.random()
     if roll < 0.15:
-        return _set(value, path, None, delete=True)
-    if roll < 0.3:
-        target = value
-        for p in path:
-            target = target[p]
-        if isinstance(target, list):  # a size lie: one more or one less
-            return _set(value, path, target + [1.0] if rng.random() < 0.5 or not target else target[:-1])
-    return _set(value, path, copy.deepcopy(rng.choice(EVIL)))
+        return _set(value, path, None, delete=True), "deleted field"
+    target = _get(value, path)
+    if roll < 0.3 and isinstance(target, list):
+        # A size lie: one element more (a copy of the last, a new id for agents) or one fewer,
+        # never down to an empty list (which some fields allow).
+        if rng.random() < 0.5 or len(target) < 2:
+            extra = copy.deepcopy(target[-1]) if target else 1.0
+            if path[-1] == "agents":
+                extra = max(target) + 1
+            return _set(value, path, target + [extra]), "size lie"
+        return _set(value, path, target[:-1]), "size lie"
+    return _set(value, path, copy.deepcopy(rng.choice(EVIL))), "hostile value"
 
 
 def _mutate_bytes(rng: random.Random, data: bytes, framed_: bool) -> Send:
     roll = rng.random()
     if roll < 0.3:  # truncated, then the peer hangs up (or stalls, when it keeps the socket open)
         cut = rng.randrange(0, max(1, len(data)))
-        return Send(data[:cut], framed=framed_, hangup=rng.random() < 0.7)
+        return Send(data[:cut], framed=framed_, hangup=rng.random() < 0.7, label="truncated")
     if roll < 0.45 and framed_:  # a length prefix that lies (short or absurd), without a frame
         lie = rng.choice([len(data) + 10, 2 ** 31, 2 ** 32 - 1, 10 ** 8, max(0, len(data) - 3)])
-        return Send(struct.pack("<I", lie) + data, framed=False, hangup=rng.random() < 0.5)
+        return Send(struct.pack("<I", lie) + data, framed=False, hangup=rng.random() < 0.5, label="length lie",
+                    lie=lie)
     if roll < 0.65:  # flipped bytes
         flipped = bytearray(data)
         for _ in range(rng.randint(1, 4)):
             if flipped:
                 flipped[rng.randrange(len(flipped))] = rng.randrange(256)
-        return Send(bytes(flipped), framed=framed_)
+        return Send(bytes(flipped), framed=framed_, label="flipped")
     if roll < 0.75:
-        return Send(data, framed=framed_, trickle=True)
-    return Send(bytes(rng.randrange(256) for _ in range(rng.randint(0, 40))), framed=framed_)
+        return Send(data, framed=framed_, trickle=True, label="trickled")
+    return Send(bytes(rng.randrange(256) for _ in range(rng.randint(0, 40))), framed=framed_, label="garbage")
 
 
-def make_mutation(seed: int) -> Callable[[str, int, Any], Any]:
-    """One mutation, at one place (a kind of part, a step and an occurrence), chosen by ``seed``."""
-    rng = random.Random(seed)
-    kind = rng.choice(["academy"] * 3 + ["state"] * 4 + ["png"] * 2 + ["done"])
-    step = 0 if kind == "academy" else rng.randrange(3)
-    occurrence = rng.randrange(2 if kind in ("state", "png") else 1)
-    byte_level = rng.random() < 0.3
-    if kind == "png" and not byte_level:
-        choice = rng.choice(["dims", "bomb", "not png", "gray"])
-    else:
-        choice = None
-    seen = Counter()
+class Mutation:
+    """One mutation, at one place (a kind of part, a step and an occurrence), chosen by ``seed``.
 
-    def mutate(part: str, at_step: int, value: Any) -> Any:
-        if part != kind or at_step != step:
+    Called by the peer with each part before it is sent; once it fired, ``label`` names its class
+    (``state: size lie``, ``png: flipped``, ...), ``sent`` holds what replaced the part, and
+    ``brain`` the brain whose state message it was.
+    """
+
+    def __init__(self, seed: int):
+        rng = self.rng = random.Random(seed)
+        self.kind = rng.choice(["academy"] * 3 + ["state"] * 4 + ["png"] * 2 + ["done"])
+        self.step = 0 if self.kind == "academy" else rng.randrange(3)
+        self.occurrence = rng.randrange(2 if self.kind in ("state", "png") else 1)
+        self.byte_level = rng.random() < 0.3
+        self.choice = rng.choice(["dims", "bomb", "not png", "gray"]) if self.kind == "png" else None
+        self.seen = Counter()
+        self.label: Optional[str] = None
+        self.sent: Any = None
+        self.brain: Optional[str] = None
+
+    def __call__(self, part: str, at_step: int, value: Any) -> Any:
+        if part != self.kind or at_step != self.step:
             return value
-        seen[part] += 1
-        if seen[part] - 1 != occurrence:
+        self.seen[part] += 1
+        if self.seen[part] - 1 != self.occurrence:
             return value
+        if part == "state":
+            self.brain = value["brain_name"]
+        self.sent = self._mutate(part, value)
+        return self.sent
+
+    def _mutate(self, part: str, value: Any) -> Any:
+        rng = self.rng
+        if self.byte_level:
+            data = value if isinstance(value, bytes) else dumps(value)
+            send = _mutate_bytes(rng, data, part in ("state", "png"))
+            self.label = f"{part}: {send.label}"
+            return send
         if part == "png":
-            if byte_level:
-                return _mutate_bytes(rng, value, True)
-            if choice == "dims":
+            self.label = f"png: {self.choice}"
+            if self.choice == "dims":
                 return png(rng.choice([3, 5, 8]), rng.choice([4, 2, 9]))
-            if choice == "bomb":
+            if self.choice == "bomb":
                 return png_claiming(10000, 10000)
-            if choice == "gray":
+            if self.choice == "gray":
                 out = io.BytesIO()
                 Image.new("L", (4, 4)).save(out, format="PNG")
                 return out.getvalue()
             return b"GIF89a" + value[6:]
         if part == "done":
-            if byte_level:
-                return _mutate_bytes(rng, value, False)
+            self.label = "done: not a flag"
             return Send(rng.choice([b"true", b"Tru", b"FALSE", b"null", b"1", b"Fals", b""]), framed=False,
                         hangup=rng.random() < 0.5)
-        if byte_level:
-            return _mutate_bytes(rng, dumps(value), part != "academy")
         skip = ("apiNumber",) if part == "academy" else ()
         if part == "state" and rng.random() < 0.25:  # cross-field lies: duplicate ids, swapped brains
             special = rng.choice(["dup", "other", "unknown", "nan", "big"])
+            self.label = f"state: {special}"
             if special == "dup":
                 value["agents"] = [value["agents"][0]] * len(value["agents"])
+                if len(value["agents"]) < 2:
+                    value["agents"] = [value["agents"][0]] * 2  # a lone agent twice: still a repeated id
             elif special == "other":
                 value["brain_name"] = "Grid" if value["brain_name"] == "Cam" else "Cam"
             elif special == "unknown":
                 value["brain_name"] = "Nobody"
             elif special == "nan":
-                field = rng.choice(["states", "rewards", "memories", "actions"])
-                if value[field]:
-                    value[field][0] = rng.choice([float("nan"), float("inf"), -float("inf")])
+                field = rng.choice([f for f in ("states", "rewards", "memories", "actions") if value[f]])
+                value[field][0] = rng.choice([float("nan"), float("inf"), -float("inf")])
             else:
                 value["states"][0] = rng.choice([1e39, -3.5e38, 1e308])
             return value
-        return _mutate_json(rng, value, skip)
+        mutated, change = _mutate_json(rng, value, skip)
+        self.label = f"{part}: {change}"
+        return mutated
 
-    return mutate
+
+def make_mutation(seed: int) -> Mutation:
+    return Mutation(seed)
 
 
-def check_info(infos: Dict[str, Any]) -> Optional[str]:
-    """Why what the client returned is not finite, well-typed data (None when it is)."""
-    for b, info in infos.items():
-        n = len(info.agents)
-        if len(set(info.agents)) != n or not all(type(a) is int for a in info.agents):
-            return f"{b}: agents {info.agents!r}"
-        if info.states.dtype != np.float32 or info.states.shape[0] != n or not np.all(np.isfinite(info.states)):
-            return f"{b}: states {info.states!r}"
-        if len(info.rewards) != n or not all(isinstance(r, float) and math.isfinite(r) for r in info.rewards):
-            return f"{b}: rewards {info.rewards!r}"
-        if len(info.local_done) != n or not all(type(d) is bool for d in info.local_done):
-            return f"{b}: dones {info.local_done!r}"
-        if info.memories is not None and not np.all(np.isfinite(info.memories)):
-            return f"{b}: memories {info.memories!r}"
-        for o in info.observations:
-            if o.shape[0] != n or not np.all(np.isfinite(o)):
-                return f"{b}: observation {o.shape}"
+# ------------------------------------------------------------------ the oracle
+def _parse(payload: Any) -> Any:
+    """A part as the client's JSON reader sees it (a dict is first written as the peer writes it)."""
+    return _parse_bytes(dumps(payload) if isinstance(payload, dict) else payload)
+
+
+def session_with(academy: Any) -> tuple:
+    """What a session with these AcademyParameters (the rest unmutated) must end in."""
+    if academy_problem(academy):
+        return "error", UnityEnvironmentException
+    if academy["brainNames"] != ["Cam", "Grid"]:
+        return "error", UnityException  # the peer's messages name brains the client was not told of
+    cam, grid = academy["brainParameters"]
+    cameras = cam.get("cameraResolutions") or []
+    if len(cameras) != 1 or (cameras[0]["width"], cameras[0]["height"]) != (4, 4) or grid.get("cameraResolutions"):
+        return "error", UnityException  # the frames the peer sends are not the ones declared
+    for step in range(3):
+        for brain, bp in (("Cam", cam), ("Grid", grid)):
+            problem = state_problem(state(brain, step), brain, bp)
+            if problem:
+                return "error", problem
+    return "ok", None
+
+
+#: Mutation classes whose outcome is fixed by their kind, whatever the oracle computes.
+CLASS_RULES = {
+    "state: size lie": UnityObservationException, "state: nan": UnityMessageException,
+    "state: big": UnityMessageException, "state: dup": UnityMessageException,
+    "state: unknown": UnityMessageException, "state: other": UnityMessageException,
+    "png: dims": UnityObservationException, "png: bomb": UnityObservationException,
+    "png: not png": UnityObservationException, "done: not a flag": UnityException,
+}
+
+
+def expected_outcome(m: Mutation, peer: "Peer") -> tuple:
+    """``("ok", None)``, ``("error", exception class or classes)``, or ``("timing",
+    UnityTimeOutException)`` when only the machine's speed decides between success and the deadline."""
+    expected, cls = _expected(m)
+    send = m.sent if isinstance(m.sent, Send) else None
+    if send is not None and send.hangup and not (m.kind == "done" and m.step == 2):
+        # The peer hangs up after this part: the session cannot complete. A message that is complete
+        # and wrong fails as such, unless the client notices the closed connection first.
+        return "error", (UnityException if expected == "ok" else (cls, UnityCommunicationException))
+    return expected, cls
+
+
+def _expected(m: Mutation) -> tuple:
+    if m.label is None:
+        return "ok", None
+    send = m.sent if isinstance(m.sent, Send) else None
+    payload = send.data if send is not None else m.sent
+    byte_class = send.label if send is not None else ""
+    if byte_class == "trickled":
+        on_wire = len(payload) + (4 if send.framed else 0)
+        if on_wire * TRICKLE_SECONDS >= 2 * TIMEOUT_WAIT:
+            return "error", UnityTimeOutException
+        return "timing", UnityTimeOutException
+    if byte_class == "length lie":
+        if send.lie >= 10 ** 8:  # more than any message of these brains can need: refused from the prefix
+            return "error", UnityMessageException
+        if send.lie > len(payload) - 4:  # the peer waits for the ack of a message the client still reads
+            return "error", (UnityTimeOutException, UnityCommunicationException)
+        return "error", (UnityMessageException if m.kind == "state" else UnityException)
+    if m.kind == "academy":
+        academy = _parse(payload)
+        if byte_class in ("truncated", "garbage") or academy is INVALID:
+            return "error", UnityException  # invalid, or incomplete JSON: the client may wait for the rest
+        return session_with(academy)
+    if m.kind == "done":
+        return ("ok", None) if payload == (b"True" if m.step == 2 else b"False") else ("error", UnityException)
+    if m.kind == "png":
+        problem = png_problem(payload)
+        return ("error", problem) if problem else ("ok", None)
+    problem = state_problem(_parse(payload), m.brain, ACADEMY["brainParameters"][m.brain == "Grid"])
+    if m.label in CLASS_RULES:
+        assert problem is not None and issubclass(problem, CLASS_RULES[m.label]), (m.label, problem)
+    return ("error", problem) if problem else ("ok", None)
+
+
+def check_info(infos: Dict[str, Any], step: int, peer: "Peer") -> Optional[str]:
+    """Why what the client returned is not exactly what the peer sent (None when it is)."""
+    academy = peer.sent_academy
     if set(infos) != {"Cam", "Grid"}:
         return f"brains {sorted(infos)}"
+    for b, bp in zip(academy["brainNames"], academy["brainParameters"]):
+        info, sent = infos[b], peer.sent_states[(step, b)]
+        n = len(sent["agents"])
+        state_width, memory_size, _ = widths(bp)
+        if info.agents != sent["agents"] or not all(type(a) is int for a in info.agents):
+            return f"{b}: agents {info.agents!r}, sent {sent['agents']!r}"
+        expected = np.asarray(sent["states"], np.float32).reshape(n, state_width)
+        if info.states.dtype != np.float32 or info.states.shape != (n, state_width) \
+                or not np.array_equal(info.states, expected):
+            return f"{b}: states {info.states!r}, sent {expected!r}"
+        if info.rewards != [float(r) for r in sent["rewards"]] or not all(type(r) is float for r in info.rewards):
+            return f"{b}: rewards {info.rewards!r}, sent {sent['rewards']!r}"
+        if info.local_done != sent["dones"]:
+            return f"{b}: dones {info.local_done!r}, sent {sent['dones']!r}"
+        if info.memories is None or info.memories.shape != (n, memory_size) \
+                or not np.array_equal(info.memories, np.asarray(sent.get("memories") or np.zeros((n, memory_size)),
+                                                                np.float32).reshape(n, memory_size)):
+            return f"{b}: memories {info.memories!r}"
+        cameras = bp.get("cameraResolutions") or []
+        shapes = [(n, c["height"], c["width"], 1 if c.get("blackAndWhite") else 3) for c in cameras]
+        if [o.shape for o in info.observations] != shapes:
+            return f"{b}: observations {[o.shape for o in info.observations]}, expected {shapes}"
+        for o in info.observations:
+            if not (np.all(o >= 0) and np.all(o <= 1)):
+                return f"{b}: observation values outside 0..1"
     return None
 
 
 def run_session(monkeypatch: pytest.MonkeyPatch, port: int, mutate: Callable) -> tuple:
-    """(outcome, detail, seconds): outcome is ``ok``, ``unity`` (a UnityException), ``crash``,
-    ``bad data`` (success with non-finite or ill-typed data) or ``hang``."""
+    """(outcome, detail, seconds, exception, peer): outcome is ``ok``, ``unity`` (a UnityException),
+    ``crash``, ``bad data`` (success with data other than what was sent) or ``hang``."""
     peer = Peer(port, mutate)
     thread = threading.Thread(target=peer.run, daemon=True)
 
-    def launch(self, file_name, seed, log_dir, no_graphics):
+    def launch(*args):
         thread.start()
+        return None, None  # no process to watch, no log
 
-    monkeypatch.setattr(UnityEnvironment, "_launch", launch)
+    monkeypatch.setattr(unityagents.environment, "launch", launch)
     t0 = time.monotonic()
-    outcome, detail, env = "ok", "", None
+    outcome, detail, env, error = "ok", "", None, None
     try:
         env = UnityEnvironment("FuzzPeer", base_port=port, timeout_wait=TIMEOUT_WAIT, start_timeout=5)
         infos = env.reset()
-        for _ in range(2):
-            bad = check_info(infos)
+        for step in range(3):
+            bad = check_info(infos, step, peer)
             if bad:
                 outcome, detail = "bad data", bad
                 break
-            actions = {b: np.zeros(len(infos[b].agents) * env.brains[b].action_width) for b in env.external_brain_names}
-            infos = env.step(actions)
-        else:
-            bad = check_info(infos)
-            if bad:
-                outcome, detail = "bad data", bad
+            if step < 2:
+                actions = {b: np.zeros(len(infos[b].agents) * env.brains[b].action_width)
+                           for b in env.external_brain_names}
+                infos = env.step(actions)
     except UnityException as e:
-        outcome, detail = "unity", f"{type(e).__name__}: {str(e)[:200]}"
+        outcome, detail, error = "unity", f"{type(e).__name__}: {str(e)[:200]}", e
     except Exception as e:
         outcome, detail = "crash", "".join(traceback.format_exception_only(type(e), e))[:300]
     finally:
@@ -374,25 +517,48 @@ def run_session(monkeypatch: pytest.MonkeyPatch, port: int, mutate: Callable) ->
         raise peer.error
     if seconds > SESSION_DEADLINE:
         outcome, detail = "hang", f"{seconds:.1f} s ({outcome}: {detail})"
-    return outcome, detail, seconds
+    return outcome, detail, seconds, error, peer
 
 
-
-def test_an_unmutated_session_succeeds(monkeypatch):
-    outcome, detail, _ = run_session(monkeypatch, free_port(), lambda kind, step, value: value)
+def test_an_unmutated_session_succeeds_with_exactly_what_was_sent(monkeypatch):
+    outcome, detail, _, _, peer = run_session(monkeypatch, free_port(), lambda kind, step, value: value)
     assert outcome == "ok", detail
+    assert sorted(peer.sent_states) == [(s, b) for s in range(3) for b in ("Cam", "Grid")]
 
 
-def test_seeded_mutations_end_in_success_or_a_unity_exception_before_the_deadline(monkeypatch):
-    results = Counter()
+def test_seeded_mutations_end_as_their_class_requires_before_the_deadline(monkeypatch):
+    """Each mutation's expected outcome comes from API-2's rules restated above (``expected_outcome``):
+    a size lie raises UnityObservationException, a NaN or a float32 overflow UnityMessageException,
+    a trickle UnityTimeOutException...; a session that may succeed must return exactly what was sent."""
+    results, classes = Counter(), Counter()
     failures = []
     port = free_port()
     for seed in range(SESSIONS):
-        outcome, detail, seconds = run_session(monkeypatch, port, make_mutation(seed))
+        mutation = make_mutation(seed)
+        outcome, detail, seconds, error, peer = run_session(monkeypatch, port, mutation)
+        expected, cls = expected_outcome(mutation, peer)
+        if isinstance(error, UnityTimeOutException) and expected != "timing" and (
+                expected == "ok" or not isinstance(error, cls)):
+            # A 0.3 s deadline per message can pass on a loaded machine: the same mutation once more.
+            mutation = make_mutation(seed)
+            outcome, detail, seconds, error, peer = run_session(monkeypatch, port, mutation)
+            expected, cls = expected_outcome(mutation, peer)
         results[outcome] += 1
+        classes[mutation.label] += 1
+        cls_name = getattr(cls, "__name__", cls)
+        where = f"seed {seed} ({mutation.label}, step {mutation.step})"
         if outcome in ("crash", "bad data", "hang"):
-            failures.append(f"seed {seed}: {outcome}: {detail}")
-    print(f"\nfuzz: {SESSIONS} sessions: {dict(results)}")
+            failures.append(f"{where}: {outcome}: {detail}")
+        elif expected == "ok" and outcome != "ok":
+            failures.append(f"{where}: expected success with what was sent, got {detail}")
+        elif expected == "error" and not isinstance(error, cls):
+            failures.append(f"{where}: expected {cls_name}, got {outcome}: {detail}")
+        elif expected == "timing" and outcome != "ok" and not isinstance(error, cls):
+            failures.append(f"{where}: expected success or {cls.__name__}, got {detail}")
+    print(f"\nfuzz: {SESSIONS} sessions: {dict(results)}\nclasses: {dict(sorted(classes.items(), key=str))}")
     assert not failures, f"{len(failures)} of {SESSIONS} sessions failed:\n" + "\n".join(failures[:40])
-    assert results["unity"] > SESSIONS // 3, results  # the mutations really reach the client
-    assert results["ok"] > 0, results
+    # The oracle's classes were all exercised, successes included.
+    for label in ("state: size lie", "state: nan", "state: hostile value", "state: length lie", "png: flipped",
+                  "academy: hostile value", "png: gray", "done: not a flag"):
+        assert classes[label] > 0, (label, classes)
+    assert results["unity"] > SESSIONS // 3 and results["ok"] > 0, results

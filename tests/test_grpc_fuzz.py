@@ -1,7 +1,7 @@
 """The gRPC end survives whatever a modern build sends, and says exactly why it stopped.
 
 A scripted modern Unity (a gRPC client in a thread, built here from the protocol facts with the
-academy's copy of the messages) plays the handshake, the reset and two steps of a scene with two
+messages of unityagents.protos) plays the handshake, the reset and two steps of a scene with two
 behaviours: "Ball?team=0" (two agents, 8 floats, 2 continuous actions; one agent ends its
 episode and asks again in the same step) and "Grid?team=0" (one agent, 4 floats and an 8x8 RGB
 camera as PNG, discrete branches [3, 2] with a mask, a stats side channel). One message per
@@ -31,7 +31,7 @@ import pytest
 from conftest import free_port
 from PIL import Image
 
-from academy.protos import communicator_objects_pb2 as pb
+import unityagents.environment
 from unityagents import UnityEnvironment, UnityException
 from unityagents.environment_set import EnvironmentSet, RestartPolicy
 from unityagents.exception import (
@@ -42,6 +42,7 @@ from unityagents.exception import (
     UnityProtocolException,
     UnityTimeOutException,
 )
+from unityagents.protos import communicator_objects_pb2 as pb
 
 METHOD = "/communicator_objects.UnityToExternalProto/Exchange"
 STATS = uuid.UUID("a1d8f7b7-cec8-50f9-b78b-d3e165a78520")
@@ -364,6 +365,11 @@ class Peer:
         return reply.header.status == 200
 
 
+def start_thread(thread: threading.Thread):
+    thread.start()
+    return None, None
+
+
 def check_info(env: UnityEnvironment, infos) -> Optional[str]:
     """What is wrong with data a session accepted (None when it is finite and well shaped)."""
     for name, whole in infos.items():
@@ -394,7 +400,7 @@ def run_session(monkeypatch, mutate: Callable[[int, "pb.UnityMessageProto"], obj
     port = free_port()  # a fresh port: a hung peer of an earlier session can never reach this one
     peer = Peer(port, mutate)
     thread = threading.Thread(target=peer.run, daemon=True)
-    monkeypatch.setattr(UnityEnvironment, "_launch", lambda self, *a: thread.start())
+    monkeypatch.setattr(unityagents.environment, "launch", lambda *a: start_thread(thread))
     t0 = time.monotonic()
     outcome, detail, env = "ok", None, None
     try:
@@ -482,6 +488,12 @@ def test_seeded_mutations_end_as_each_class_expects(monkeypatch):
 
 
 # ---------------------------------------------------------------------------- an environment that goes quiet
+def start(peer: Peer):
+    """In place of launching a build: the peer runs in a thread; no process to watch, no log."""
+    threading.Thread(target=peer.run, daemon=True).start()
+    return None, None
+
+
 class QuietAfter(Peer):
     """Answers with done-free outputs that hold no agent at all from message ``quiet_from`` on."""
 
@@ -501,8 +513,7 @@ def test_an_environment_whose_agents_stop_asking_is_a_named_fault_through_the_re
     def launch(i):
         port = free_port()
         peer = QuietAfter(port, quiet_from=3)
-        monkeypatch.setattr(UnityEnvironment, "_launch", lambda self, *a: threading.Thread(
-            target=peer.run, daemon=True).start())
+        monkeypatch.setattr(unityagents.environment, "launch", lambda *a: start(peer))
         made.append(port)
         return UnityEnvironment("QuietPeer", base_port=port, protocol="grpc", timeout_wait=2, start_timeout=5)
 
@@ -540,8 +551,7 @@ def test_a_restarted_environment_with_other_brains_is_refused(monkeypatch):
             return None
 
         peer = Peer(port, mutate)
-        monkeypatch.setattr(UnityEnvironment, "_launch", lambda self, *a: threading.Thread(
-            target=peer.run, daemon=True).start())
+        monkeypatch.setattr(unityagents.environment, "launch", lambda *a: start(peer))
         return UnityEnvironment("Reacher", base_port=port, protocol="grpc", timeout_wait=2, start_timeout=5)
 
     envs = EnvironmentSet(launch, 1, restart_policy=RestartPolicy(max_lifetime_restarts=1, rate_limit_n=-1))

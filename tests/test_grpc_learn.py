@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import free_port
+from conftest import free_port, run_academy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,6 +58,11 @@ def test_3dball_learns_over_grpc(tmp_path):
     rewards = mean_rewards(out, "Ball3DBrain?team=0")
     assert rewards and rewards[-1] >= 90, rewards
     assert (tmp_path / "models" / "grpc" / "3DBall.bytes").is_file()
+    # Deployed as modern Unity runs it: the .onnx's sampled continuous_actions copied into the
+    # agents unchanged (the scene clamps to [-1, 1]), 24 episodes of up to 100 each.
+    onnx_path = tmp_path / "models" / "grpc" / "Ball3DBrain.onnx"
+    deployed = run_academy("3DBall", "--brain", f"Ball3DBrain=internal:{onnx_path}", "--episodes", "24")
+    assert deployed >= min(rewards[-1], 100.0) - 10.0, (deployed, rewards)
 
 
 @pytest.mark.slow
@@ -101,7 +106,10 @@ def test_curriculum_lessons_reach_the_scene_through_environment_parameters(tmp_p
 
 
 def test_gridworld_trains_with_its_wall_masks_over_grpc(tmp_path):
-    """A short run: PPO acts with the masks the scene sends and updates with them (two updates)."""
+    """A short run: PPO acts with the masks the scene sends and updates with them (two updates).
+
+    The scene logs the first mask that disables a move, and every action that a mask disabled.
+    """
     code, out = train(tmp_path, "GridWorld", """
         "GridWorldBrain?team=0":
             batch_size: 32
@@ -115,3 +123,6 @@ def test_gridworld_trains_with_its_wall_masks_over_grpc(tmp_path):
     assert code == 0, out[-3000:]
     assert len(mean_rewards(out, "GridWorldBrain?team=0")) >= 1, out[-3000:]
     assert (tmp_path / "models" / "grpc" / "GridWorld.bytes").is_file()
+    log = (tmp_path / "logs" / "GridWorld-worker0.log").read_text()
+    assert "GridWorld: the first wall mask went out" in log, log[-3000:]  # masks did disable moves
+    assert "took the masked action" not in log, log[-3000:]  # and PPO never sent one of those moves

@@ -88,7 +88,7 @@ FAKE_UNITY = r'''#!{python}
 """A scripted modern Unity build: plays $FAKE_SCENARIO, writes each reply (hex) to $FAKE_TRANSCRIPT."""
 import json, os, struct, sys, time, uuid
 import grpc
-from academy.protos import communicator_objects_pb2 as pb
+from unityagents.protos import communicator_objects_pb2 as pb
 
 flag = "--mlagents-port" if "--mlagents-port" in sys.argv else "--port"  # --port: launched as an API-2 build
 port = int(sys.argv[sys.argv.index(flag) + 1])
@@ -231,7 +231,7 @@ def test_python_end_speaks_the_worked_example(fake_build, tmp_path):
         assert env.stats == {"Ball/Height": [(1.5, "average"), (2.5, "average")], "Hits": [(3.0, "sum")]}
     finally:
         env.close()
-    assert env._proc.poll() is not None
+    assert env._peer.process.poll() is not None
     got = replies(transcript)
     r1 = message(field(2, field(2, b"1.5.0") + field(3, b"0.3.0")
                        + field(4, bytes.fromhex("08 01 10 01 18 01 20 01 38 01")) + varint(5 << 3) + varint(1)))
@@ -291,7 +291,7 @@ def test_an_observation_of_the_wrong_size_and_actions_of_the_wrong_size(fake_bui
         assert "has 9 values; expected 8" in str(e.value)
     finally:
         env.close()
-    assert env._proc.poll() is not None, "the process must be reaped"
+    assert env._peer.process.poll() is not None, "the process must be reaped"
 
 
 def test_an_api2_listener_names_a_modern_build(fake_build, tmp_path):
@@ -372,7 +372,7 @@ def launch_academy(port, scene, *args, log=None):
 
 
 def parse(data):
-    from academy.protos import communicator_objects_pb2 as pb  # only to read what the academy sent
+    from unityagents.protos import communicator_objects_pb2 as pb  # only to read what the academy sent
 
     return pb.UnityMessageProto.FromString(data)
 
@@ -471,6 +471,24 @@ def test_academy_end_basic_one_hot_masks_and_an_interrupted_episode(trainer):
         proc.wait()
 
 
+def agent_cell(observation, size=5):
+    """The GridWorld agent's (x, z), read from its camera frame: the blue cell of the walled grid."""
+    import io
+
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(io.BytesIO(observation.compressed_data)).convert("RGB"))
+    rows, cols = np.nonzero((pixels == (40, 80, 230)).all(axis=2))
+    cell = 84 // (size + 2)
+    row, col = int(rows.mean()) // cell, int(cols.mean()) // cell
+    return col - 1, size - row  # column 1 is x = 0; row 1 is z = size - 1 (+z at the top)
+
+
+def wall_mask(x, z, size=5):
+    """Up (+z), down, left (-x), right: disabled where the move would leave the grid."""
+    return [z == size - 1, z == 0, x == 0, x == size - 1]
+
+
 @pytest.mark.parametrize("package,shape,dims", [("3.0.0", [3, 84, 84], [1, 2, 2]), ("2.3.0", [84, 84, 3], [2, 2, 1])])
 def test_academy_end_gridworld_camera_layout_and_wall_masks(trainer, package, shape, dims):
     proc = launch_academy(trainer.port, "GridWorld", "--package-version", package)
@@ -483,18 +501,32 @@ def test_academy_end_gridworld_camera_layout_and_wall_masks(trainer, package, sh
         (o,) = agent.observations
         assert (list(o.shape), list(o.dimension_properties), o.compression_type) == (shape, dims, 1)
         assert o.compressed_data[:8] == b"\x89PNG\r\n\x1a\n"
-        assert len(agent.action_mask) == 4
-        for _ in range(5):  # walk up into the wall: "up" becomes masked
-            trainer.answer(actions("GridWorldBrain?team=0", [[0]], discrete=True))
-            agents = parse(trainer.next()).unity_output.rl_output.agentInfos["GridWorldBrain?team=0"].value
-            if any(a.done for a in agents):
-                break
-        assert any(list(a.action_mask)[0] for a in agents if not a.done) or any(a.done for a in agents)
+        # The trainer's seed (0, in R1) puts the agent at (3, 4) on the top wall, the goal at (0, 4)
+        # and the pit at (2, 0). Right into the corner, then down the right-hand wall to the other one.
+        cells, masks = [agent_cell(o)], [list(agent.action_mask)]
+        for move in (3, 1, 1, 1, 1):
+            trainer.answer(actions("GridWorldBrain?team=0", [[move]], discrete=True))
+            (agent,) = parse(trainer.next()).unity_output.rl_output.agentInfos["GridWorldBrain?team=0"].value
+            assert not agent.done
+            cells.append(agent_cell(agent.observations[0]))
+            masks.append(list(agent.action_mask))
+        assert cells == [(3, 4), (4, 4), (4, 3), (4, 2), (4, 1), (4, 0)]
+        assert masks == [wall_mask(*c) for c in cells]
+        F, T = False, True  # mask rows: up, down, left, right
+        assert masks[0] == [T, F, F, F] and masks[1] == [T, F, F, T] and masks[-1] == [F, T, F, T]
+        # Right once more, against the mask: the scene stays put, and counts and logs the masked action.
+        trainer.answer(actions("GridWorldBrain?team=0", [[3]], discrete=True))
+        (agent,) = parse(trainer.next()).unity_output.rl_output.agentInfos["GridWorldBrain?team=0"].value
+        assert agent_cell(agent.observations[0]) == (4, 0) and list(agent.action_mask) == [F, T, F, T]
         trainer.answer(CLOSE)
         assert proc.wait(timeout=20) == 0
+        out = proc.stdout.read().decode()
     finally:
         proc.kill()
         proc.wait()
+    assert "the first wall mask went out (agent 0 at cell (3, 4): Up disabled)" in out, out
+    assert out.count("took the masked action") == 1, out  # none of the moves along the walls was masked
+    assert "agent 0 at cell (4, 0) took the masked action 3 (Right); 1 masked action(s) so far" in out, out
 
 
 def test_academy_end_refuses_actions_of_the_wrong_size(trainer):

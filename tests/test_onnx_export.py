@@ -1,5 +1,7 @@
 """ONNX export (``trainers/onnx_export.py``): same numbers as the frozen ``.bytes``, the modern Unity
-contract (``tests/onnx_contract.py``), and the academy's ONNX Internal brain acting like the ``.bytes`` one."""
+contract (``tests/onnx_contract.py``), continuous actions at ML-Agents' scale (``clamp(a, -3, 3) / 3``,
+the number written out here, not taken from the exporter), and the academy's ONNX Internal brain
+running the file as Unity does: outputs copied into the agents without rescaling."""
 from __future__ import annotations
 
 import os
@@ -9,7 +11,7 @@ import onnx
 import onnxruntime
 import pytest
 from onnx import numpy_helper
-from onnx_contract import assert_contract, check_contract
+from onnx_contract import UNITY_CONTINUOUS_CLIP, assert_contract, check_contract
 from test_learn import run_academy
 from test_ppo import make_trainer
 
@@ -18,7 +20,7 @@ from academy.__main__ import _brain_configs
 from academy.academy import Academy, BrainSpec, Camera
 from academy.internal import InternalBrain, OnnxInternalBrain, load_internal_brain
 from trainers.export import contract_inputs, export_graph, load_graph_def
-from trainers.onnx_export import CONTINUOUS_CLIP, export_onnx, unroll_single_step
+from trainers.onnx_export import export_onnx, unroll_single_step
 from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
 
@@ -147,9 +149,9 @@ def test_onnx_computes_what_the_frozen_graph_computes(exported):
         got = dict(zip(outputs, session.run(outputs, onnx_feed)))
         np.testing.assert_allclose(got["value_estimate"], expected["value_estimate"], rtol=1e-5, atol=1e-5)
         if brain.action_space_type == "continuous":
-            mean = np.clip(expected["action"], -CONTINUOUS_CLIP, CONTINUOUS_CLIP)
+            mean = np.clip(expected["action"], -3.0, 3.0) / 3.0
             assert np.abs(mean).max() > 0.1, "the test policy should act, not sit at zero"
-            np.testing.assert_allclose(got["deterministic_continuous_actions"] * CONTINUOUS_CLIP, mean, atol=1e-5)
+            np.testing.assert_allclose(got["deterministic_continuous_actions"], mean, atol=1e-5)
             assert got["continuous_actions"].shape == (N, brain.action_space_size)
             assert np.abs(got["continuous_actions"]).max() <= 1.0
             assert not np.allclose(got["continuous_actions"], got["deterministic_continuous_actions"])
@@ -180,7 +182,7 @@ def test_onnx_samples_like_the_policy(exported):
     if brain.action_space_type == "continuous":
         sampled, mean = session.run(["continuous_actions", "deterministic_continuous_actions"], onnx_feed)
         inside = np.abs(mean[0]) < 0.5  # far from the clip at +-1
-        noise = (sampled - mean)[:, inside] * CONTINUOUS_CLIP
+        noise = (sampled - mean)[:, inside] * UNITY_CONTINUOUS_CLIP
         np.testing.assert_allclose(noise.std(axis=0), 0.2, rtol=0.1)
         np.testing.assert_allclose(noise.mean(axis=0), 0.0, atol=0.03)
     else:
@@ -197,10 +199,50 @@ def test_onnx_samples_like_the_policy(exported):
         assert set(greedy[: many // 2, 0]) == {1}
 
 
+def test_a_frozen_mean_comes_out_at_unity_scale(tmp_path):
+    """Means of 1.5, 4 and -0.75 (policy weights 0, the head's bias set, sigma ~1e-13) come out of both
+    continuous outputs as 0.5, 1.0 and -0.25; the ``.bytes`` keeps the API-2 contract: the raw mean."""
+    brain = brain_of("vector-continuous-normalized")
+    trainer = make_trainer(brain, normalize=True)
+    randomise(trainer, np.random.default_rng(9), log_sigma=-30.0)
+    graph = trainer.sess.graph
+    with graph.as_default():
+        for var in graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES):
+            if var.op.name == "policy_head/kernel":
+                var.load(np.zeros(var.shape.as_list(), np.float32), trainer.sess)
+            elif var.op.name == "policy_head/bias":
+                var.load(np.float32([1.5, 4.0, -0.75]), trainer.sess)
+    bytes_path, onnx_path = export_both(trainer, tmp_path)
+    tf_feed, onnx_feed = random_inputs(brain, np.random.default_rng(10))
+    session = onnxruntime.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    sampled, mean = session.run(["continuous_actions", "deterministic_continuous_actions"], onnx_feed)
+    np.testing.assert_allclose(mean, np.tile([0.5, 1.0, -0.25], (N, 1)), atol=1e-6)
+    np.testing.assert_allclose(sampled, np.tile([0.5, 1.0, -0.25], (N, 1)), atol=1e-6)
+    np.testing.assert_allclose(Frozen(bytes_path).run(["action"], tf_feed)["action"],
+                               np.tile([1.5, 4.0, -0.75], (N, 1)), atol=1e-6)
+
+
+def frozen_feed(spec, states, images, memory):
+    """What the ``.bytes`` Internal brain feeds for these uint8 frames and states (pixels in 0..1)."""
+    n = len(states)
+    feed = {"batch_size": n, "sequence_length": 1}
+    for k, (camera, frames) in enumerate(zip(spec.cameras, images)):
+        pixels = frames.astype(np.float32) / 255.0
+        feed[f"observation_{k}"] = pixels.mean(axis=3, keepdims=True) if camera.black_and_white else pixels
+    if spec.state_size:
+        feed["state"] = (states.astype(np.int32).reshape(n, 1) if spec.state_space == "discrete"
+                         else states.astype(np.float32))
+    if spec.memory_size:
+        feed["recurrent_in"] = memory.astype(np.float32)
+    return feed
+
+
 def test_academy_onnx_brain_decides_like_the_bytes_brain(exported):
-    """The two Internal brains on the same uint8 frames and states: the same actions (continuous: the
-    mean; discrete: greedy) and the same memories over three decisions."""
-    name, brain, _, _, _, bytes_path, onnx_path = exported
+    """The two Internal brains on the same uint8 frames and states, over three decisions: the same
+    memories; continuous: the ONNX brain's deterministic actions are the ``.bytes`` mean clamped to
+    +-3 and divided by 3, its default (sampled) ones lie in [-1, 1] around them; discrete: its
+    greedy actions are the argmax of the frozen graph's probabilities, row for row."""
+    name, brain, _, frozen, _, bytes_path, onnx_path = exported
     state_size, state_type, cameras, recurrent, action_type, _ = VARIANTS[name]
     spec = BrainSpec(name="Brain", n_agents=N, state_size=state_size, action_size=3,
                      state_space="continuous" if state_type else "discrete",
@@ -219,12 +261,16 @@ def test_academy_onnx_brain_decides_like_the_bytes_brain(exported):
         images = [rng.integers(0, 256, size=(N, c["height"], c["width"], 3), dtype=np.uint8) for c in cameras]
         actions_b, memory_b = via_bytes.decide(states, images, memory)
         actions_o, memory_o = via_onnx.decide(states, images, memory)
+        greedy_o, _ = greedy_onnx.decide(states, images, memory)
         if action_type:
-            np.testing.assert_allclose(actions_o, np.clip(actions_b, -3, 3), atol=1e-5)
+            assert np.abs(actions_b).max() > 1.0, "the mean must need the scaling"
+            np.testing.assert_allclose(greedy_o, np.clip(actions_b, -3, 3) / 3, atol=1e-5)
+            assert np.abs(actions_o).max() <= 1.0 and not np.allclose(actions_o, greedy_o)
         else:
-            assert actions_o.shape == actions_b.shape == (N, 1)
+            probs = frozen.run(["action_probs"], frozen_feed(spec, states, images, memory))["action_probs"]
+            assert actions_o.shape == actions_b.shape == greedy_o.shape == (N, 1)
+            np.testing.assert_array_equal(greedy_o[:, 0], np.argmax(probs, axis=1))
             assert set(actions_o[:, 0]) <= {0.0, 1.0, 2.0}
-            assert greedy_onnx.decide(states, images, memory)[0].shape == (N, 1)
         np.testing.assert_allclose(memory_o, memory_b, atol=1e-5)
         memory = memory_b
 
@@ -275,12 +321,12 @@ def test_contract_checker_catches_what_unity_rejects(tmp_path):
 
 
 # ---------------------------------------------------------------- scenes: the same score either way
-def scene_export(tmp_path, scene: str, logit_scale: float = 1.0):
+def scene_export(tmp_path, scene: str, logit_scale: float = 1.0, log_sigma=None):
     """A randomised PPO policy for the External brain of ``scene``, exported both ways."""
     spec = next(s for s in load_scene(scene).brains if s.brain_type == "external")
     brain = BrainParameters(spec.name, spec.parameters_json())
     trainer = make_trainer(brain, hidden_units=16)
-    randomise(trainer, np.random.default_rng(4), logit_scale=logit_scale)
+    randomise(trainer, np.random.default_rng(4), logit_scale=logit_scale, log_sigma=log_sigma)
     graph = trainer.sess.graph
     bytes_path = str(tmp_path / f"{scene}.bytes")
     export_graph(trainer.sess, trainer.export_nodes(), bytes_path, keep_nodes=contract_inputs(graph, ""))
@@ -289,19 +335,34 @@ def scene_export(tmp_path, scene: str, logit_scale: float = 1.0):
     return spec, trainer, bytes_path, onnx_path
 
 
-def scene_reward(scene: str, brain: str, path: str, episodes: int) -> float:
-    """Mean reward of ``episodes`` with ``brain`` run by the graph at ``path``, as ``python -m academy`` does it."""
+def scene_reward(scene: str, brain: str, path: str, episodes: int, wrap=None) -> float:
+    """Mean reward of ``episodes`` with ``brain`` run by the graph at ``path``, as ``python -m academy`` does it;
+    ``wrap(actions)`` changes the actions on their way to the scene."""
     configs = _brain_configs(load_scene(scene), [f"{brain}=internal:{path}"], [], 0)
+    if wrap is not None:
+        policy = configs[brain].policy
+
+        class Wrapped:
+            def decide(self, states, observations, memories):
+                actions, memories = policy.decide(states, observations, memories)
+                return wrap(actions), memories
+
+        configs[brain].policy = Wrapped()
     return Academy(load_scene(scene)(0), configs).run_episodes(episodes)[brain]
 
 
-def test_3dball_scores_the_same_with_the_onnx_and_the_bytes(tmp_path):
-    spec, _, bytes_path, onnx_path = scene_export(tmp_path, "3DBall")
-    with_bytes = scene_reward("3DBall", spec.name, bytes_path, 24)
-    assert scene_reward("3DBall", spec.name, onnx_path, 24) == pytest.approx(with_bytes, abs=1e-9)
+def test_3dball_plays_the_onnx_as_the_trainer_acts_over_grpc(tmp_path):
+    """Unity copies ``continuous_actions`` into the agent; over gRPC the trainer sends the policy's
+    actions as clamp(a, -3, 3) / 3. With sigma ~1e-13 the two are the same numbers, so the ONNX brain
+    must score exactly what the ``.bytes`` policy scores with its actions so scaled, and unlike it
+    without (the scene clamps to [-1, 1]: a third of the scale is another policy)."""
+    spec, _, bytes_path, onnx_path = scene_export(tmp_path, "3DBall", log_sigma=-30.0)
+    over_grpc = scene_reward("3DBall", spec.name, bytes_path, 24, wrap=lambda a: np.clip(a, -3, 3) / 3)
+    assert scene_reward("3DBall", spec.name, onnx_path, 24) == pytest.approx(over_grpc, abs=1e-6)
+    assert scene_reward("3DBall", spec.name, bytes_path, 24) != pytest.approx(over_grpc, abs=1.0)
     # the command line picks the ONNX brain by the file's extension, without TensorFlow
     assert run_academy("3DBall", "--brain", f"{spec.name}=internal:{onnx_path}", "--episodes", "24") == \
-        pytest.approx(with_bytes, abs=1e-4)
+        pytest.approx(over_grpc, abs=1e-4)
 
 
 def test_basic_scores_the_same_with_the_onnx_and_the_bytes(tmp_path):

@@ -208,8 +208,10 @@ def brain_info(states, rewards, dones, agents=(1, 2)):
                      np.zeros((len(agents), 1)))
 
 
-def run_trainer(params, steps=12, seed=0):
-    """A PPO trainer on a stream of two agents; returns (trainer, its graph's variable values, stats)."""
+def run_trainer(params, steps=12, seed=0, initial=None):
+    """A PPO trainer on a stream of two agents; returns (trainer, its graph's variable values).
+
+    ``initial``, a dict, receives the variable values right after initialisation."""
     graph = tf.Graph()
     sess = tf.Session(graph=graph)
     with graph.as_default():
@@ -221,6 +223,8 @@ def run_trainer(params, steps=12, seed=0):
     trainer = PPOTrainer(sess, {"B": brain}, "B", params, training=True, seed=seed)
     with graph.as_default():
         sess.run(tf.global_variables_initializer())
+        if initial is not None:
+            initial.update({v.op.name: sess.run(v) for v in tf.global_variables()})
     graph.finalize()
     rng = np.random.default_rng(seed)
     info = {"B": brain_info(rng.normal(size=(2, 4)), [0, 0], [False, False])}
@@ -253,13 +257,25 @@ def test_ppo_with_rnd_and_curiosity_trains_them_saves_them_and_exports_without_t
     signals = {"extrinsic": {"strength": 1.0, "gamma": 0.99},
                "rnd": {"strength": 0.01, "gamma": 0.9, "encoding_size": 8, "learning_rate": 1e-3},
                "curiosity": {"strength": 0.02, "gamma": 0.9, "encoding_size": 8, "learning_rate": 1e-3}}
-    trainer, _ = run_trainer({"reward_signals": signals}, steps=20)
+    initial = {}
+    trainer, values = run_trainer({"reward_signals": signals}, steps=20, initial=initial)
     sess, graph = trainer.sess, trainer.sess.graph
     assert set(trainer.model.values) == {"extrinsic", "rnd", "curiosity"}
     stats = trainer._signal_stats
     for title in ("Extrinsic", "RND", "Curiosity"):
         assert stats[f"Policy/{title} Reward"] and stats[f"Policy/{title} Value Estimate"]
     assert stats["Losses/RND Loss"] and stats["Losses/Curiosity Inverse Loss"]
+    # Trained by PPO's updates: every weight of the RND predictor and of the curiosity models moved
+    # from its initial value; the RND target (a fixed random network) did not.
+    def moved(prefix):
+        names = [n for n in values if n.startswith(prefix) and not n.endswith(("Adam", "Adam_1", "_power"))]
+        assert names, prefix
+        return {n: not np.array_equal(values[n], initial[n]) for n in names}
+
+    assert not any(moved("rnd/target/").values()), moved("rnd/target/")
+    for prefix in ("rnd/predictor", "curiosity/"):
+        kernels = {n: m for n, m in moved(prefix).items() if n.endswith("kernel")}
+        assert kernels and all(kernels.values()), (prefix, kernels)
 
     # Checkpointed: the fixed RND target is among the variables a default Saver writes.
     with graph.as_default():

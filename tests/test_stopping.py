@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import LEARN, find_academy_process, free_port, run_academy, write
+from conftest import LEARN, assert_export_is_the_latest_checkpoint, find_academy_process, free_port, run_academy, write
 from test_environment_set import ScriptedWorker
 from test_learn import BASIC_SHORT
 
@@ -62,7 +62,9 @@ def test_a_signal_during_training_saves_and_exports_once(tmp_path, signum, code)
     assert "Traceback" not in out
     model = tmp_path / "models" / "ppo"
     no_partial_files(model)
-    assert run_academy("Basic", "--brain", f"BasicBrain=internal:{model / 'Basic.bytes'}", "--episodes", "2") > -10
+    # The export holds the weights of the checkpoint saved last (policy and value: 8 tensors), and plays.
+    assert assert_export_is_the_latest_checkpoint(model, "Basic.bytes") == 8
+    run_academy("Basic", "--brain", f"BasicBrain=internal:{model / 'Basic.bytes'}", "--episodes", "2")
 
 
 def test_a_second_signal_during_the_save_waits_for_it(tmp_path):
@@ -77,13 +79,34 @@ def test_a_second_signal_during_the_save_waits_for_it(tmp_path):
     assert tf.train.latest_checkpoint(str(model)) is not None
 
 
+def _alive(pid: int) -> bool:
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_at_start_up_says_nothing_was_saved(tmp_path, signum, code):
-    # As soon as the scene was launched: the trainers are not built yet.
-    rc, out = stop_when(tmp_path, lambda p: list((p / "models" / "ppo" / "logs").glob("*.log")), signum)
-    assert rc == code, out
-    assert "nothing was learned, so nothing was saved" in out or "after saving" in out, out
+    # A "Unity build" that starts and never connects: the signal comes while the trainer waits for
+    # it, before any trainer exists, whatever the machine's speed.
+    build = tmp_path / "Slow.x86_64"
+    build.write_text("#!/bin/sh\necho $$ > started.tmp && mv started.tmp started\nexec sleep 120\n")
+    build.chmod(0o755)
+    proc = start(tmp_path, "Slow", "--train")
+    try:
+        wait_for(lambda: (tmp_path / "started").exists())
+        proc.send_signal(signum)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, out
+    assert "nothing was learned, so nothing was saved" in out and "after saving" not in out, out
     assert "Traceback" not in out
+    build_pid = int((tmp_path / "started").read_text())
+    wait_for(lambda: not _alive(build_pid), seconds=30)  # the build was closed with the run
+    saved = [p.name for p in tmp_path.rglob("*") if p.name.endswith((".bytes", ".index", ".onnx"))]
+    assert not saved, saved
 
 
 def test_resumes_keep_the_checkpoint_history(tmp_path):

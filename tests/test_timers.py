@@ -87,7 +87,7 @@ def test_timed_defaults_to_the_qualified_name_and_keeps_the_signature():
                   "update_model").count == 1
 
 
-def test_gauges_and_write_json_atomically(tmp_path):
+def test_gauges_and_write_json_atomically(tmp_path, monkeypatch):
     clock = FakeClock()
     t = Timers(clock=clock)
     for size in (3, 10, 7):
@@ -102,16 +102,36 @@ def test_gauges_and_write_json_atomically(tmp_path):
     assert data["children"]["summaries"]["count"] == 1 and data["metadata"]["run"] == "ppo"
     assert os.listdir(os.path.dirname(path)) == ["timers.json"]  # no temporary file left behind
     t.set_gauge("broken", float("nan"))
-    os.chmod(os.path.dirname(path), 0o500)  # an unwritable folder: the old file must survive intact
-    try:
-        if os.access(os.path.dirname(path), os.W_OK):  # root ignores permissions: fail the dump instead
-            t.metadata["unserialisable"] = object()
-        with pytest.raises((OSError, TypeError)):
-            t.write_json(path)
-    finally:
-        os.chmod(os.path.dirname(path), 0o755)
-    assert json.loads(open(path).read()) == data
-    assert os.listdir(os.path.dirname(path)) == ["timers.json"]
+    # The disk fills up half way through the new file's bytes: the failure is in the write itself,
+    # after the temporary file exists and before any rename, whoever runs the test (root included).
+    import trainers.export as export
+
+    real_fdopen = export.os.fdopen
+
+    class HalfWritten:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, data):
+            self.f.write(data[: len(data) // 2])
+            self.f.flush()
+            raise OSError(28, "No space left on device")
+
+    def failing_fdopen(fd, *args, **kwargs):
+        return HalfWritten(real_fdopen(fd, *args, **kwargs))
+
+    monkeypatch.setattr(export.os, "fdopen", failing_fdopen)
+    with pytest.raises(OSError, match="No space left"):
+        t.write_json(path)
+    monkeypatch.undo()
+    assert json.loads(open(path).read()) == data  # the old file, whole
+    assert os.listdir(os.path.dirname(path)) == ["timers.json"]  # the half-written temporary file is gone
 
 
 def test_reset_forgets_everything_and_names_are_declared():

@@ -39,6 +39,7 @@ from typing import Any, ClassVar, Dict, Hashable, Iterable, Iterator, List, Mapp
 import numpy as np
 
 from trainers.buffer import AgentBuffer, Buffer
+from trainers.returns import add_gae_fields, discount_rewards, get_gae
 from trainers.reward_signals import (
     RewardSignal,
     create_reward_signals,
@@ -59,66 +60,6 @@ from trainers.trainer import (
 from unityagents.brain import BrainInfo, BrainParameters
 
 
-# ---------------------------------------------------------------------------------- returns
-def discount_rewards(
-    rewards: Sequence[float],
-    gamma: float = 0.99,
-    value_next: float = 0.0,
-    dones: Optional[Sequence[bool]] = None,
-) -> np.ndarray:
-    """Discounted returns ``G_t = r_t + gamma * G_{t+1}``, with ``G_T = value_next``.
-
-    :param dones: optional per-step flags; ``dones[t]`` means step ``t`` ended an episode, so
-        nothing after it (neither later rewards nor ``value_next``) flows back into ``G_t``.
-    """
-    rewards = np.asarray(rewards, dtype=np.float64)
-    returns = np.empty_like(rewards)
-    running = float(value_next)
-    for t in range(len(rewards) - 1, -1, -1):
-        if dones is not None and dones[t]:
-            running = 0.0
-        running = rewards[t] + gamma * running
-        returns[t] = running
-    return returns
-
-
-def get_gae(
-    rewards: Sequence[float],
-    value_estimates: Sequence[float],
-    value_next: float = 0.0,
-    gamma: float = 0.99,
-    lambd: float = 0.95,
-    dones: Optional[Sequence[bool]] = None,
-) -> np.ndarray:
-    """Generalised advantage estimates (Schulman et al. 2016).
-
-    ``delta_t = r_t + gamma * V_{t+1} - V_t`` with ``V_T = value_next`` (0 after a terminal step)
-    and ``A_t = sum_k (gamma * lambd)^k delta_{t+k}``, cut at episode ends given by ``dones``.
-    ``A + V`` are the TD(lambda) returns the value function regresses to; ``lambd = 1`` makes
-    them the n-step returns of A2C.
-    """
-    values = np.asarray(value_estimates, dtype=np.float64)
-    next_values = np.append(values[1:], float(value_next))
-    if dones is not None:
-        next_values[np.asarray(dones, dtype=bool)] = 0.0
-    deltas = np.asarray(rewards, dtype=np.float64) + gamma * next_values - values
-    return discount_rewards(deltas, gamma * lambd, 0.0, dones)
-
-
-def add_gae_fields(trajectory: AgentBuffer, value_next: float, gamma: float, lambd: float) -> None:
-    """Write ``advantages``, ``discounted_returns`` and ``masks`` into an actor-critic trajectory.
-
-    The trajectory must hold ``rewards`` (stored by ``OnPolicyTrainer``) and ``value_estimates``
-    (stored by the subclass's ``act``). ``masks`` are ones here; when the trajectory is moved as
-    sequences, the left padding the Buffer adds carries zeros, which is how a loss skips it.
-    """
-    values = np.asarray(trajectory["value_estimates"], dtype=np.float64)
-    advantages = get_gae(trajectory["rewards"], values, value_next, gamma=gamma, lambd=lambd)
-    trajectory["advantages"].set(advantages.astype(np.float32))
-    trajectory["discounted_returns"].set((advantages + values).astype(np.float32))
-    trajectory["masks"].set(np.ones(len(values), dtype=np.float32))
-
-
 def linear_schedule(start: float, end: float, step: float, duration: float) -> float:
     """``start`` at step 0, moving linearly to ``end`` at ``duration``, ``end`` afterwards."""
     fraction = min(max(step / duration, 0.0), 1.0) if duration > 0 else 1.0
@@ -130,8 +71,11 @@ def linear_schedule(start: float, end: float, step: float, duration: float) -> f
 class PolicyOutput:
     """What a trainer's ``act`` decided for the N agents of one ``BrainInfo``.
 
-    :param actions: sent to the environment: ``[N, actionSize]`` floats for continuous actions,
-        ``[N, 1]`` for discrete ones.
+    :param actions: the policy's decision: ``[N, actionSize]`` floats for continuous actions
+        (the unclipped Gaussian sample, whose log-probability the update needs), ``[N, 1]``
+        (one column per branch) for discrete ones.
+    :param sent: what ``take_action`` sent to the environment: ``actions`` under the brain's
+        action contract (``Trainer.environment_actions``); filled by ``take_action``.
     :param fields: per-agent values stored with each agent's transition, row ``i`` for agent
         ``i`` of the info (e.g. ``actions``, ``log_probs``, ``value_estimates``, the normalised
         ``states``). Each key becomes a field of the agent's trajectory (on-policy) or of the
@@ -144,6 +88,7 @@ class PolicyOutput:
     fields: Dict[str, np.ndarray] = field(default_factory=dict)
     memories: Optional[np.ndarray] = None
     values: Optional[np.ndarray] = None
+    sent: Optional[np.ndarray] = None
 
 
 class RLTrainer(Trainer):
@@ -197,7 +142,8 @@ class RLTrainer(Trainer):
     # ------------------------------------------------------------------ Trainer interface
     def take_action(self, all_info: Mapping[str, BrainInfo]
                     ) -> Tuple[np.ndarray, Optional[np.ndarray], np.ndarray, Any]:
-        """``act`` on this brain's agents; returns ``(actions, memories, values, PolicyOutput)``."""
+        """``act`` on this brain's agents; returns ``(sent, memories, values, PolicyOutput)``, where
+        ``sent`` is ``act``'s actions under the brain's action contract."""
         info = all_info[self.brain_name]
         n = len(info.agents)
         if n == 0:
@@ -205,8 +151,9 @@ class RLTrainer(Trainer):
             memories = None if self.memory_size is None else np.zeros((0, self.memory_size), np.float32)
             return empty, memories, np.zeros(0), None
         out = self.act(info)
+        out.sent = self.environment_actions(out.actions)
         values = out.values if out.values is not None else np.zeros(n, dtype=np.float32)
-        return out.actions, out.memories, values, out
+        return out.sent, out.memories, values, out
 
     def _pairs(self, info: Mapping[str, BrainInfo],
                next_info: Mapping[str, BrainInfo]) -> Iterator[Tuple[int, int, Any]]:
@@ -273,7 +220,7 @@ class RLTrainer(Trainer):
                   for key, values in outputs.fields.items()}
         merged_info = dict(info)
         merged_info[self.brain_name] = extended
-        return merged_info, PolicyOutput(outputs.actions, fields, outputs.memories, outputs.values)
+        return merged_info, PolicyOutput(outputs.actions, fields, outputs.memories, outputs.values, outputs.sent)
 
     def _count_reward(self, agent: Any, reward: float) -> None:
         self.cumulative_rewards[agent] = self.cumulative_rewards.get(agent, 0.0) + reward

@@ -509,6 +509,8 @@ def hyperparameters_markdown(registry: TrainerRegistry, names: Tuple[str, ...] =
             lines.append(f"| `{key}` | {p.kind.__name__} | {default} | {allowed} | {p.doc} |")
         lines.append("")
     lines += _reward_signals_markdown()
+    from .bc import behavioral_cloning_markdown
+    lines += behavioral_cloning_markdown()
     return "\n".join(lines)
 
 

@@ -366,8 +366,8 @@ class GhostTrainer(Trainer):
                 memories = np.zeros((n, m.m_size), dtype=np.float32)
             feed[m.memory_in] = memories
             actions, memories_out = self.sess.run([m.output, m.memory_out], feed)
-            return actions, memories_out, None, None
-        return self.sess.run(m.output, feed), None, None, None
+            return self.environment_actions(actions), memories_out, None, None
+        return self.environment_actions(self.sess.run(m.output, feed)), None, None, None
 
     def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo], outputs) -> None:
         """Nothing to store: the ghost learns nothing by itself."""

@@ -162,6 +162,9 @@ class ImitationTrainer(Trainer):
 
     trainer_type = "imitation"
     hyperparameters = IMITATION_HYPERPARAMETERS
+    #: The student regresses on the actions the teacher executed, which are already in the
+    #: environment's own units: they are not rescaled on the way back.
+    continuous_actions_bounded = True
 
     def __init__(
         self,
@@ -233,7 +236,7 @@ class ImitationTrainer(Trainer):
     def take_action(self, all_info: Mapping[str, BrainInfo]) -> Tuple[np.ndarray, None, None, None]:
         """The student acts with its own policy (the exported ``action``)."""
         actions = self.sess.run(self.model.output, self._input_feed(all_info[self.brain_name]))
-        return actions.astype(np.float32), None, None, None
+        return self.environment_actions(actions.astype(np.float32)), None, None, None
 
     # ------------------------------------------------------------------ collecting
     def teacher_pairs(self, info: BrainInfo, next_info: BrainInfo) -> Optional[Dict[str, np.ndarray]]:

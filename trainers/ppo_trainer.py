@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
+from trainers import bc
 from trainers.bases import (
     ON_POLICY_HYPERPARAMETERS,
     OnPolicyTrainer,
@@ -75,6 +76,7 @@ PPO_HYPERPARAMETERS: Dict[str, Param] = {
     "vf_coef": Param(float, 0.5, check=(non_negative, ">= 0"), doc="weight of the value loss"),
     "clip_value": Param(bool, True, doc="clip the value loss around the old value predictions (PPO2)"),
     "reward_signals": REWARD_SIGNALS_PARAM,
+    "behavioral_cloning": bc.BEHAVIORAL_CLONING_PARAM,
 }
 
 
@@ -101,6 +103,7 @@ class PPOTrainer(OnPolicyTrainer):
         with self.build_scope():
             self.model = create_agent_model(self.brain, **self.model_arguments(self.hp), reward_signals=signals)
             self.signal_names = self.build_reward_signals()
+            self.bc = bc.create_behavioral_cloning(self)  # behavioral cloning hook (trainers/bc.py)
         self.memory_size = self.model.m_size
         # The fields each transition carries to the update buffer ('rewards' stays behind).
         self.update_fields = (
@@ -134,6 +137,7 @@ class PPOTrainer(OnPolicyTrainer):
     def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
         """Settings that are each valid but cannot work together; the nested reward_signals block."""
         params["reward_signals"] = validate_reward_signals(brain_name, params.get("reward_signals"))
+        params["behavioral_cloning"] = bc.validate_behavioral_cloning(brain_name, params.get("behavioral_cloning"))
         if params["batch_size"] > params["buffer_size"]:
             raise TrainerConfigError(
                 f"brain '{brain_name}', key 'batch_size': {params['batch_size']} is larger than buffer_size "
@@ -147,7 +151,9 @@ class PPOTrainer(OnPolicyTrainer):
     @classmethod
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
                           brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
-        """A recurrent brain needs a usable memorySize from the scene."""
+        """A recurrent brain needs a usable memorySize from the scene; BC's and GAIL's demonstrations must fit it."""
+        if brain_name in brains:  # behavioral cloning hook (trainers/bc.py)
+            bc.check_demonstrations(brain_name, params, brains[brain_name])
         if params["use_recurrent"]:
             try:
                 validate_memory_size(brains[brain_name], None)
@@ -336,6 +342,11 @@ class PPOTrainer(OnPolicyTrainer):
                               np.mean(metrics, axis=0)):
             self.add_stat(key, value)
         self.add_stat("learning_rate", learning_rate)
+
+    def update_model(self) -> None:
+        """The RL update, then behavioral cloning (hook: trainers/bc.py) when configured."""
+        super().update_model()
+        bc.update_behavioral_cloning(self)
 
     def _flat(self, batch: np.ndarray) -> np.ndarray:
         """``[sequences, T, ...] -> [sequences*T, ...]`` when recurrent; unchanged otherwise."""

@@ -105,6 +105,10 @@ class Trainer:
     #: nor count towards the curriculum's measure.
     is_learner: ClassVar[bool] = True
     hyperparameters: ClassVar[Dict[str, Param]] = COMMON_HYPERPARAMETERS
+    #: True for a policy whose continuous actions are already in [-1, 1] (a tanh-squashed
+    #: policy, or one that copies actions the environment executed): over the modern protocol
+    #: they are sent as they are (clamped to [-1, 1]) instead of as ``clamp(a, -3, 3) / 3``.
+    continuous_actions_bounded: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -189,11 +193,21 @@ class Trainer:
         if rewards:
             self.last_reward = float(np.mean(rewards))
 
+    def environment_actions(self, actions: np.ndarray) -> np.ndarray:
+        """What the environment receives for the policy's ``actions``: the brain's contract applied.
+
+        Every ``take_action`` returns its actions through here, so that over the modern protocol
+        a Gaussian policy's sample reaches Unity as ``clamp(a, -3, 3) / 3``, the numbers its ONNX
+        export produces (``BrainParameters.environment_actions``); API-2 actions pass unchanged.
+        """
+        return self.brain.environment_actions(actions, bounded=self.continuous_actions_bounded)
+
     def take_action(self, all_info: Dict[str, BrainInfo]):
         """Decide for the agents of ``all_info[self.brain_name]``.
 
-        :return: ``(actions, memories or None, values or None, outputs)``; ``outputs`` is handed
-            back unchanged to ``add_experiences``.
+        :return: ``(actions, memories or None, values or None, outputs)``; ``actions`` are what
+            the environment receives (``environment_actions`` of the policy's decision), and
+            ``outputs`` is handed back unchanged to ``add_experiences``.
         """
         raise UnityTrainerException(f"{type(self).__name__} does not implement take_action")
 

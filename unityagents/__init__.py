@@ -2,27 +2,36 @@
 environment, reset it, step it.
 
 No TensorFlow here: this package is usable from a notebook or a script that only wants to drive
-an environment.
+an environment. Its public names load on first use, so that ``unityagents.protos`` (the generated
+messages that the built-in Unity side imports too) comes without the environment's machinery.
 """
-from .brain import BrainInfo, BrainParameters
-from .curriculum import Curriculum
-from .environment import UnityEnvironment, builtin_scenes
-from .environment_set import EnvironmentSet, RestartPolicy
-from .exception import (
-    UnityActionException,
-    UnityCommunicationException,
-    UnityEnvironmentException,
-    UnityException,
-    UnityMessageException,
-    UnityObservationException,
-    UnityProtocolException,
-    UnityTimeOutException,
-)
+from __future__ import annotations
 
-__all__ = [
-    "BrainInfo", "BrainParameters", "Curriculum", "EnvironmentSet", "RestartPolicy", "UnityEnvironment",
-    "builtin_scenes",
-    "UnityActionException", "UnityCommunicationException", "UnityEnvironmentException",
-    "UnityException", "UnityMessageException", "UnityObservationException", "UnityProtocolException",
-    "UnityTimeOutException",
-]
+import importlib
+from typing import Any
+
+#: Public name -> the submodule that defines it.
+_EXPORTS = {
+    "BrainInfo": "brain", "BrainParameters": "brain",
+    "Curriculum": "curriculum",
+    "UnityEnvironment": "environment", "builtin_scenes": "launcher",
+    "EnvironmentSet": "environment_set", "RestartPolicy": "environment_set",
+    "UnityActionException": "exception", "UnityCommunicationException": "exception",
+    "UnityEnvironmentException": "exception", "UnityException": "exception",
+    "UnityMessageException": "exception", "UnityObservationException": "exception",
+    "UnityProtocolException": "exception", "UnityTimeOutException": "exception",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'unityagents' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

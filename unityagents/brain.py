@@ -9,6 +9,13 @@ becomes a brain, its vector observations one continuous state, its cameras ``[N,
 observations, its discrete branches ``action_branches``. It adds per-agent fields that API-2 did
 not have (``max_reached``, ``action_masks``, ``group_id``, ``group_rewards``,
 ``decision_requested``, ``terminal_info``); for API-2 they hold their neutral defaults.
+
+The two protocols also differ in the scale of continuous actions (``ACTION_CONTRACTS``). A 2018
+agent script clamps whatever float it gets, so API-2 brains receive the policy's sample as it is.
+A modern Unity agent receives the ``continuous_actions`` output of the ``.onnx`` export, which is
+``clamp(a, -3, 3) / 3`` of the Gaussian sample; over gRPC a trainer sends those same numbers, so
+that a policy acts in Unity at the scale it was trained at. ``BrainParameters.environment_actions``
+is the one place that maps a policy's actions to what its environment receives.
 """
 from __future__ import annotations
 
@@ -17,6 +24,12 @@ from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 import numpy as np
 
 SPACE_TYPES = ("discrete", "continuous")
+#: How an environment expects continuous actions: ``"raw"`` (API-2: the policy's sample, clamped
+#: by the agent script) or ``"unit"`` (modern Unity: ``clamp(a, -CLIP, CLIP) / CLIP``, in [-1, 1],
+#: exactly what the ONNX export's ``continuous_actions`` output holds).
+ACTION_CONTRACTS = ("raw", "unit")
+#: ML-Agents' clip for Gaussian (not tanh-squashed) policies: a sample of 3 is a full action of 1.
+CONTINUOUS_ACTION_CLIP = 3.0
 
 
 class BrainParameters:
@@ -25,7 +38,8 @@ class BrainParameters:
     :param brain_name: the brain's GameObject name.
     :param brain_param: one entry of ``brainParameters`` (keys ``stateSize``, ``actionSize``,
         ``memorySize``, ``cameraResolutions``, ``actionDescriptions``, ``actionSpaceType``,
-        ``stateSpaceType``).
+        ``stateSpaceType``; the modern protocol adds ``actionBranches``, ``actionMasks`` and
+        ``continuousActionContract``).
     """
 
     def __init__(self, brain_name: str, brain_param: Dict[str, Any]):
@@ -45,6 +59,13 @@ class BrainParameters:
         #: The environment may mask discrete actions (modern protocol): trainers then honour
         #: ``BrainInfo.action_masks``. API-2 has no masks.
         self.uses_action_masks = bool(brain_param.get("actionMasks", False))
+        #: One of ``ACTION_CONTRACTS``: the scale at which this brain's environment takes
+        #: continuous actions (set by the communicator of the protocol; API-2 is ``"raw"``).
+        self.continuous_action_contract = str(brain_param.get("continuousActionContract", "raw"))
+        if self.continuous_action_contract not in ACTION_CONTRACTS:
+            raise ValueError(
+                f"Brain {brain_name!r}: continuousActionContract {self.continuous_action_contract!r} is not one of "
+                f"{ACTION_CONTRACTS}; use 'raw' for API-2 environments and 'unit' for the modern protocol.")
 
     @property
     def state_width(self) -> int:
@@ -56,6 +77,20 @@ class BrainParameters:
         """Floats per agent in an action message: ``actionSize`` if continuous, one per branch
         (1 for API-2) if discrete."""
         return self.action_space_size if self.action_space_type == "continuous" else len(self.action_branches)
+
+    def environment_actions(self, actions: np.ndarray, bounded: bool = False) -> np.ndarray:
+        """What the environment receives when the policy decided ``actions`` (``[N, action_width]``).
+
+        Discrete actions and the ``"raw"`` contract pass unchanged. Under ``"unit"``, a Gaussian
+        sample becomes ``clamp(a, -3, 3) / 3`` (the trainer keeps the unclipped sample for its
+        log-probabilities); ``bounded`` says the policy's actions are already in [-1, 1] (a
+        tanh-squashed policy, or one that copies actions the environment executed), so they are
+        only clamped to that range, not divided.
+        """
+        if self.action_space_type != "continuous" or self.continuous_action_contract == "raw":
+            return actions
+        clip = 1.0 if bounded else CONTINUOUS_ACTION_CLIP
+        return np.clip(np.asarray(actions, dtype=np.float32), -clip, clip) / np.float32(clip)
 
     def to_dict(self) -> Dict[str, Any]:
         """The JSON entry this object was made from (round trip for saving and tests)."""
@@ -73,6 +108,8 @@ class BrainParameters:
             result["actionBranches"] = list(self.action_branches)
         if self.uses_action_masks:
             result["actionMasks"] = True
+        if self.continuous_action_contract != "raw":
+            result["continuousActionContract"] = self.continuous_action_contract
         return result
 
     def __str__(self) -> str:

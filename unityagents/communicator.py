@@ -32,8 +32,9 @@ import re
 import reprlib
 import socket
 import struct
+import subprocess
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import orjson
@@ -48,9 +49,6 @@ from .exception import (
     UnityProtocolException,
     UnityTimeOutException,
 )
-
-if TYPE_CHECKING:  # the environment gives the communicator its failure helpers and log path
-    from .environment import UnityEnvironment
 
 API2_VERSION = "API-2"
 _POLL_SECONDS = 0.2
@@ -84,6 +82,48 @@ class Handshake:
     first_infos: Optional[Dict[str, BrainInfo]] = None
 
 
+class Peer:
+    """What the wire knows of the environment at its other end: how long to wait for it, its log, its process.
+
+    The environment fills it in as it launches the process and learns the log's path; communicators
+    only read it, to say in every error where the log is and whether the process is still alive.
+    The wire therefore needs nothing of ``UnityEnvironment``.
+
+    :param timeout: seconds to wait for any single answer of the environment.
+    """
+
+    def __init__(self, timeout: float):
+        self.timeout = float(timeout)
+        self.log_path: Optional[str] = None
+        #: The launched process, or None (an environment started by someone else, or not yet launched).
+        self.process: Optional[subprocess.Popen] = None
+
+    def check_alive(self, what: str) -> None:
+        """Raise if the process has exited while we waited for it ``what`` (e.g. "to connect")."""
+        if self.process is not None and self.process.poll() is not None:
+            raise UnityCommunicationException(
+                f"The environment process exited with code {self.process.returncode} while we waited for it "
+                f"{what}.", self.log_path)
+
+    def raise_timeout(self, what: str):
+        self.check_alive(f"to send {what}")
+        raise UnityTimeOutException(
+            f"The environment took longer than {self.timeout:.0f} s to send {what}. It may be stuck "
+            "or paused; raise timeout_wait if it is only slow.", self.log_path) from None
+
+    def raise_lost(self, what: str, how: str):
+        code = None
+        if self.process is not None:
+            try:
+                code = self.process.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                code = None
+        state = f"the process exited with code {code}" if code is not None else "the process is still running"
+        raise UnityCommunicationException(
+            f"Lost the environment while waiting for {what}: {how} ({state}). "
+            "It probably crashed; check its log.", self.log_path) from None
+
+
 class Communicator(abc.ABC):
     """One protocol's end of the wire, owned by one ``UnityEnvironment``.
 
@@ -94,8 +134,8 @@ class Communicator(abc.ABC):
     #: The value of ``UnityEnvironment(protocol=...)`` that selects this class.
     protocol: str = ""
 
-    def __init__(self, env: "UnityEnvironment"):
-        self.env = env
+    def __init__(self, peer: Peer):
+        self.peer = peer
         #: Custom stats the environment sent with the last answer (see ``UnityEnvironment.stats``).
         self.stats: Dict[str, List[Stat]] = {}
 
@@ -181,9 +221,9 @@ class _Connection:
     that trickles a byte at a time cannot hold the trainer longer than a silent one.
     """
 
-    def __init__(self, sock: socket.socket, env: "UnityEnvironment", timeout: float):
+    def __init__(self, sock: socket.socket, peer: Peer, timeout: float):
         self.sock = sock
-        self.env = env
+        self.peer = peer
         self.timeout = timeout
         self.pending = bytearray()
         self.sock.settimeout(timeout)
@@ -192,7 +232,7 @@ class _Connection:
     def _fill(self, what: str, deadline: float) -> None:
         left = deadline - time.monotonic()
         if left <= 0:
-            self.env._raise_timeout(what)
+            self.peer.raise_timeout(what)
         try:
             # The socket keeps the full timeout (no system call on the hot path, where a message
             # comes in one read); only a message that is late shortens it to what is left.
@@ -202,11 +242,11 @@ class _Connection:
                 self._sock_timeout = want
             chunk = self.sock.recv(65536)
         except socket.timeout:
-            self.env._raise_timeout(what)
+            self.peer.raise_timeout(what)
         except OSError as e:
-            self.env._raise_lost(what, f"the socket failed ({e})")
+            self.peer.raise_lost(what, f"the socket failed ({e})")
         if not chunk:
-            self.env._raise_lost(what, "the environment closed the connection")
+            self.peer.raise_lost(what, "the environment closed the connection")
         self.pending += chunk
 
     def read_exact(self, n: int, what: str, deadline: Optional[float] = None) -> bytes:
@@ -226,7 +266,7 @@ class _Connection:
                 f"Protocol error: expected {token!r} from the environment but received {data!r}. "
                 "The environment may not speak API-2 (the action message became length-prefixed in "
                 "#166 without a version change): use a build made with the matching ML-Agents version.",
-                self.env.logfile_path,
+                self.peer.log_path,
             )
 
     def read_framed(self, what: str, limit: int, brain: Optional[str] = None) -> bytes:
@@ -238,7 +278,7 @@ class _Connection:
                 f"Protocol error: {what} announces {length} bytes, but no message of this brain can "
                 f"need more than {limit} (expected a length prefix of at most {limit}, received {length}). "
                 "The environment sent a corrupt length prefix or is not an API-2 build of these brains.",
-                self.env.logfile_path, brain=brain, field="length prefix", expected=f"<= {limit}",
+                self.peer.log_path, brain=brain, field="length prefix", expected=f"<= {limit}",
                 received=length)
         return self.read_exact(length, what, deadline)
 
@@ -261,13 +301,13 @@ class _Connection:
                         "The environment opened an HTTP/2 (gRPC) connection, but this trainer listens for "
                         "API-2 (expected the AcademyParameters JSON, received the HTTP/2 preface "
                         f"{bytes(buf[:24])!r}): this looks like a modern ML-Agents build; use "
-                        "--protocol grpc (UnityEnvironment(..., protocol='grpc')).", self.env.logfile_path)
+                        "--protocol grpc (UnityEnvironment(..., protocol='grpc')).", self.peer.log_path)
                 stripped = buf.lstrip()
                 if stripped:
                     if stripped[:1] not in (b"{", b"["):
                         raise UnityCommunicationException(
                             f"Protocol error: expected the {what} as JSON but received {bytes(buf[:80])!r}.",
-                            self.env.logfile_path)
+                            self.peer.log_path)
                     begun, scanned = True, len(buf) - len(stripped)
             if open_string:  # follow the string still open at ``scanned`` to its closing quote
                 scanned = _STRING_PART.match(buf, scanned).end()
@@ -285,7 +325,7 @@ class _Connection:
                     raise UnityMessageException(
                         f"Protocol error: the {what} JSON is nested more than {MAX_JSON_DEPTH} levels deep "
                         "(expected an object of 4 levels). The environment is not an API-2 build.",
-                        self.env.logfile_path, field=what, expected=f"nesting <= {MAX_JSON_DEPTH}",
+                        self.peer.log_path, field=what, expected=f"nesting <= {MAX_JSON_DEPTH}",
                         received="deeper")
                 if running.size and running.min() <= 0:
                     end = scanned + _json_end(region, depth)
@@ -296,7 +336,7 @@ class _Connection:
                     except orjson.JSONDecodeError as e:
                         raise UnityCommunicationException(
                             f"Protocol error: expected the {what} as JSON but it does not parse ({e}); "
-                            f"received {raw[:80]!r}...", self.env.logfile_path) from None
+                            f"received {raw[:80]!r}...", self.peer.log_path) from None
                 if running.size:
                     depth = int(running[-1])
                 if quote < 0:
@@ -309,7 +349,7 @@ class _Connection:
                 raise UnityMessageException(
                     f"Protocol error: the {what} is longer than {limit} bytes and still incomplete "
                     "(expected a JSON object of a few kB). The environment is not an API-2 build, or "
-                    "its message is corrupt.", self.env.logfile_path, field=what,
+                    "its message is corrupt.", self.peer.log_path, field=what,
                     expected=f"<= {limit} bytes", received=f"> {limit} bytes")
             self._fill(what, deadline)
 
@@ -322,7 +362,7 @@ class _Connection:
             return False
         raise UnityCommunicationException(
             f"Protocol error: expected the global done flag b'True' or b'False' but received {head!r}.",
-            self.env.logfile_path,
+            self.peer.log_path,
         )
 
     def send(self, data: bytes) -> None:
@@ -332,7 +372,7 @@ class _Connection:
                 self._sock_timeout = self.timeout
             self.sock.sendall(data)
         except OSError as e:
-            self.env._raise_lost("a send to the environment", f"the socket failed ({e})")
+            self.peer.raise_lost("a send to the environment", f"the socket failed ({e})")
 
     def send_framed(self, payload: bytes) -> None:
         # One write for prefix and payload: two small writes would meet Nagle + delayed ACK.
@@ -348,8 +388,8 @@ class API2Communicator(Communicator):
 
     protocol = "api2"
 
-    def __init__(self, env: "UnityEnvironment", port: int, worker_id: int):
-        super().__init__(env)
+    def __init__(self, peer: Peer, port: int, worker_id: int):
+        super().__init__(peer)
         self.port = port
         self._conn: Optional[_Connection] = None
         self._brains: Dict[str, BrainParameters] = {}
@@ -387,7 +427,7 @@ class API2Communicator(Communicator):
                 sock, _ = self._listener.accept()
                 break
             except socket.timeout:
-                self.env._check_process_alive("to connect")
+                self.peer.check_alive("to connect")
                 if time.monotonic() > deadline:
                     raise UnityTimeOutException(
                         f"The environment {file_name!r} did not connect to 127.0.0.1:{self.port} within "
@@ -395,18 +435,18 @@ class API2Communicator(Communicator):
                         "that its Academy and External brain(s) are in the scene, and that it was built "
                         "for this API (API-2; a modern ML-Agents build needs --protocol grpc); raise "
                         "start_timeout if it is just slow to start.",
-                        self.env.logfile_path,
+                        self.peer.log_path,
                     ) from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.settimeout(self.env._timeout_wait)
-        self._conn = _Connection(sock, self.env, self.env._timeout_wait)
+        sock.settimeout(self.peer.timeout)
+        self._conn = _Connection(sock, self.peer, self.peer.timeout)
 
     def handshake(self) -> Handshake:
         p = self._conn.read_json_unframed("AcademyParameters")
         if not isinstance(p, dict):
             raise UnityMessageException(
                 f"Protocol error: expected the AcademyParameters as a JSON object but received {p!r:.200}.",
-                self.env.logfile_path, field="AcademyParameters", expected="a JSON object",
+                self.peer.log_path, field="AcademyParameters", expected="a JSON object",
                 received=_show(p))
         api = p.get("apiNumber", "API-1")
         if api != API2_VERSION:
@@ -415,7 +455,7 @@ class API2Communicator(Communicator):
                 f"Unity API: {api if isinstance(api, str) else _show(api):.80}. Use a Unity build made with the "
                 "ML-Agents version of this package."
             )
-        hello = validate_academy_parameters(p, self.env.logfile_path)
+        hello = validate_academy_parameters(p, self.peer.log_path)
         self._brains, self._brain_names = hello.brains, list(hello.brains)
         self._limits = {b: _state_message_limit(bp) for b, bp in hello.brains.items()}
         self._frame_limits = {b: [_png_limit(r) for r in bp.camera_resolutions] for b, bp in hello.brains.items()}
@@ -450,31 +490,31 @@ class API2Communicator(Communicator):
                 raise UnityMessageException(
                     f"Protocol error: expected a state message of one of the brains {self._brain_names} "
                     f"but could not read it ({e}); received {raw[:120]!r}. NaN, Infinity and nesting "
-                    f"deeper than 1024 levels are not JSON.", self.env.logfile_path,
+                    f"deeper than 1024 levels are not JSON.", self.peer.log_path,
                     field="state message", expected="a JSON object", received=raw[:120]) from None
             b = msg.get("brain_name") if isinstance(msg, dict) else None
             if not isinstance(b, str) or b not in self._brains:
                 raise UnityMessageException(
                     f"Protocol error: expected a state message of one of the brains {self._brain_names} "
                     f"but received one whose brain_name is {_show(b)} ({raw[:120]!r}).",
-                    self.env.logfile_path, field="brain_name", expected=f"one of {self._brain_names}",
+                    self.peer.log_path, field="brain_name", expected=f"one of {self._brain_names}",
                     received=_show(b))
             if b in infos:
                 raise UnityMessageException(
                     f"Protocol error: brain {b!r} sent two state messages in one step (expected one message "
-                    f"per brain: {self._brain_names}).", self.env.logfile_path, brain=b,
+                    f"per brain: {self._brain_names}).", self.peer.log_path, brain=b,
                     field="brain_name", expected="each brain once", received=f"{b!r} twice")
             if len(raw) > self._limits[b]:
                 raise UnityMessageException(
                     f"Protocol error: the state message of brain {b!r} has {len(raw)} bytes; no message of "
-                    f"this brain can need more than {self._limits[b]}.", self.env.logfile_path, brain=b,
+                    f"this brain can need more than {self._limits[b]}.", self.peer.log_path, brain=b,
                     field="length prefix", expected=f"<= {self._limits[b]}", received=len(raw))
             infos[b] = self._brain_info(b, self._brains[b], msg)
         return infos, self._conn.read_done_flag()
 
     def _brain_info(self, b: str, params: BrainParameters, msg: Dict[str, Any]) -> BrainInfo:
         """Check every field of one state message (types, sizes, finiteness); then build its info."""
-        log = self.env.logfile_path
+        log = self.peer.log_path
         agents = _field(msg, b, "agents", log)
         if not isinstance(agents, list) or not set(map(type, agents)) <= {int}:
             raise _bad(b, "agents", "a list of integer agent ids", agents, log)
@@ -528,8 +568,8 @@ class API2Communicator(Communicator):
 
     def _decode_png(self, data: bytes, res: Dict[str, Any], brain: str) -> np.ndarray:
         self._conn.send(b"RECEIVED")
-        # Through the environment, so that bench/train.py can time it by wrapping env._decode_png.
-        return self.env._decode_png(data, res, brain)
+        # A method of its own, so that bench/train.py can time the decoding by wrapping it.
+        return decode_api2_png(data, res, brain, self.peer.log_path)
 
     def close(self) -> None:
         if self._conn is not None:

@@ -9,38 +9,32 @@ is the client, in either protocol:
   Unity build since 2021 speaks (described in ``grpc_communicator.GrpcCommunicator`` and the
   README's "Modern Unity builds" section).
 
-This module launches the process (by the rules of the chosen protocol), validates what the
-caller gives ``reset``/``step``, and keeps the brains' bookkeeping; the communicator owns the
-bytes. Both listen on 127.0.0.1 only, time out instead of hanging, poll the launched process while
+This module has the process launched (``launcher``, by the rules of the chosen protocol), validates
+what the caller gives ``reset``/``step``, and keeps the brains' bookkeeping; the communicator owns
+the bytes and knows of the environment only its ``Peer`` (timeout, log, process). Both listen on
+127.0.0.1 only, time out instead of hanging, poll the launched process while
 they wait and reap it on every failure, and raise errors that say what was expected, what arrived
 and what to do. This module knows nothing of learning and never imports TensorFlow.
 """
 from __future__ import annotations
 
 import atexit
-import errno
 import logging
-import os
-import platform
 import subprocess
-import sys
-import tempfile
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
 from .brain import BrainInfo, BrainParameters
-from .communicator import API2_VERSION, API2Communicator, Communicator, Stat, decode_api2_png
+from .communicator import API2_VERSION, API2Communicator, Communicator, Peer, Stat
 from .curriculum import AnyResetParameter, Curriculum
 from .exception import (
     UnityActionException,
-    UnityCommunicationException,
     UnityEnvironmentException,
     UnityException,
-    UnityTimeOutException,
     is_own_log,
-    register_own_log,
 )
+from .launcher import launch
 
 logger = logging.getLogger("unityagents")
 
@@ -50,22 +44,6 @@ _UNITY_EXTENSIONS = (".app", ".exe", ".x86_64", ".x86")
 
 ActionInput = Union[None, float, Sequence[float], np.ndarray, Dict[str, Any]]
 
-
-def builtin_scenes() -> List[str]:
-    """Names of the scenes shipped in ``academy`` (empty if the package is not importable)."""
-    try:
-        import academy
-    except ImportError:
-        return []
-    return sorted(academy.SCENES)
-
-
-def _listdir(folder: str) -> List[str]:
-    """The sorted entries of ``folder`` (none when it is not a readable folder)."""
-    try:
-        return sorted(os.listdir(folder))
-    except OSError:
-        return []
 
 
 class UnityEnvironment:
@@ -118,11 +96,10 @@ class UnityEnvironment:
         self._env_args = [str(a) for a in env_args]
         self._loaded = False
         self._closed = False
-        self._proc: Optional[subprocess.Popen] = None
         self._communicator: Optional[Communicator] = None
         self._global_done: Optional[bool] = None
-        self._log_path: Optional[str] = None
-        self._timeout_wait = float(timeout_wait)
+        #: What the communicator knows of this environment (its process, its log, the answer timeout).
+        self._peer = Peer(timeout_wait)
         self._n_agents: Dict[str, int] = {}
         self._n_deciding: Dict[str, int] = {}
         self._awaiting = False  # a reset or step was sent; receive() reads its answer
@@ -134,15 +111,16 @@ class UnityEnvironment:
         if protocol == "grpc":
             from .grpc_communicator import GrpcCommunicator
 
-            self._communicator = GrpcCommunicator(self, self.port, self.worker_id, seed=seed,
+            self._communicator = GrpcCommunicator(self._peer, self.port, self.worker_id, seed=seed,
                                                   engine_config=engine_config)
         else:
             if engine_config is not None:
                 logger.warning("API-2 has no engine configuration channel: engine_config is ignored "
                                "(train_mode chooses the engine's speed).")
-            self._communicator = API2Communicator(self, self.port, self.worker_id)
+            self._communicator = API2Communicator(self._peer, self.port, self.worker_id)
         try:
-            self._launch(file_name, seed, log_dir, bool(no_graphics))
+            self._peer.process, self._peer.log_path = launch(
+                file_name, protocol, self.port, self.worker_id, seed, log_dir, bool(no_graphics), self._env_args)
             self._communicator.connect(float(start_timeout), file_name)
             hello = self._communicator.handshake()
             self._academy_name = hello.academy_name
@@ -150,8 +128,8 @@ class UnityEnvironment:
             self._brain_names = list(hello.brains)
             self._external_brain_names = list(hello.external_brain_names)
             self._reset_parameters = dict(hello.reset_parameters)
-            if hello.log_path and not is_own_log(self._log_path):
-                self._log_path = hello.log_path  # only shown in messages, never read (exception.py)
+            if hello.log_path and not is_own_log(self._peer.log_path):
+                self._peer.log_path = hello.log_path  # only shown in messages, never read (exception.py)
             if hello.first_infos is not None:
                 self._note_agents(hello.first_infos)
                 self._restore_memories(hello.first_infos)
@@ -167,139 +145,6 @@ class UnityEnvironment:
         logger.info("'%s' started successfully!\n%s", self._academy_name, self)
 
     # ------------------------------------------------------------------------ start-up
-    @staticmethod
-    def find_unity_binary(file_name: str, protocol: str = "api2") -> Optional[str]:
-        """The Unity build that ``file_name`` names, by the platform rules, or None.
-
-        With ``protocol="grpc"`` the modern rules apply (ML-Agents' launch rules): on Linux the name itself is
-        also accepted when it is a file, and on Windows any ``.exe`` in a folder of that name
-        except the crash handler.
-        """
-        name = file_name.strip()
-        for ext in _UNITY_EXTENSIONS:
-            if name.endswith(ext):
-                name = name[: -len(ext)]
-        cwd = os.getcwd()
-        system = platform.system()
-        # Every candidate is an exact path: the name is never a glob pattern, so that '*' or
-        # '[ab]' names only a file of that very name.
-        if system == "Darwin":
-            base = os.path.basename(os.path.normpath(name))
-            folders = [os.path.join(cwd, name + ".app", "Contents", "MacOS"),
-                       os.path.join(name + ".app", "Contents", "MacOS")]
-            candidates = [os.path.join(f, base) for f in folders]
-            if protocol == "grpc":  # the modern rules: any file in the bundle's MacOS folder
-                candidates += [os.path.join(f, e) for f in folders for e in _listdir(f)]
-        elif system == "Windows":
-            candidates = [os.path.join(cwd, name + ".exe"), name + ".exe"]
-            if protocol == "grpc":
-                folder = os.path.join(cwd, name)
-                candidates += [os.path.join(folder, e) for e in _listdir(folder)
-                               if e.endswith(".exe") and not e.startswith("UnityCrashHandler")]
-        else:
-            candidates = [os.path.join(cwd, name + ".x86_64"), os.path.join(cwd, name + ".x86"),
-                          name + ".x86_64", name + ".x86"]
-        for candidate in candidates:
-            if os.path.isfile(candidate):
-                return candidate
-        if protocol == "grpc" and system not in ("Darwin", "Windows") and os.path.isfile(file_name.strip()) \
-                and os.access(file_name.strip(), os.X_OK):
-            return file_name.strip()
-        return None
-
-    def _launch(self, file_name: str, seed: Optional[int], log_dir: Optional[str], no_graphics: bool) -> None:
-        binary = self.find_unity_binary(file_name, self.protocol)
-        grpc = self.protocol == "grpc"
-        if log_dir is None:  # private to this environment: nobody else can plant a link in it
-            log_dir = tempfile.mkdtemp(prefix=f"unityagents-worker{self.worker_id}-")
-        log_dir = os.path.abspath(log_dir)
-        if binary is not None:
-            self._check_executable(binary)
-            logger.info("Launching the Unity build %s on port %d (%s)", binary, self.port, self.protocol)
-            if grpc:  # ML-Agents' launch rules: graphics flags, port, log file, then the caller's arguments
-                os.makedirs(log_dir, exist_ok=True)
-                self._log_path = os.path.join(log_dir, f"Player-{self.worker_id}.log")
-                args = ["-nographics", "-batchmode"] if no_graphics else []
-                args += ["--mlagents-port", str(self.port)]
-                if not any(a.lower() == "-logfile" for a in self._env_args):
-                    args += ["-logFile", self._log_path]
-                    register_own_log(self._log_path)
-                cmd = [binary] + args + self._env_args
-            else:
-                self._log_path = os.path.join(os.getcwd(), "unity-environment.log")
-                cmd = [binary, "--port", str(self.port)] + self._env_args
-            try:  # own session: Ctrl-C reaches the trainer, which saves, then closes the environment
-                self._proc = subprocess.Popen(cmd, start_new_session=True)
-            except OSError as e:
-                raise self._launch_error(binary, e) from None
-            return
-        scenes = builtin_scenes()
-        scene = os.path.basename(file_name.strip())
-        if scene not in scenes:
-            raise UnityEnvironmentException(
-                f"Couldn't launch the {file_name!r} environment: no Unity build matches it "
-                f"(looked for {file_name}.x86_64 / .x86 / .app / .exe) and it is not a built-in "
-                f"scene. Built-in scenes: {', '.join(scenes) or '(academy is not installed)'}."
-            )
-        os.makedirs(log_dir, exist_ok=True)
-        self._log_path = os.path.join(log_dir, f"{scene}-worker{self.worker_id}.log")
-        cmd = [sys.executable, "-m", "academy", scene]
-        if grpc:  # the arguments a Unity player gets (ML-Agents' launch rules)
-            cmd += (["-nographics", "-batchmode"] if no_graphics else []) + [
-                "--mlagents-port", str(self.port), "-logFile", self._log_path]
-        else:
-            cmd += ["--port", str(self.port)]
-        if seed is not None:
-            cmd += ["--seed", str(int(seed))]
-        cmd += self._env_args
-        env = dict(os.environ)
-        root = os.path.dirname(os.path.dirname(os.path.abspath(sys.modules["academy"].__file__)))
-        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "") if env.get("PYTHONPATH") else root
-        logger.info("Launching the built-in scene %s on port %d over %s (log: %s)", scene, self.port,
-                    self.protocol, self._log_path)
-        # A fresh log, opened without following a symlink planted at its path (O_NOFOLLOW): a link
-        # there is refused instead of overwriting its target. The scene appends to it too (-logFile).
-        try:
-            fd = os.open(self._log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-                         | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o644)
-        except OSError as e:
-            if e.errno == errno.ELOOP or os.path.islink(self._log_path):
-                raise UnityEnvironmentException(
-                    f"Couldn't open the environment log {self._log_path}: it is a symbolic link (to "
-                    f"{os.readlink(self._log_path)!r}), which is never followed. Remove it, or give another "
-                    "log folder (log_dir).") from None
-            raise UnityEnvironmentException(
-                f"Couldn't open the environment log {self._log_path}: {e.strerror or e}. Give a writable "
-                "log folder (log_dir).") from None
-        register_own_log(self._log_path)
-        with os.fdopen(fd, "ab") as log:
-            self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                          start_new_session=True)
-
-    @staticmethod
-    def _check_executable(binary: str) -> None:
-        """Refuse, before launching, a build that cannot be executed, with what to do about it."""
-        if not os.access(binary, os.X_OK):
-            raise UnityEnvironmentException(
-                f"Couldn't launch the Unity build {binary}: it is not executable. Make it executable "
-                f"(chmod -R 755 {os.path.dirname(binary) or '.'}), or check that its file system is not "
-                "mounted noexec.")
-
-    @staticmethod
-    def _launch_error(binary: str, e: OSError) -> UnityEnvironmentException:
-        """What an ``OSError`` of ``Popen`` means for a Unity build, and what to do."""
-        if isinstance(e, PermissionError):
-            why = (f"permission denied. Make the build executable (chmod -R 755 "
-                   f"{os.path.dirname(binary) or '.'}), or check that its file system is not mounted noexec")
-        elif e.errno == errno.ENOEXEC:
-            why = ("it is not a program this system can run (exec format error). Use the build for this "
-                   f"platform ({platform.system()} {platform.machine()}), or add a '#!' line if it is a script")
-        elif e.errno == errno.ENOENT:
-            why = ("the file or its interpreter does not exist (a '#!' line naming a missing program is a "
-                   "bad interpreter). Fix the script's first line, or rebuild for this platform")
-        else:
-            why = f"{e.strerror or e}"
-        return UnityEnvironmentException(f"Couldn't launch the Unity build {binary}: {why}.")
 
     def _failed(self) -> None:
         """After an error of the communicator: the exchange cannot resume, so release everything.
@@ -308,35 +153,6 @@ class UnityEnvironment:
         """
         self._close(grace=1.0)
 
-    # ------------------------------------------------------------------------ failures
-    def _check_process_alive(self, what: str) -> None:
-        if self._proc is not None and self._proc.poll() is not None:
-            raise UnityCommunicationException(
-                f"The environment process exited with code {self._proc.returncode} while we waited for it "
-                f"{what}.", self._log_path)
-
-    def _raise_timeout(self, what: str):
-        self._check_process_alive(f"to send {what}")
-        raise UnityTimeOutException(
-            f"The environment took longer than {self._timeout_wait:.0f} s to send {what}. It may be stuck "
-            "or paused; raise timeout_wait if it is only slow.", self._log_path) from None
-
-    def _raise_lost(self, what: str, how: str):
-        code = None
-        if self._proc is not None:
-            try:
-                code = self._proc.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                code = None
-        state = f"the process exited with code {code}" if code is not None else "the process is still running"
-        raise UnityCommunicationException(
-            f"Lost the environment while waiting for {what}: {how} ({state}). "
-            "It probably crashed; check its log.", self._log_path) from None
-
-    def _decode_png(self, data: bytes, res: Dict[str, Any], brain: str) -> np.ndarray:
-        """An API-2 camera frame as float ``[H, W, C]`` (a method so that benchmarks can time it)."""
-        return decode_api2_png(data, res, brain, self._log_path)
-
     # ------------------------------------------------------------------------ properties
     @property
     def curriculum(self) -> Curriculum:
@@ -344,7 +160,7 @@ class UnityEnvironment:
 
     @property
     def logfile_path(self) -> Optional[str]:
-        return self._log_path
+        return self._peer.log_path
 
     @property
     def brains(self) -> Dict[str, BrainParameters]:
@@ -632,12 +448,12 @@ class UnityEnvironment:
                 self._communicator.close()
             except Exception as e:  # closing must never mask the error that led here
                 logger.warning("Closing the communicator failed: %s", e)
-        if self._proc is not None and self._proc.poll() is None:
+        if self._peer.process is not None and self._peer.process.poll() is None:
             try:  # a connected environment quits when told; one that never connected is killed
-                self._proc.wait(timeout=grace if connected else 0.0)
+                self._peer.process.wait(timeout=grace if connected else 0.0)
             except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+                self._peer.process.kill()
+                self._peer.process.wait()
         self._loaded = False
 
     def __enter__(self) -> "UnityEnvironment":

@@ -15,7 +15,10 @@ How behaviours become brains: a behaviour is a brain named by its fully-qualifie
 continuous state; its rank-3 observations are cameras, delivered as ``[N, H, W, C]`` floats in
 0..1 whatever the wire layout ([H,W,C] before C# package 3.0, [C,H,W] from 3.0, chosen from the
 package version in call #1); continuous actions and discrete branches map onto
-``BrainParameters``. A ``BrainInfo`` row is an agent that reported in this step: one that asks
+``BrainParameters``, whose ``continuousActionContract`` is ``"unit"``: a trainer sends Unity
+``clamp(a, -3, 3) / 3`` as the ONNX export does (``BrainParameters.environment_actions``), while
+``send_step`` itself sends the floats it is given, so a gymnasium or PettingZoo user's actions
+arrive as they chose them. A ``BrainInfo`` row is an agent that reported in this step: one that asks
 for a decision, or one whose episode ended (``local_done``; ``max_reached`` when interrupted).
 An agent that ended its episode and asks for its next decision in the same step has one row, as
 with API-2: the terminal reward and done flag, and the first observation of its next episode; its
@@ -39,12 +42,12 @@ import threading
 import time
 import uuid
 from concurrent import futures
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .brain import BrainInfo, BrainParameters
-from .communicator import Communicator, Handshake
+from .communicator import Communicator, Handshake, Peer
 from .exception import (
     UnityActionException,
     UnityCommunicationException,
@@ -70,9 +73,6 @@ from .grpc_validate import (  # noqa: F401 (parse_side_channels, split_pngs, dec
     split_pngs,
 )
 from .protos import communicator_objects_pb2 as pb
-
-if TYPE_CHECKING:
-    from .environment import UnityEnvironment
 
 logger = logging.getLogger("unityagents")
 
@@ -206,9 +206,9 @@ class GrpcCommunicator(Communicator):
 
     protocol = "grpc"
 
-    def __init__(self, env: "UnityEnvironment", port: int, worker_id: int, seed: Optional[int] = None,
+    def __init__(self, peer: Peer, port: int, worker_id: int, seed: Optional[int] = None,
                  engine_config: Optional[EngineConfig] = None):
-        super().__init__(env)
+        super().__init__(peer)
         import grpc  # only a gRPC environment needs grpcio
 
         self.port = port
@@ -284,7 +284,7 @@ class GrpcCommunicator(Communicator):
                 break
             except queue.Empty:
                 try:
-                    self.env._check_process_alive(f"to send {what}")
+                    self.peer.check_alive(f"to send {what}")
                 except UnityCommunicationException as e:
                     if self.connected:
                         raise
@@ -300,8 +300,8 @@ class GrpcCommunicator(Communicator):
                             "launched with --mlagents-port, needs no user interaction, has agents with "
                             "Behavior Type 'Default', and is a modern ML-Agents build (Release 19 or "
                             "later); a 2018 build (ML-Agents 0.3, API-2) needs --protocol api2. Raise "
-                            "start_timeout if it is only slow to start.", self.env.logfile_path) from None
-                    self.env._raise_timeout(what)
+                            "start_timeout if it is only slow to start.", self.peer.log_path) from None
+                    self.peer.raise_timeout(what)
         self._pending = call
         try:
             message = pb.UnityMessageProto.FromString(call.request)
@@ -309,8 +309,8 @@ class GrpcCommunicator(Communicator):
             raise UnityProtocolException(
                 f"The environment sent a malformed or truncated message when {what} was expected "
                 f"({type(e).__name__}: {e}; {len(call.request)} bytes, starting {call.request[:24]!r}). "
-                "Check that the build uses ML-Agents communication API 1.x.", self.env.logfile_path) from None
-        check_status(message, what, self.env.logfile_path)
+                "Check that the build uses ML-Agents communication API 1.x.", self.peer.log_path) from None
+        check_status(message, what, self.peer.log_path)
         return message
 
     def _reply(self, message: "pb.UnityMessageProto") -> None:
@@ -325,7 +325,7 @@ class GrpcCommunicator(Communicator):
         self.connected = True
 
     def handshake(self) -> Handshake:
-        log_path = self.env.logfile_path
+        log_path = self.peer.log_path
         output = self._init_output.unity_output
         if not output.HasField("rl_initialization_output"):
             raise UnityProtocolException(
@@ -351,7 +351,7 @@ class GrpcCommunicator(Communicator):
         caps.multiAgentGroups = True
         ri.num_areas = 1
         self._reply(reply)
-        self._next_message("the second handshake message", self.env._timeout_wait)
+        self._next_message("the second handshake message", self.peer.timeout)
         if not _compatible(version):
             bye = pb.UnityMessageProto()
             bye.header.status = _STATUS_CLOSE
@@ -427,8 +427,8 @@ class GrpcCommunicator(Communicator):
 
     # ---------------------------------------------------------------- receiving
     def receive(self) -> Tuple[Dict[str, BrainInfo], bool]:
-        message = self._next_message("its next observations", self.env._timeout_wait)
-        log = self.env.logfile_path
+        message = self._next_message("its next observations", self.peer.timeout)
+        log = self.peer.log_path
         rl = rl_output_of(message, log)
         self.stats = {}
         if rl.side_channel:
@@ -451,7 +451,7 @@ class GrpcCommunicator(Communicator):
         return result, False
 
     def _read_side_channels(self, data: bytes) -> None:
-        log = self.env.logfile_path
+        log = self.peer.log_path
         for channel, payload in parse_side_channels(data, log):
             if channel == STATS_CHANNEL:
                 stat = parse_stat(payload, log)
@@ -499,7 +499,7 @@ class GrpcCommunicator(Communicator):
             "stateSize": state_size, "actionSize": action_size, "memorySize": 0,
             "cameraResolutions": cameras, "actionDescriptions": descriptions,
             "actionSpaceType": action_type, "stateSpaceType": 1, "actionBranches": list(branches),
-            "actionMasks": bool(branches)})
+            "actionMasks": bool(branches), "continuousActionContract": "unit"})
         self._behaviours[name] = _Behaviour(name, observations, continuous, list(branches), parameters, spec=spec)
         self.brains[name] = parameters
         logger.info("Connected new brain: %s (state %d, cameras %s, %s)", name, state_size,
@@ -510,7 +510,7 @@ class GrpcCommunicator(Communicator):
         """One agent's observations: its vector values (concatenated) and its camera frames."""
         specs = behaviour.observations
         observations = info.observations
-        log, name, agent = self.env.logfile_path, behaviour.name, info.id
+        log, name, agent = self.peer.log_path, behaviour.name, info.id
         if len(observations) != len(specs):
             raise bad("every agent of a behaviour must have the sensors it was announced with.", log, brain=name,
                       agent=agent, field="observations", expected=f"{len(specs)} observations (shapes "
@@ -580,7 +580,7 @@ class GrpcCommunicator(Communicator):
                     state[r] = vector
                 for c, frame in enumerate(frames):
                     cameras[c][r] = frame
-        log, ids = self.env.logfile_path, [int(i.id) for i in rows]
+        log, ids = self.peer.log_path, [int(i.id) for i in rows]
         check_finite(behaviour.name, "observations (vector)", state, log, ids)
         if len(specs) == 1 and not specs[0].visual:
             return state, []
@@ -590,7 +590,7 @@ class GrpcCommunicator(Communicator):
 
     def _brain_info(self, behaviour: _Behaviour, infos: Sequence["pb.AgentInfoProto"]) -> BrainInfo:
         params = behaviour.parameters
-        log = self.env.logfile_path
+        log = self.peer.log_path
         check_agents(behaviour.name, infos, log)
         total = int(sum(behaviour.branches))
         for info in infos:

@@ -8,11 +8,14 @@ block a move. The only observation is an 84×84 RGB image, +z at the top.
 """
 from __future__ import annotations
 
+import logging
 from collections import deque
 
 import numpy as np
 
 from ..academy import BrainSpec, Camera, Scene
+
+log = logging.getLogger("academy.gridworld")
 
 EMPTY, GOAL, PIT = 0, 1, 2
 SIZE = 84
@@ -33,6 +36,11 @@ class GridWorld(Scene):
     def __init__(self, seed: int = 0) -> None:
         super().__init__(seed)
         self._n = self.brains[0].n_agents
+        #: Actions that came back although the mask sent with the agent's last decision disabled
+        #: them (a trainer that ignores masks walks into walls); each one is logged as a warning.
+        self.masked_actions = 0
+        self._sent_mask: np.ndarray | None = None
+        self._first_wall_logged = False
         self.academy_reset()
 
     def academy_reset(self) -> None:
@@ -65,6 +73,7 @@ class GridWorld(Scene):
 
     def step(self, actions: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         action = np.clip(actions["GridWorldBrain"][:, 0].astype(int), 0, 3)
+        self._count_masked(action)
         self.agent = np.clip(self.agent + MOVES[action], 0, self.size - 1)
         cell = self.cells[np.arange(self._n), self.agent[:, 0], self.agent[:, 1]]
         reward = np.where(cell == GOAL, 1.0, np.where(cell == PIT, -1.0, -0.01))
@@ -74,9 +83,31 @@ class GridWorld(Scene):
         return np.zeros((self._n, 0))
 
     def action_mask(self, brain: str) -> np.ndarray:
-        """Moves into the wall are disabled (over the modern protocol; API-2 has no masks)."""
+        """Moves into the wall are disabled (over the modern protocol; API-2 has no masks).
+
+        The mask is remembered until the next frame, which counts the actions it disabled.
+        """
         targets = self.agent[:, None, :] + MOVES[None, :, :]
-        return ((targets < 0) | (targets >= self.size)).any(axis=2)
+        mask = ((targets < 0) | (targets >= self.size)).any(axis=2)
+        if not self._first_wall_logged and mask.any():
+            self._first_wall_logged = True
+            i = int(np.flatnonzero(mask.any(axis=1))[0])
+            log.info("GridWorld: the first wall mask went out (agent %d at cell %s: %s disabled); actions a mask "
+                     "disables are counted and logged", i, tuple(int(v) for v in self.agent[i]),
+                     ", ".join(np.array(self.brains[0].action_descriptions)[mask[i]]))
+        self._sent_mask = mask
+        return mask
+
+    def _count_masked(self, action: np.ndarray) -> None:
+        """Count (and log) the actions that the mask sent for this decision disabled."""
+        mask, self._sent_mask = self._sent_mask, None
+        if mask is None:  # no mask went out (API-2, stand-alone, or a frame between decisions)
+            return
+        for i in np.flatnonzero(mask[np.arange(self._n), action]):
+            self.masked_actions += 1
+            log.warning("GridWorld: agent %d at cell %s took the masked action %d (%s); %d masked action(s) so far",
+                        i, tuple(int(v) for v in self.agent[i]), action[i],
+                        self.brains[0].action_descriptions[action[i]], self.masked_actions)
 
     def render(self, brain: str, camera: int) -> np.ndarray:
         size = self.size

@@ -1,0 +1,180 @@
+"""Side by side: our trainer vs Unity's own ``mlagents-learn`` 1.1.0, same scene, same settings, over gRPC.
+
+The scene is the built-in 3DBall serving the modern protocol (``python -m academy 3DBall
+--mlagents-port N``), wrapped as a "build": an executable ``Ball3D.x86_64`` that ``mlagents-learn
+--env`` launches exactly as it launches a Unity player (``--mlagents-port``, ``-logFile``,
+``-batchmode -nographics``). Our trainer launches the same wrapper with ``--protocol grpc``. Both get
+the same PPO settings: ML-Agents' own 3DBall settings (``--settings mlagents``: 12k-step rollouts,
+3 epochs of minibatches of 64) or ours (``--settings ours``: the shipped ``Ball3DBrain`` block). Each
+run is a subprocess whose console lines are time-stamped as they arrive, so both sides are timed the
+same way: seconds from launch (start-up included) and agent-steps/s between the first summary line
+and the first summary whose mean reward reaches the target (start-up excluded).
+
+Unity's trainer declares Python <= 3.10.12, so it lives in its own virtual environment:
+
+    python -m venv /work/mla-venv
+    /work/mla-venv/bin/pip install torch==2.13.0
+    /work/mla-venv/bin/pip install --no-deps --ignore-requires-python mlagents==1.1.0 mlagents-envs==1.1.0
+    /work/mla-venv/bin/pip install protobuf==3.20.3 grpcio numpy==1.23.5 attrs "cattrs<1.7" h5py pyyaml \\
+        tensorboard Pillow cloudpickle filelock gym pettingzoo six "setuptools<70"
+    python bench/vs_mlagents.py --mlagents /work/mla-venv/bin/mlagents-learn [--seeds 1] [--settings mlagents]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional, Tuple
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BEHAVIOR = "Ball3DBrain"
+
+#: PPO settings as both trainers spell them: (hyperparameters, network, time_horizon, summary_freq).
+SETTINGS = {
+    # ML-Agents' config/ppo/3DBall.yaml, Release 22.
+    "mlagents": dict(batch_size=64, buffer_size=12000, learning_rate=3.0e-4, beta=1.0e-3, epsilon=0.2,
+                     lambd=0.99, num_epoch=3, hidden_units=128, num_layers=2, normalize=True, gamma=0.99,
+                     time_horizon=1000, summary_freq=12000),
+    # Our shipped Ball3DBrain block (trainer_configurations.yaml).
+    "ours": dict(batch_size=256, buffer_size=1536, learning_rate=3.0e-4, beta=5.0e-3, epsilon=0.2,
+                 lambd=0.95, num_epoch=10, hidden_units=128, num_layers=2, normalize=True, gamma=0.99,
+                 time_horizon=128, summary_freq=2400),
+}
+
+OURS_LINE = re.compile(rf"{BEHAVIOR}\S*: Step: (\d+)\. Mean Reward: (-?\d+\.\d+)")
+THEIRS_LINE = re.compile(rf"{BEHAVIOR}\. Step: (\d+)\. Time Elapsed: [\d.]+ s\. Mean Reward: (-?\d+\.\d+)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_build(folder: str, frame_time_ms: float) -> str:
+    """An executable that starts the built-in 3DBall as a modern Unity player would be started."""
+    path = os.path.join(folder, "Ball3D.x86_64")
+    extra = f" --frame-time-ms {frame_time_ms}" if frame_time_ms else ""
+    with open(path, "w") as f:
+        f.write(f"#!/bin/sh\ncd {ROOT!s} && exec {sys.executable} -m academy 3DBall{extra} \"$@\"\n")
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def ours_config(s: Dict, budget: int) -> Dict:
+    keys = ("batch_size", "buffer_size", "learning_rate", "beta", "epsilon", "lambd", "num_epoch",
+            "hidden_units", "num_layers", "normalize", "gamma", "time_horizon", "summary_freq")
+    block = {k: s[k] for k in keys}
+    block.update(trainer="ppo", max_steps=budget, learning_rate_schedule="linear")
+    return {f"{BEHAVIOR}?team=0": block}
+
+
+def mlagents_config(s: Dict, budget: int) -> Dict:
+    hyper = {k: s[k] for k in ("batch_size", "buffer_size", "learning_rate", "beta", "epsilon", "lambd",
+                               "num_epoch")}
+    hyper["learning_rate_schedule"] = "linear"
+    return {"behaviors": {BEHAVIOR: {
+        "trainer_type": "ppo", "hyperparameters": hyper,
+        "network_settings": {"normalize": s["normalize"], "hidden_units": s["hidden_units"],
+                             "num_layers": s["num_layers"]},
+        "reward_signals": {"extrinsic": {"gamma": s["gamma"], "strength": 1.0}},
+        "max_steps": budget, "time_horizon": s["time_horizon"], "summary_freq": s["summary_freq"]}}}
+
+
+def timed_run(cmd: List[str], cwd: str, pattern: re.Pattern, target: float,
+              timeout: float) -> Dict[str, Optional[float]]:
+    """Run ``cmd``; time-stamp the summary lines; stop it once the target is reached."""
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    rows: List[Tuple[int, float, float]] = []
+    tail: List[str] = []
+    try:
+        for line in proc.stdout:
+            tail = (tail + [line])[-20:]
+            m = pattern.search(line)
+            if m:
+                rows.append((int(m[1]), float(m[2]), time.monotonic() - start))
+                if rows[-1][1] >= target:
+                    break
+            if time.monotonic() - start > timeout:
+                break
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if not rows:
+        raise SystemExit(f"{cmd[0]} printed no summary line; its last output:\n{''.join(tail)}")
+    hit = rows[-1] if rows[-1][1] >= target else None
+    last = hit or rows[-1]
+    first = rows[0]
+    rate = (last[0] - first[0]) / (last[2] - first[2]) if last[2] > first[2] else None
+    return {"steps": hit[0] if hit else None, "seconds": hit[2] if hit else None, "rate": rate,
+            "last_mean": last[1], "last_step": last[0]}
+
+
+def run_ours(build: str, s: Dict, seed: int, target: float, budget: int, scratch: str) -> Dict:
+    config = os.path.join(scratch, f"ours-{seed}.yaml")
+    with open(config, "w") as f:
+        yaml.safe_dump(ours_config(s, budget), f)
+    cmd = [sys.executable, os.path.join(ROOT, "learn.py"), build, "--train", "--protocol", "grpc",
+           "--no-graphics", "--seed", str(seed), "--trainer-config", config, "--run-path", f"ours-{seed}",
+           "--base-port", str(free_port())]
+    return timed_run(cmd, scratch, OURS_LINE, target, timeout=3600)
+
+
+def run_theirs(mlagents: str, build: str, s: Dict, seed: int, target: float, budget: int, scratch: str) -> Dict:
+    config = os.path.join(scratch, f"theirs-{seed}.yaml")
+    with open(config, "w") as f:
+        yaml.safe_dump(mlagents_config(s, budget), f)
+    cmd = [mlagents, config, f"--env={build}", f"--run-id=theirs-{seed}", "--results-dir", scratch, "--force",
+           "--no-graphics", "--seed", str(seed), "--base-port", str(free_port()), "--torch-device", "cpu"]
+    return timed_run(cmd, scratch, THEIRS_LINE, target, timeout=3600)
+
+
+def _fmt(x: Optional[float], digits: int = 0) -> str:
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--mlagents", default="/work/mla-venv/bin/mlagents-learn", help="Unity's mlagents-learn")
+    p.add_argument("--seeds", type=int, default=1)
+    p.add_argument("--settings", choices=sorted(SETTINGS), default="mlagents")
+    p.add_argument("--target", type=float, default=90.0)
+    p.add_argument("--budget", type=int, default=500000, help="max_steps of both runs")
+    p.add_argument("--frame-time-ms", type=float, default=0.0, help="emulated engine frame per decision")
+    args = p.parse_args(argv)
+    if not os.access(args.mlagents, os.X_OK):
+        raise SystemExit(f"mlagents-learn not found at {args.mlagents}: install it as this script's docstring says "
+                         "and pass --mlagents PATH.")
+    s = SETTINGS[args.settings]
+    print(f"3DBall over gRPC, {args.settings} settings, target {args.target}, frame {args.frame_time_ms} ms")
+    print("| seed | ours: steps to target | s | agent-steps/s | mlagents-learn: steps to target | s | "
+          "agent-steps/s | rate ours / theirs | time ours / theirs |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as scratch:
+        build = make_build(scratch, args.frame_time_ms)
+        for seed in range(args.seeds):
+            a = run_ours(build, s, seed, args.target, args.budget, scratch)
+            b = run_theirs(args.mlagents, build, s, seed, args.target, args.budget, scratch)
+            rate = a["rate"] / b["rate"] if a["rate"] and b["rate"] else None
+            time_ratio = a["seconds"] / b["seconds"] if a["seconds"] and b["seconds"] else None
+            print(f"| {seed} | {_fmt(a['steps'])} | {_fmt(a['seconds'], 1)} | {_fmt(a['rate'])} | "
+                  f"{_fmt(b['steps'])} | {_fmt(b['seconds'], 1)} | {_fmt(b['rate'])} | {_fmt(rate, 2)} | "
+                  f"{_fmt(time_ratio, 2)} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

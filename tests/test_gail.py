@@ -1,0 +1,100 @@
+"""The ``gail`` reward signal: its discriminator learns to reward the recording's behaviour, its
+config errors, and its place in PPO's update fields."""
+import textwrap
+
+import numpy as np
+import pytest
+
+from academy import load_scene
+from academy.academy import Academy
+from academy.demo_recorder import record_demonstration
+from trainers.config import TrainerConfigError, load_trainer_config
+from trainers.ppo_trainer import PPOTrainer
+from trainers.registry import load_registry
+from trainers.reward_signals.gail import GAILSignal
+from trainers.tf_utils import tf
+from unityagents.brain import BrainParameters
+from unityagents.demo import load_demonstration
+
+REGISTRY = load_registry()
+
+
+def _demo(tmp_path, scene: str = "Pyramids", episodes: int = 3) -> str:
+    path = str(tmp_path / f"{scene}.demo")
+    record_demonstration(Academy(load_scene(scene)(5)), load_scene(scene).brains[0].name, path, episodes)
+    return path
+
+
+def _brain(scene: str = "Pyramids") -> BrainParameters:
+    spec = load_scene(scene).brains[0]
+    return BrainParameters(spec.name, spec.parameters_json())
+
+
+def _settings(path: str, **overrides) -> dict:
+    return {"strength": 1.0, "gamma": 0.99, "demo_path": path, "encoding_size": 32, "learning_rate": 1e-3,
+            "use_actions": False, "use_vail": False, "gradient_penalty_weight": 10.0, **overrides}
+
+
+def _random_agent(n: int, rng) -> dict:
+    return {"signal_state": rng.uniform(0.0, 1.0, (n, 37)).astype(np.float32), "actions": rng.integers(0, 4, n),
+            "signal_done": np.zeros(n, np.float32)}
+
+
+@pytest.mark.parametrize("use_actions, use_vail", [(False, False), (True, True)])
+def test_discriminator_rewards_the_recordings_steps_over_the_agents(tmp_path, use_actions, use_vail):
+    path = _demo(tmp_path)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        tf.set_random_seed(0)
+        signal = GAILSignal(_brain(), _settings(path, use_actions=use_actions, use_vail=use_vail))
+        sess.run(tf.global_variables_initializer())
+        rng = np.random.default_rng(0)
+        expert = signal.expert_feed()
+        agent = _random_agent(len(expert["actions"]), rng)
+        before = signal.evaluate(sess, expert, True).mean() - signal.evaluate(sess, agent, True).mean()
+        for _ in range(150):
+            rows = rng.integers(0, len(agent["actions"]), 64)
+            sess.run(signal.update_op, signal.update_feed({k: v[rows] for k, v in agent.items()}))
+        expert_reward = signal.evaluate(sess, expert, True).mean()
+        agent_reward = signal.evaluate(sess, agent, True).mean()
+        beta = sess.run(signal.beta)
+    assert abs(before) < 0.1
+    assert expert_reward > 2.0 * agent_reward and expert_reward > 0.9, (expert_reward, agent_reward)
+    assert (beta > 0.0) == use_vail  # VAIL's dual ascent moves beta off 0, without VAIL it stays
+
+
+def test_expert_samples_pair_each_step_with_the_next_done(tmp_path):
+    path = _demo(tmp_path, episodes=2)
+    with tf.Graph().as_default():
+        signal = GAILSignal(_brain(), _settings(path, use_actions=True))
+    demo = load_demonstration(path)
+    assert len(signal.expert["actions"]) == len(demo) - 2  # the two terminal steps are no samples
+    assert signal.expert["dones"].sum() == 2 and signal.expert["actions"].shape[1] == 4
+    np.testing.assert_array_equal(signal.expert["actions"].sum(axis=1), 1.0)  # one-hot
+
+
+def _load(tmp_path, text: str):
+    path = tmp_path / "config.yaml"
+    path.write_text(textwrap.dedent(text))
+    return load_trainer_config(str(path), REGISTRY)
+
+
+def test_gail_block_errors_name_the_key_or_file(tmp_path):
+    with pytest.raises(TrainerConfigError, match=r"config.yaml: brain 'PyramidsBrain', key "
+                                                 r"'reward_signals.gail.demo_path': required by the gail signal"):
+        _load(tmp_path, "PyramidsBrain:\n    reward_signals: {gail: {strength: 0.01}}\n")
+    with pytest.raises(TrainerConfigError, match=r"'reward_signals.gail.use_vail': expected true or false"):
+        _load(tmp_path, "PyramidsBrain:\n    reward_signals: {gail: {demo_path: a.demo, use_vail: 3}}\n")
+    ball = _demo(tmp_path, "3DBall", 1)
+    config = _load(tmp_path, f"PyramidsBrain:\n    reward_signals: {{gail: {{demo_path: {ball}}}}}\n")
+    with pytest.raises(TrainerConfigError, match="reward_signals.gail.demo_path.*another behaviour spec") as error:
+        config.settings_for_environment({"PyramidsBrain": _brain()}, ["PyramidsBrain"])
+    assert ball in str(error.value)
+
+
+def test_ppo_with_gail_moves_the_done_flag_to_its_updates(tmp_path):
+    params = {"graph_scope": "", "summary_path": "", "batch_size": 32, "buffer_size": 64, "hidden_units": 16,
+              "reward_signals": {"extrinsic": {}, "gail": {"demo_path": _demo(tmp_path), "use_actions": True}}}
+    trainer = PPOTrainer(tf.Session(graph=tf.Graph()), {"PyramidsBrain": _brain()}, "PyramidsBrain", params,
+                         training=True)
+    assert list(trainer.reward_signals) == ["extrinsic", "gail"]
+    assert {"signal_state", "signal_done", "discounted_returns_gail"} <= set(trainer.update_fields)

@@ -1,0 +1,125 @@
+"""The layers stay apart: read from the sources' imports (``ast``), without importing anything.
+
+- no import cycle among the project's modules;
+- the Unity side (``academy``) imports nothing of the trainers, and of ``unityagents`` only the
+  generated protocol messages (``unityagents.protos``) that both ends of the wire share;
+- the wire (``unityagents``) imports nothing of the trainers and never TensorFlow;
+- the algorithms (``trainers`` but the controller, which drives the environment set) know of
+  ``unityagents`` only its data types and exceptions: no sockets, processes or protocols.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from typing import Dict, List, Set
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = ("unityagents", "trainers", "academy")
+#: What an algorithm may import of ``unityagents``.
+TRAINER_MAY_USE = ("unityagents.brain", "unityagents.exception", "unityagents.demo")
+
+
+def modules() -> Dict[str, str]:
+    found = {}
+    for package in PACKAGES:
+        for folder, _, files in os.walk(os.path.join(ROOT, package)):
+            for f in files:
+                if f.endswith(".py") and not f.endswith("_pb2.py"):
+                    path = os.path.join(folder, f)
+                    name = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                    found[name[: -len(".__init__")] if name.endswith(".__init__") else name] = path
+    return found
+
+
+def imports_of(name: str, path: str) -> Set[str]:
+    """Every module name ``path`` imports (absolute; ``from x import y`` gives ``x`` and ``x.y``)."""
+    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+    out: Set[str] = set()
+    for node in ast.walk(ast.parse(open(path).read(), path)):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            out.add(base)
+            out.update(f"{base}.{a.name}" for a in node.names)
+    return out
+
+
+def graph() -> Dict[str, Set[str]]:
+    mods = modules()
+    return {name: imports_of(name, path) for name, path in mods.items()}
+
+
+def cycles(g: Dict[str, Set[str]]) -> List[List[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    own = {m: sorted(d for d in deps if d in g and d != m) for m, deps in g.items()}
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on: Set[str] = set()
+    found: List[List[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in own[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in own:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_reader_sees_a_cycle_and_relative_imports():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    g = graph()
+    assert "unityagents.communicator" in g["unityagents.environment"]  # a relative import, resolved
+    assert "trainers.returns" in g["trainers.reward_signals"]
+
+
+def test_no_import_cycle():
+    assert cycles(graph()) == []
+
+
+def test_the_unity_side_imports_only_the_shared_messages():
+    bad = {m: sorted(d for d in deps if d.split(".")[0] in ("trainers", "unityagents")
+                     and not d.startswith("unityagents.protos"))
+           for m, deps in graph().items() if m.startswith("academy")}
+    assert {m: d for m, d in bad.items() if d} == {}
+
+
+def test_the_wire_knows_nothing_of_learning():
+    bad = {m: sorted(d for d in deps if d.split(".")[0] in ("trainers", "tensorflow"))
+           for m, deps in graph().items() if m.startswith("unityagents")}
+    assert {m: d for m, d in bad.items() if d} == {}
+
+
+def test_the_algorithms_know_no_sockets_or_processes():
+    bad = {}
+    for m, deps in graph().items():
+        if m.startswith("trainers") and m != "trainers.trainer_controller":
+            wire = sorted(d for d in deps if d.startswith("unityagents.") and d.count(".") == 1
+                          and not d.startswith(TRAINER_MAY_USE) and not d.startswith("unityagents.protos"))
+            wire += sorted(d for d in deps if d.split(".")[0] in ("socket", "subprocess", "grpc"))
+            if wire:
+                bad[m] = wire
+    assert bad == {}
