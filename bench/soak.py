@@ -109,7 +109,7 @@ def run(minutes: float, n_envs: int, kill_every: float, kill: bool, base_port: i
         rng = random.Random(0)
         while not stop.wait(kill_every * rng.uniform(0.7, 1.3)):
             worker = envs._workers[rng.randrange(n_envs)]
-            proc = getattr(worker, "_proc", None)
+            proc = getattr(getattr(worker, "_peer", None), "process", None)  # the scene's process
             if proc is not None and proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
                 kills.append(time.monotonic())
