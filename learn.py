@@ -25,7 +25,9 @@ Options:
                              and is seeded seed + i [default: 1].
   --env-args=<args>          Extra command-line arguments for every environment, in one quoted string
                              (e.g. "--frame-time-ms 5" for a built-in scene) [default: ].
-  --timeout=<s>              Seconds to wait for any answer of the environment [default: 60].
+  --timeout=<s>              Seconds to wait for any answer of the environment; also how long (in seconds of
+                             stepping) an environment may go without any agent asking for a decision
+                             before it counts as failed [default: 60].
   --ray-address=<address>    Run each environment as a Ray actor on a cluster (docs/cluster.md): auto (the
                              running cluster), local (a private one on this machine) or host:port.
   --ray-resource=<name>      Place environment actors only on nodes offering this custom Ray resource.
@@ -218,7 +220,8 @@ def train(opts: RunOptions) -> None:
         def launch(i: int):
             return UnityEnvironment(**env_kwargs(i))
 
-    env = EnvironmentSet(launch, opts.num_envs, curriculum=opts.curriculum, restart_policy=opts.restarts)
+    env = EnvironmentSet(launch, opts.num_envs, curriculum=opts.curriculum, restart_policy=opts.restarts,
+                         no_decision_seconds=opts.timeout)
     try:
         controller = TrainerController(
             env, opts.config, env_name=opts.env, run_path=opts.run_path, load=opts.load,

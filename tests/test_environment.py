@@ -744,11 +744,11 @@ def test_grpc_non_finite_values_and_duplicate_ids_are_environment_errors(bad):
     infos = {"nan-observation": [agent(0), agent(1, (0.1, float("nan"), 0.3))],
              "inf-reward": [agent(0, reward=float("inf")), agent(1)],
              "duplicate-id": [agent(0), agent(0)]}[bad]
-    match = {"nan-observation": r"non-finite observations value \(nan", "inf-reward": "non-finite reward value",
-             "duplicate-id": "the same agent id twice"}[bad]
+    match = {"nan-observation": r"field observations \(vector\).*received nan", "inf-reward": r"field reward\).*inf",
+             "duplicate-id": "the same agent sent two infos of the same kind"}[bad]
     with pytest.raises(UnityMessageException, match=match) as err:
         comm._brain_info(behaviour, infos)
-    assert err.value.brain == "Ball"
+    assert err.value.brain == "Ball" and err.value.agent == (0 if bad != "nan-observation" else 1)
 
 
 def test_grpc_png_observation_is_refused_from_its_header_without_decoding(monkeypatch):

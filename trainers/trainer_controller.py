@@ -23,6 +23,12 @@ Stopping (``learn.py`` maps these onto its exit status):
 * A model whose weights or normaliser statistics are no longer finite (NaN/inf) is never saved
   or exported: the last good checkpoint stays the latest, and the run stops with
   ``PoisonedModelError`` saying so.
+* A save or export that cannot be written (a full disk) stops the run with ``SaveFailedError``:
+  every file goes through a temporary file and a rename, so the previous checkpoint and export
+  stay whole, and ``--load`` resumes from them.
+
+Resuming (``load``) restores the newest *whole* checkpoint (``trainers.checkpoints``): a damaged
+newer one is named in a warning and skipped; with none whole the run stops naming each one.
 """
 from __future__ import annotations
 
@@ -45,6 +51,7 @@ from unityagents.brain import BrainInfo
 from unityagents.environment_set import EnvironmentSet
 from unityagents.exception import UnityException
 
+from .checkpoints import STATE_SUFFIX, SaveFailedError, checkpoint_damage, checkpoint_prefixes
 from .config import BrainSettings, TrainerConfig
 from .export import contract_inputs, export_graph, write_atomically
 from .onnx_export import export_onnx, onnx_file_stem
@@ -54,8 +61,6 @@ from .timers import Timers
 from .trainer import Trainer, UnityTrainerException, lesson_tags
 
 logger = logging.getLogger("unityagents")
-
-STATE_SUFFIX = ".state.json"
 
 
 class Stop(KeyboardInterrupt):
@@ -111,7 +116,9 @@ def graph_scope_for(brain_name: str, n_external_brains: int) -> str:
 
 
 def latest_checkpoint(model_path: str) -> Optional[str]:
-    return tf.train.latest_checkpoint(model_path) if os.path.isdir(model_path) else None
+    """The newest checkpoint of a run, whole or not (``--load`` checks it and falls back)."""
+    found = checkpoint_prefixes(model_path)
+    return found[0] if found else None
 
 
 def write_text_atomically(path: str, text: str) -> None:
@@ -245,27 +252,36 @@ class TrainerController:
                 f"network size or a trainer type changed?): {e.message.splitlines()[0]}") from None
 
     def _restore(self) -> None:
-        ckpt = latest_checkpoint(self.model_path)
-        if ckpt is None:
+        candidates = checkpoint_prefixes(self.model_path)
+        if not candidates:
             raise UnityTrainerException(
                 f"--load: no checkpoint was found in {self.model_path}. Check --run-path (it names the "
                 "folder under models/), or start without --load.")
-        logger.info("Loading the model from %s", ckpt)
-        # Earlier checkpoints stay under --keep-checkpoints, whatever the number of resumes.
-        index = tf.train.get_checkpoint_state(self.model_path)
-        if index is not None:
-            self.saver.recover_last_checkpoints(list(index.all_model_checkpoint_paths))
-        try:
-            self.saver.restore(self.sess, ckpt)
-        except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError) as e:
+        damaged = []
+        for ckpt in candidates:
+            why = checkpoint_damage(ckpt)
+            if why is None:
+                why = self._restore_from(ckpt)
+            if why is None:
+                break
+            damaged.append((ckpt, why))
+            logger.warning("--load: the checkpoint %s is damaged (%s); trying the one before it.", ckpt, why)
+        else:
             raise UnityTrainerException(
-                f"--load: the checkpoint {ckpt} does not match this configuration (a brain, a network size "
-                f"or a trainer type changed?): {e.message.splitlines()[0]}") from None
-        state_path = ckpt + STATE_SUFFIX
-        if not os.path.isfile(state_path):
-            logger.warning("No training state next to %s: step counters start from 0.", ckpt)
-            return
-        with open(state_path) as f:
+                f"--load: no checkpoint in {self.model_path} is whole, so there is nothing to resume from:\n"
+                + "\n".join(f"  {c}: {why}" for c, why in damaged)
+                + "\nRestore the folder from a backup, or start a new run without --load (another --run-path "
+                  "keeps these files).")
+        if damaged:
+            logger.warning("--load: resuming from %s, the newest whole checkpoint; %d newer one(s) were damaged "
+                           "and are left on disk as they are until a save of the same step replaces them (%s).",
+                           ckpt, len(damaged), ", ".join(os.path.basename(c) for c, _ in damaged))
+        else:
+            logger.info("Loading the model from %s", ckpt)
+        # Earlier checkpoints stay under --keep-checkpoints, whatever the number of resumes.
+        older = [c for c in candidates[candidates.index(ckpt):] if os.path.isfile(c + ".index")]
+        self.saver.recover_last_checkpoints(older[::-1])
+        with open(ckpt + STATE_SUFFIX) as f:  # checkpoint_damage read it: it parses
             state = json.load(f)
         self.global_step = int(state.get("global_step", 0))
         for name, t in self.trainers.items():
@@ -279,7 +295,35 @@ class TrainerController:
             logger.warning("--lesson %d is ignored with --load: the run continues from its saved lesson.",
                            self.lesson)
 
+    def _restore_from(self, ckpt: str) -> Optional[str]:
+        """Restore ``ckpt``; why it is damaged if its data does not restore (a configuration mismatch raises)."""
+        try:
+            self.saver.restore(self.sess, ckpt)
+        except (tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
+            return f"its data does not restore ({type(e).__name__}: {e.message.splitlines()[0]})"
+        except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError) as e:
+            raise UnityTrainerException(
+                f"--load: the checkpoint {ckpt} does not match this configuration (a brain, a network size "
+                f"or a trainer type changed?): {e.message.splitlines()[0]}") from None
+        return None
+
     # ---------------------------------------------------------------- checkpoints and export
+    @contextlib.contextmanager
+    def _writing(self, what: str):
+        """Turn a failed write (a full disk, a lost mount) into ``SaveFailedError`` naming what is still intact."""
+        try:
+            yield
+        except (OSError, tf.errors.OpError) as e:
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else getattr(e, "message", str(e))
+            last = latest_checkpoint(self.model_path)
+            bytes_path = os.path.join(self.paths.export_dir, self.env_name + ".bytes")
+            raise SaveFailedError(
+                f"Could not write {what} in {self.model_path}: {str(reason).splitlines()[0]}. Nothing was "
+                "replaced: every file is written to a temporary file and renamed, so the previous checkpoint "
+                f"({last or 'none yet'}) and export ({bytes_path if os.path.isfile(bytes_path) else 'none yet'}) "
+                "are intact. Free some space (or fix the folder), then resume with --load (--resume with "
+                "unityagents-learn).") from None
+
     def _check_finite(self) -> None:
         """Refuse to save or export a model with NaN/inf weights or normaliser statistics."""
         if self.sess.run(self._all_finite):
@@ -297,7 +341,7 @@ class TrainerController:
         """Write a checkpoint (weights + optimizer + normalisers), the training state and an ONNX file
         per brain (``<Brain>-<step>.onnx``) beside it, and ``timers.json``."""
         self._check_finite()
-        with shielded(), self.timers("checkpoint"):
+        with shielded(), self.timers("checkpoint"), self._writing(f"the checkpoint of step {self.global_step}"):
             prefix = self._save_model()
             onnx_paths = self._export_onnx(f"-{self.global_step}")
             self._after_save(onnx_paths, prefix, final=False)
@@ -310,8 +354,9 @@ class TrainerController:
         self.paths.after_save(steps, onnx_paths, prefix, final, rewards)
 
     def _write_timers(self) -> None:
-        os.makedirs(os.path.dirname(self.paths.timers_path) or ".", exist_ok=True)
-        self.timers.write_json(self.paths.timers_path)
+        with self._writing("timers.json"):
+            os.makedirs(os.path.dirname(self.paths.timers_path) or ".", exist_ok=True)
+            self.timers.write_json(self.paths.timers_path)
 
     def _export_onnx(self, suffix: str = "") -> List[str]:
         """ONNX beside the ``.bytes``; a graph tf2onnx cannot convert (a plugin's) is logged, not fatal."""
@@ -322,6 +367,8 @@ class TrainerController:
                 os.makedirs(folder, exist_ok=True)
                 paths += export_onnx(self.sess, [t], folder, suffix=suffix)
             return paths
+        except OSError:  # a full disk is not the converter's fault: the run must stop
+            raise
         except Exception as e:  # the .bytes export stands on its own; say why ONNX is missing
             logger.error("The ONNX export failed (%s: %s); the .bytes export is not affected.", type(e).__name__, e)
             return []
@@ -336,7 +383,8 @@ class TrainerController:
         }
         write_json_atomically(prefix + STATE_SUFFIX, state)  # before the checkpoint index points at it
         self.saver.save(self.sess, prefix)
-        tf.train.write_graph(self.graph.as_graph_def(), self.model_path, "raw_graph_def.pb", as_text=False)
+        write_atomically(os.path.join(self.model_path, "raw_graph_def.pb"),
+                         self.graph.as_graph_def().SerializeToString())
         kept = {os.path.abspath(p) for p in self.saver.last_checkpoints}
         for path in glob.glob(os.path.join(self.model_path, "model-*.cptk" + STATE_SUFFIX)):
             if os.path.abspath(path[: -len(STATE_SUFFIX)]) not in kept:
@@ -367,7 +415,7 @@ class TrainerController:
             inputs += contract_inputs(self.graph, prefix)
         path = os.path.join(self.paths.export_dir, self.env_name + ".bytes")
         self._check_finite()
-        with shielded(), self.timers("export"):
+        with shielded(), self.timers("export"), self._writing(f"the export {os.path.basename(path)}"):
             export_graph(self.sess, nodes, path, keep_nodes=inputs)
             onnx_paths = self._export_onnx()
             self._after_save(onnx_paths, None, final=True)
@@ -458,7 +506,7 @@ class TrainerController:
                     pass
                 stop.saved = True
             raise stop from None
-        except PoisonedModelError:
+        except (PoisonedModelError, SaveFailedError):
             raise
         except UnityException:
             if self.train and self._ready and self.global_step > 0:

@@ -14,7 +14,11 @@ environments behind it. This module owns the N environments of a run and
 * holds the run's one ``Curriculum``: a lesson change reaches each environment at its next reset;
 * restarts an environment that crashed, hung, closed its connection or sent malformed data,
   under the limits users know from ML-Agents (``RestartPolicy``); past a limit it raises a
-  ``UnityEnvironmentException`` naming the cause and the environment's log.
+  ``UnityEnvironmentException`` naming the cause and the environment's log;
+* treats an environment in which no agent asks for a decision for too long as failed too (a
+  modern build answers every step, so a scene whose agents were disabled would otherwise keep a
+  run going forever without learning anything): ``no_decision_steps`` consecutive steps, or
+  ``no_decision_seconds`` of stepping, without one decision request.
 
 Where an environment runs is a backend's business: a *worker* is anything with the
 ``EnvironmentWorker`` interface. ``UnityEnvironment`` is the local one (a process on this
@@ -150,13 +154,28 @@ class EnvironmentSet:
     :param restart_policy: limits on restarts; None: a failing environment ends the run.
     :param workers: already running workers instead of ``factory`` (they cannot be restarted
         unless ``factory`` is also given).
+    :param no_decision_steps: consecutive steps of an environment without any agent asking for a
+        decision after which it counts as failed (-1: never).
+    :param no_decision_seconds: the same, in seconds spent stepping (the trainers' updates do not
+        count); None: no time limit.
     """
 
     def __init__(self, factory: Optional[WorkerFactory], n_envs: int = 1, curriculum: Optional[str] = None,
                  restart_policy: Optional[RestartPolicy] = None,
-                 workers: Optional[Sequence[EnvironmentWorker]] = None):
+                 workers: Optional[Sequence[EnvironmentWorker]] = None, no_decision_steps: int = 10_000,
+                 no_decision_seconds: Optional[float] = None):
         if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
             raise UnityEnvironmentException(f"The number of environments must be an integer >= 1, got {n_envs!r}.")
+        if isinstance(no_decision_steps, bool) or not isinstance(no_decision_steps, int) or no_decision_steps < -1 \
+                or no_decision_steps == 0:
+            raise UnityEnvironmentException(
+                f"no_decision_steps must be an integer >= 1 (-1: no limit), got {no_decision_steps!r}.")
+        if no_decision_seconds is not None and not (isinstance(no_decision_seconds, (int, float))
+                                                    and np.isfinite(no_decision_seconds) and no_decision_seconds > 0):
+            raise UnityEnvironmentException(
+                f"no_decision_seconds must be a number of seconds > 0 (or None), got {no_decision_seconds!r}.")
+        self.no_decision_steps = no_decision_steps
+        self.no_decision_seconds = no_decision_seconds
         self._factory = factory
         self.restart_policy = restart_policy
         self._last_errors: Dict[int, Tuple[Optional[UnityException], Optional[str]]] = {}
@@ -186,6 +205,8 @@ class EnvironmentSet:
         self._pending: Dict[int, str] = {}  # environments to reset before the next step: index -> why
         #: The scenes' custom stats of the last step, over every environment: ``{key: [(value, aggregation)]}``.
         self.stats: Dict[str, List[Tuple[float, str]]] = {}
+        # Per environment: (steps, seconds of stepping) since an agent last asked for a decision.
+        self._quiet: List[Tuple[int, float]] = [(0, 0.0)] * self.n_envs
         self._closed = False
 
     @classmethod
@@ -335,6 +356,7 @@ class EnvironmentSet:
                 f"Environment(s) {sorted(self._pending)} must be reset first: call reset_finished() when "
                 "needs_reset is set.")
         action, memory, value = dict(action or {}), dict(memory or {}), dict(value or {})
+        began = time.monotonic()
         sent: List[int] = []
         start = {b: 0 for b in self._external}
         for i, current in enumerate(self._current):
@@ -361,6 +383,11 @@ class EnvironmentSet:
                 except RESTARTABLE as e:
                     self._lost(i, e)
                     continue
+                quiet = self._quiet_fault(i, time.monotonic() - began)
+                if quiet is not None:
+                    self._current[i] = None
+                    self._lost(i, quiet)
+                    continue
                 for key, entries in (getattr(self._workers[i], "stats", None) or {}).items():
                     self.stats.setdefault(key, []).extend(entries)
                 if self._workers[i].global_done:
@@ -373,6 +400,26 @@ class EnvironmentSet:
                 for b in self._brain_names}
 
     # ------------------------------------------------------------------ failures
+    def _quiet_fault(self, index: int, seconds: float) -> Optional[UnityTimeOutException]:
+        """The fault of environment ``index`` if none of its agents has asked for a decision for too long."""
+        if any(any(info.decision_requested) for info in self._current[index].values()):
+            self._quiet[index] = (0, 0.0)
+            return None
+        steps, total = self._quiet[index]
+        steps, total = steps + 1, total + seconds
+        self._quiet[index] = (steps, total)
+        if not (0 < self.no_decision_steps <= steps
+                or (self.no_decision_seconds is not None and total >= self.no_decision_seconds)):
+            return None
+        worker = self._workers[index]
+        return UnityTimeOutException(
+            f"Environment {index}: no agent asked for a decision in {steps} consecutive environment steps "
+            f"({total:.0f} s of stepping): is the scene running, are its agents enabled? (Each agent needs a "
+            f"Decision Requester or calls to RequestDecision, and Behavior Type 'Default'.) The limits are "
+            f"{self.no_decision_steps} steps"
+            + (f" or {self.no_decision_seconds:g} s (--timeout)" if self.no_decision_seconds is not None else "")
+            + ".", worker.logfile_path if worker is not None else None)
+
     def _lost(self, index: int, error: UnityException) -> None:
         """Environment ``index`` failed: close it; ``reset_finished`` restarts it (or gives up)."""
         if self._factory is None or self.restart_policy is None:
@@ -390,6 +437,21 @@ class EnvironmentSet:
             except Exception:  # a dead worker may fail to close; it is gone either way
                 logger.debug("closing the failed environment %d raised", index, exc_info=True)
 
+    def _check_same_brains(self, index: int) -> None:
+        """A restarted environment must have the brains the trainers were built for."""
+        worker = self._workers[index]
+        if {b: p.to_dict() for b, p in worker.brains.items()} == {b: p.to_dict() for b, p in self._brains.items()}:
+            return
+        self._workers[index] = None
+        try:
+            worker.close()
+        except Exception:
+            logger.debug("closing the restarted environment %d raised", index, exc_info=True)
+        raise UnityEnvironmentException(
+            f"Environment {index} came back with other brains than the run's ({sorted(worker.brains)} vs "
+            f"{sorted(self._brains)}, or different sizes); the trainers were built for the first ones. Every "
+            "environment of a run must be the same scene or build.")
+
     def _restart(self, index: int, why: str) -> None:
         """Launch environment ``index`` again, within the restart policy, retrying failed starts."""
         while True:
@@ -406,6 +468,8 @@ class EnvironmentSet:
                            why)
             try:
                 self._workers[index] = self._factory(index)
+                self._quiet[index] = (0, 0.0)
+                self._check_same_brains(index)
                 return
             except RESTARTABLE as e:
                 self._last_errors[index] = (e, getattr(e, "log_file_path", log_path))

@@ -66,13 +66,16 @@ class UnityMessageException(UnityCommunicationException):
     Non-finite values sent by the environment are its error, never the trainer's.
 
     :param brain: the brain whose message it is (None for the AcademyParameters as a whole).
+    :param agent: the agent whose info it is, when one is to blame (modern protocol).
     :param field: the field, e.g. ``states`` or ``brainParameters[0].memorySize``.
     :param expected: what the protocol allows there. :param received: what arrived (shortened).
     """
 
     def __init__(self, message: str, log_file_path: Optional[str] = None, *, brain: Optional[str] = None,
-                 field: Optional[str] = None, expected: Optional[str] = None, received: Any = None):
+                 field: Optional[str] = None, expected: Optional[str] = None, received: Any = None,
+                 agent: Any = None):
         self.brain, self.field, self.expected, self.received = brain, field, expected, received
+        self.agent = agent
         super().__init__(message, log_file_path)
 
 

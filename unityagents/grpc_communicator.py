@@ -34,7 +34,6 @@ trainer, not a log line in a gRPC worker thread.
 from __future__ import annotations
 
 import dataclasses
-import io
 import logging
 import queue
 import socket
@@ -48,23 +47,30 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .brain import BrainInfo, BrainParameters
-from .communicator import (
-    MAX_BRAIN_SIZE,
-    MAX_CAMERA_SIDE,
-    STATS_AGGREGATIONS,
-    Communicator,
-    Handshake,
-    Peer,
-    png_size,
-)
+from .communicator import Communicator, Handshake, Peer
 from .exception import (
     UnityActionException,
     UnityCommunicationException,
     UnityEnvironmentException,
-    UnityMessageException,
     UnityObservationException,
     UnityProtocolException,
     UnityTimeOutException,
+)
+from .grpc_validate import (  # noqa: F401 (parse_side_channels, split_pngs, decode_png_observation: API)
+    Spec,
+    bad,
+    check_agents,
+    check_finite,
+    check_mask,
+    check_same_spec,
+    check_status,
+    decode_png_observation,
+    observation_error,
+    parse_side_channels,
+    parse_stat,
+    rl_output_of,
+    spec_of,
+    split_pngs,
 )
 from .protos import communicator_objects_pb2 as pb
 
@@ -79,7 +85,6 @@ SERVICE, RPC = "communicator_objects.UnityToExternalProto", "Exchange"
 ENGINE_CONFIGURATION_CHANNEL = uuid.UUID("e951342c-4f7e-11ea-b238-784f4387d1f7")
 ENVIRONMENT_PARAMETERS_CHANNEL = uuid.UUID("534c891e-810f-11ea-a9d0-822485860400")
 STATS_CHANNEL = uuid.UUID("a1d8f7b7-cec8-50f9-b78b-d3e165a78520")
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _POLL_SECONDS = 0.2
 _STATUS_OK, _STATUS_CLOSE = 200, 400
 
@@ -139,108 +144,8 @@ def float_parameter_payload(key: str, value: float) -> bytes:
             f"The environment parameter name {key!r} is not ASCII; the side channel carries ASCII only.") from None
 
 
-def parse_side_channels(data: bytes, log_path: Optional[str]) -> List[Tuple[uuid.UUID, bytes]]:
-    """Split Unity's ``side_channel`` bytes into (channel, payload) frames."""
-    frames = []
-    offset = 0
-    while offset < len(data):
-        if len(data) - offset < 20:
-            raise UnityProtocolException(
-                f"A side-channel frame of the environment is truncated: expected a 20-byte header "
-                f"(16-byte channel id + int32 length) at offset {offset}, received {len(data) - offset} bytes.",
-                log_path)
-        channel = uuid.UUID(bytes_le=bytes(data[offset:offset + 16]))
-        (length,) = struct.unpack_from("<i", data, offset + 16)
-        offset += 20
-        if length < 0 or offset + length > len(data):
-            raise UnityProtocolException(
-                f"A side-channel message of channel {channel} is truncated: its header says {length} bytes, "
-                f"{len(data) - offset} remain.", log_path)
-        frames.append((channel, bytes(data[offset:offset + length])))
-        offset += length
-    return frames
-
-
-def parse_stat(payload: bytes) -> Tuple[str, float, str]:
-    """A stats message: string key, float32 value, int32 aggregation (0 average ... 3 histogram)."""
-    (n,) = struct.unpack_from("<i", payload, 0)
-    key = payload[4:4 + n].decode("ascii", errors="replace")
-    value, method = struct.unpack_from("<fi", payload, 4 + n)
-    aggregation = STATS_AGGREGATIONS[method] if 0 <= method < len(STATS_AGGREGATIONS) else "average"
-    return key, float(value), aggregation
-
-
 #: The largest message an environment may send (ML-Agents' trainer: 532,000,000 bytes).
 MAX_MESSAGE_BYTES = 532_000_000
-
-
-# ------------------------------------------------------------------------------- observations
-def split_pngs(data: bytes) -> List[bytes]:
-    """The PNG files of a concatenation, found by walking each file's chunks to its IEND."""
-    images, offset = [], 0
-    while offset < len(data):
-        if data[offset:offset + 8] != PNG_SIGNATURE:
-            raise ValueError(f"no PNG signature at byte {offset} (found {bytes(data[offset:offset + 8])!r})")
-        pos = offset + 8
-        while True:
-            if pos + 8 > len(data):
-                raise ValueError("the PNG ends before its IEND chunk")
-            (length,) = struct.unpack_from(">I", data, pos)
-            kind = data[pos + 4:pos + 8]
-            pos += 12 + length
-            if kind == b"IEND":
-                break
-        if pos > len(data):
-            raise ValueError("the PNG ends inside its IEND chunk")
-        images.append(bytes(data[offset:pos]))
-        offset = pos
-    return images
-
-
-def decode_png_observation(data: bytes, hwc: Tuple[int, int, int], mapping: Sequence[int]) -> np.ndarray:
-    """Concatenated PNGs → float ``[H, W, C]`` in 0..1, with ML-Agents' channel rules (one PNG per 3
-    channels, grey when 1).
-
-    Raises ``ValueError`` with the reason when the images do not decode or do not fit ``hwc``.
-    """
-    from PIL import Image
-
-    planes = []
-    for png in split_pngs(data):
-        size = png_size(png)  # from the IHDR chunk: a frame of the wrong size is never decoded
-        if size != (hwc[1], hwc[0]):
-            raise ValueError(f"an image's PNG header says {size[0]}x{size[1]} (refused before decoding), "
-                             f"expected {hwc[1]}x{hwc[0]}" if size else "an image has no PNG IHDR header")
-        with Image.open(io.BytesIO(png)) as img:
-            if img.mode not in ("L", "RGB", "RGBA"):
-                img = img.convert("RGB")
-            pixels = np.asarray(img, dtype=np.float32) / 255.0
-        planes.append(pixels[:, :, None] if pixels.ndim == 2 else pixels)
-    if not planes:
-        raise ValueError("no image in the compressed data")
-    height, width, channels = hwc
-    if any(p.shape[:2] != (height, width) for p in planes):
-        raise ValueError(f"an image is {planes[0].shape[1]}x{planes[0].shape[0]}, expected {width}x{height}")
-    if mapping:
-        stacked = np.concatenate(planes, axis=2)
-        if len(mapping) != stacked.shape[2]:
-            raise ValueError(f"the channel mapping has {len(mapping)} entries for {stacked.shape[2]} decoded channels")
-        used = sorted({m for m in mapping if m >= 0})
-        if used != list(range(len(used))) or len(used) != channels:
-            raise ValueError(f"the channel mapping {list(mapping)} does not map onto channels 0..{channels - 1}")
-        out = np.zeros((height, width, channels), np.float32)
-        counts = np.zeros(channels, np.float32)
-        for i, target in enumerate(mapping):
-            if target >= 0:
-                out[:, :, target] += stacked[:, :, i]
-                counts[target] += 1
-        return out / counts
-    if channels == 1:  # a camera sends RGB even for grayscale: average the first image
-        return planes[0][:, :, :3].mean(axis=2, keepdims=True)
-    stacked = np.concatenate(planes, axis=2)
-    if stacked.shape[2] < channels:
-        raise ValueError(f"decoded {stacked.shape[2]} channels, expected {channels}")
-    return stacked[:, :, :channels]
 
 
 @dataclasses.dataclass
@@ -260,6 +165,7 @@ class _Behaviour:
     parameters: BrainParameters
     last_actions: Dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
     decision_ids: List[int] = dataclasses.field(default_factory=list)
+    spec: Optional[Spec] = None  # as announced: an announcement mid-run must repeat it
 
 
 class _Call:
@@ -317,6 +223,7 @@ class GrpcCommunicator(Communicator):
         self.channels_last = True  # the layout: [C,H,W] from C# package 3.0, set in the handshake
         self.package_version = ""
         self.connected = False
+        self._handshaken = False  # behaviours announced later have no trainer
         self._closed = False
         self._closing = threading.Event()
         bye = pb.UnityMessageProto()
@@ -403,11 +310,7 @@ class GrpcCommunicator(Communicator):
                 f"The environment sent a malformed or truncated message when {what} was expected "
                 f"({type(e).__name__}: {e}; {len(call.request)} bytes, starting {call.request[:24]!r}). "
                 "Check that the build uses ML-Agents communication API 1.x.", self.peer.log_path) from None
-        if message.header.status != _STATUS_OK:
-            raise UnityCommunicationException(
-                f"The environment closed the connection (status {message.header.status} where {what} "
-                "with status 200 was expected): it is quitting, or its Editor left play mode.",
-                self.peer.log_path)
+        check_status(message, what, self.peer.log_path)
         return message
 
     def _reply(self, message: "pb.UnityMessageProto") -> None:
@@ -466,6 +369,7 @@ class GrpcCommunicator(Communicator):
         # trainers are built from the brains before the first real reset.
         self.send_reset(True, {})
         first, _ = self.receive()
+        self._handshaken = True
         return Handshake(init.name or "AcademySingleton", self.brains, list(self.brains), {},
                          init.log_path or None, first)
 
@@ -524,18 +428,22 @@ class GrpcCommunicator(Communicator):
     # ---------------------------------------------------------------- receiving
     def receive(self) -> Tuple[Dict[str, BrainInfo], bool]:
         message = self._next_message("its next observations", self.peer.timeout)
-        output = message.unity_output
-        rl = output.rl_output
+        log = self.peer.log_path
+        rl = rl_output_of(message, log)
         self.stats = {}
         if rl.side_channel:
             self._read_side_channels(rl.side_channel)
         lists = rl.agentInfos
+        output = message.unity_output
         if output.HasField("rl_initialization_output"):
             for params in output.rl_initialization_output.brain_parameters:
-                name = params.brain_name
-                infos = lists[name].value if name in lists else ()
-                if name not in self._behaviours and len(infos):
-                    self._add_behaviour(name, params, infos[0])
+                self._announce(params, lists, log)
+        for name, entry in lists.items():
+            if len(entry.value) and name not in self._behaviours:
+                raise bad("agents of a behaviour that was never announced reported.", log, brain=name,
+                          agent=entry.value[0].id, field="agentInfos", received=f"{len(entry.value)} infos",
+                          expected="a behaviour announced in rl_initialization_output.brain_parameters in the "
+                          f"message with its first agents (known: {sorted(self._behaviours)[:8]})")
         result = {}
         for name, behaviour in self._behaviours.items():
             infos = lists[name].value if name in lists else ()
@@ -543,58 +451,44 @@ class GrpcCommunicator(Communicator):
         return result, False
 
     def _read_side_channels(self, data: bytes) -> None:
-        for channel, payload in parse_side_channels(data, self.peer.log_path):
+        log = self.peer.log_path
+        for channel, payload in parse_side_channels(data, log):
             if channel == STATS_CHANNEL:
-                try:
-                    key, value, aggregation = parse_stat(payload)
-                except struct.error:
-                    raise UnityProtocolException(
-                        f"A stats message is truncated ({len(payload)} bytes; expected a string key, a float32 "
-                        "value and an int32 aggregation).", self.peer.log_path) from None
-                self.stats.setdefault(key, []).append((value, aggregation))
+                stat = parse_stat(payload, log)
+                if stat is not None:
+                    key, value, aggregation = stat
+                    self.stats.setdefault(key, []).append((value, aggregation))
             else:
                 logger.info("Unknown side channel data received. Channel type: %s.", channel)
 
-    def _add_behaviour(self, name: str, params: "pb.BrainParametersProto", first: "pb.AgentInfoProto") -> None:
-        spec = params.action_spec
-        if spec.num_continuous_actions == 0 and spec.num_discrete_actions == 0:  # pre-1.3 fields
-            if params.vector_action_space_type_deprecated == pb.continuous:
-                continuous, branches = int(params.vector_action_size_deprecated[0]), []
-            else:
-                continuous, branches = 0, [int(b) for b in params.vector_action_size_deprecated]
-        else:
-            continuous, branches = int(spec.num_continuous_actions), [int(b) for b in spec.discrete_branch_sizes]
-        if continuous and branches:
-            raise UnityEnvironmentException(
-                f"Behaviour {name!r} has {continuous} continuous actions and discrete branches {branches}: "
-                "hybrid action spaces are not supported by these trainers. Give the behaviour either "
-                "continuous actions or discrete branches.")
-        log = self.peer.log_path
-        if not 0 <= continuous <= MAX_BRAIN_SIZE or len(branches) > 1024 or not all(
-                1 <= b <= MAX_BRAIN_SIZE for b in branches):
-            raise UnityMessageException(
-                f"Behaviour {name!r} declares {continuous} continuous actions and discrete branches "
-                f"{branches[:8]}: expected 0 to {MAX_BRAIN_SIZE} continuous actions and branches of 1 to "
-                f"{MAX_BRAIN_SIZE} actions.", log, brain=name, field="action_spec",
-                expected=f"sizes within 0..{MAX_BRAIN_SIZE}", received=f"{continuous}, {branches[:8]}")
+    def _announce(self, params: "pb.BrainParametersProto", lists: Any, log: Optional[str]) -> None:
+        """A behaviour's announcement: a new brain, or the same spec again (anything else is refused)."""
+        name = params.brain_name
+        infos = lists[name].value if name in lists else ()
+        if not len(infos):  # nothing to derive its observations from (ML-Agents ignores it too)
+            logger.debug("Behaviour %r was announced without agents; ignored.", name)
+            return
+        spec = spec_of(name, params, infos[0], log)
+        known = self._behaviours.get(name)
+        if known is not None:
+            check_same_spec(name, known.spec, spec, log)
+            return
+        if self._handshaken:
+            logger.warning("Behaviour %r connected after the run started; no trainer was built for it, so its "
+                           "agents get no actions.", name)
+        self._add_behaviour(name, spec, list(params.action_spec.action_descriptions))
+
+    def _add_behaviour(self, name: str, spec: Spec, descriptions: List[str]) -> None:
+        continuous, branches, shapes = spec
         observations, cameras, state_size = [], [], 0
-        for k, obs in enumerate(first.observations):
-            shape = tuple(int(d) for d in obs.shape)
-            side = MAX_CAMERA_SIDE if len(shape) == 3 else MAX_BRAIN_SIZE
-            if not 1 <= len(shape) <= 3 or not all(1 <= d <= side for d in shape) or (
-                    len(shape) == 3 and min(shape[0], shape[2]) > 64):
-                raise UnityMessageException(
-                    f"Observation {k} of behaviour {name!r} has shape {shape[:4]}: expected a vector of 1 to "
-                    f"{MAX_BRAIN_SIZE} values or a camera of at most {MAX_CAMERA_SIDE}x{MAX_CAMERA_SIDE} with "
-                    "at most 64 channels.", log, brain=name, field=f"observations[{k}].shape",
-                    expected="positive, bounded dimensions", received=str(shape[:4]))
+        for shape in shapes:
             if len(shape) == 3:
                 hwc = (shape[1], shape[2], shape[0]) if self.channels_last else shape
                 observations.append(_ObservationSpec(shape, True, hwc))
                 cameras.append({"width": hwc[1], "height": hwc[0], "blackAndWhite": hwc[2] == 1,
                                 "channels": hwc[2]})
             else:
-                size = int(np.prod(shape)) if shape else 0
+                size = int(np.prod(shape))
                 observations.append(_ObservationSpec(shape, False, size=size))
                 state_size += size
         if branches:
@@ -603,57 +497,60 @@ class GrpcCommunicator(Communicator):
             action_type, action_size = 1, continuous
         parameters = BrainParameters(name, {
             "stateSize": state_size, "actionSize": action_size, "memorySize": 0,
-            "cameraResolutions": cameras, "actionDescriptions": list(spec.action_descriptions),
-            "actionSpaceType": action_type, "stateSpaceType": 1, "actionBranches": branches,
+            "cameraResolutions": cameras, "actionDescriptions": descriptions,
+            "actionSpaceType": action_type, "stateSpaceType": 1, "actionBranches": list(branches),
             "actionMasks": bool(branches), "continuousActionContract": "unit"})
-        self._behaviours[name] = _Behaviour(name, observations, continuous, branches, parameters)
+        self._behaviours[name] = _Behaviour(name, observations, continuous, list(branches), parameters, spec=spec)
         self.brains[name] = parameters
         logger.info("Connected new brain: %s (state %d, cameras %s, %s)", name, state_size,
                     [tuple(o.hwc) for o in observations if o.visual],
-                    f"discrete branches {branches}" if branches else f"{continuous} continuous actions")
+                    f"discrete branches {list(branches)}" if branches else f"{continuous} continuous actions")
 
     def _decode(self, behaviour: _Behaviour, info: "pb.AgentInfoProto") -> Tuple[List[float], List[np.ndarray]]:
         """One agent's observations: its vector values (concatenated) and its camera frames."""
         specs = behaviour.observations
         observations = info.observations
+        log, name, agent = self.peer.log_path, behaviour.name, info.id
         if len(observations) != len(specs):
-            raise UnityObservationException(
-                f"Agent {info.id} of brain {behaviour.name!r} sent {len(observations)} observations; its "
-                f"behaviour was announced with {len(specs)} (shapes {[s.shape for s in specs]}). Every agent "
-                "of a behaviour must have the same sensors.", self.peer.log_path)
+            raise bad("every agent of a behaviour must have the sensors it was announced with.", log, brain=name,
+                      agent=agent, field="observations", expected=f"{len(specs)} observations (shapes "
+                      f"{[s.shape for s in specs]})", received=f"{len(observations)} observations",
+                      kind=UnityObservationException)
         vector: List[float] = []
         frames = []
         for k, (spec, obs) in enumerate(zip(specs, observations)):
             if tuple(obs.shape) != spec.shape:
-                raise UnityObservationException(
-                    f"Observation {k} of agent {info.id} of brain {behaviour.name!r} has shape "
-                    f"{tuple(obs.shape)}; expected {spec.shape} (its ObservationSpec).", self.peer.log_path)
+                raise observation_error("the shape differs from its ObservationSpec.", log, name, agent, k,
+                                        spec.shape, tuple(obs.shape)[:8], ".shape")
             if obs.compression_type == pb.NONE:
                 data = obs.float_data.data
                 expected = spec.size if not spec.visual else int(np.prod(spec.shape))
                 if len(data) != expected:
-                    raise UnityObservationException(
-                        f"Observation {k} of agent {info.id} of brain {behaviour.name!r} has {len(data)} values; "
-                        f"expected {expected} (shape {spec.shape}).", self.peer.log_path)
+                    raise observation_error(f"it has {len(data)} values; expected {expected}.", log, name, agent, k,
+                                            f"{expected} values (shape {spec.shape})", f"{len(data)} values",
+                                            ".float_data")
                 if spec.visual:
                     array = np.asarray(data, dtype=np.float32).reshape(spec.shape)
                     frames.append(array.transpose(1, 2, 0) if self.channels_last else array)
                 else:
                     vector.extend(data)
+            elif obs.compression_type != pb.PNG:
+                raise observation_error("the compression type is unknown.", log, name, agent, k,
+                                        "0 (none) or 1 (PNG)", obs.compression_type, ".compression_type")
             elif not spec.visual:
-                raise UnityObservationException(
-                    f"Observation {k} of agent {info.id} of brain {behaviour.name!r} is compressed but has shape "
-                    f"{spec.shape}; only rank-3 (visual) observations may be PNG.", self.peer.log_path)
+                raise observation_error("only rank-3 (visual) observations may be PNG.", log, name, agent, k,
+                                        "float_data for a vector observation", f"PNG data for shape {spec.shape}",
+                                        ".compression_type")
             else:
                 try:
                     frames.append(decode_png_observation(obs.compressed_data, spec.hwc,
                                                          list(obs.compressed_channel_mapping)))
                 except Exception as e:  # Pillow raises several types for bad images
-                    raise UnityObservationException(
-                        f"Observation {k} of agent {info.id} of brain {behaviour.name!r} is not a readable "
-                        f"PNG observation of shape {spec.shape} ({type(e).__name__}: {e}). Check the camera "
-                        "sensor's compression, and the layout: a C# 2.x build sends [H,W,C], 3.x [C,H,W] "
-                        f"(package version {self.package_version!r}).", self.peer.log_path) from None
+                    raise observation_error(
+                        "it is not a readable PNG observation. Check the camera sensor's compression, and the "
+                        f"layout: a C# 2.x build sends [H,W,C], 3.x [C,H,W] (package version "
+                        f"{self.package_version!r}).", log, name, agent, k, f"PNG images of shape {spec.shape}",
+                        f"{type(e).__name__}: {e}", ".compressed_data") from None
         return vector, frames
 
     def _observations(self, behaviour: _Behaviour,
@@ -673,38 +570,42 @@ class GrpcCommunicator(Communicator):
                 if len(data) != size:
                     self._decode(behaviour, info)
                 values.append(data)
-            return (np.asarray(values, np.float32) if n else np.zeros((0, size), np.float32)), []
-        state = np.zeros((n, behaviour.parameters.state_space_size), np.float32)
-        cameras = [np.zeros((n,) + tuple(s.hwc), np.float32) for s in specs if s.visual]
-        for r, info in enumerate(rows):
-            vector, frames = self._decode(behaviour, info)
-            if vector:
-                state[r] = vector
-            for c, frame in enumerate(frames):
-                cameras[c][r] = frame
+            state = np.asarray(values, np.float32) if n else np.zeros((0, size), np.float32)
+        else:
+            state = np.zeros((n, behaviour.parameters.state_space_size), np.float32)
+            cameras = [np.zeros((n,) + tuple(s.hwc), np.float32) for s in specs if s.visual]
+            for r, info in enumerate(rows):
+                vector, frames = self._decode(behaviour, info)
+                if vector:
+                    state[r] = vector
+                for c, frame in enumerate(frames):
+                    cameras[c][r] = frame
+        log, ids = self.peer.log_path, [int(i.id) for i in rows]
+        check_finite(behaviour.name, "observations (vector)", state, log, ids)
+        if len(specs) == 1 and not specs[0].visual:
+            return state, []
+        for c, frames in enumerate(cameras):
+            check_finite(behaviour.name, f"observations (camera {c})", frames, log, ids)
         return state, cameras
 
     def _brain_info(self, behaviour: _Behaviour, infos: Sequence["pb.AgentInfoProto"]) -> BrainInfo:
         params = behaviour.parameters
+        log = self.peer.log_path
+        check_agents(behaviour.name, infos, log)
+        total = int(sum(behaviour.branches))
+        for info in infos:
+            check_mask(behaviour.name, info, total, log)
+        every = [int(i.id) for i in infos]
+        check_finite(behaviour.name, "reward", np.asarray([i.reward for i in infos], np.float32), log, every)
+        check_finite(behaviour.name, "group_reward", np.asarray([i.group_reward for i in infos], np.float32),
+                     log, every)
         deciding = [i for i in infos if not i.done]
         ending = [i for i in infos if i.done]
         row_of = {info.id: r for r, info in enumerate(deciding)}
-        log = self.peer.log_path
-        if len(row_of) != len(deciding) or len({i.id for i in ending}) != len(ending):
-            ids = [i.id for i in infos]
-            raise UnityMessageException(
-                f"Brain {behaviour.name!r} sent the same agent id twice in one step (ids {ids[:10]}); expected "
-                "distinct ids, one decision request and at most one episode end per agent.", log,
-                brain=behaviour.name, field="agent id", expected="distinct ids", received=str(ids[:10]))
         rows = deciding + [i for i in ending if i.id not in row_of]
         n = len(rows)
         state, cameras = self._observations(behaviour, rows)
-        _check_finite(behaviour.name, "observations", state, log)
-        for c, frames in enumerate(cameras):
-            _check_finite(behaviour.name, f"camera {c}", frames, log)
         rewards = [float(i.reward) for i in rows]
-        _check_finite(behaviour.name, "reward", np.asarray(rewards + [float(i.reward) for i in ending]
-                                                           + [float(i.group_reward) for i in infos]), log)
         done = [False] * len(deciding) + [True] * (n - len(deciding))
         interrupted = [False] * n
         group_rewards = [float(i.group_reward) for i in rows]
@@ -718,12 +619,17 @@ class GrpcCommunicator(Communicator):
             group_rewards[r] += float(info.group_reward)
             done[r] = True
             interrupted[r] = bool(info.max_step_reached)
+        ids = [int(i.id) for i in rows]
+        with np.errstate(over="ignore"):  # two float32 maxima add up to infinity: refused below
+            check_finite(behaviour.name, "reward (episode end + next decision)", np.asarray(rewards, np.float32),
+                         log, ids)
+            check_finite(behaviour.name, "group_reward (episode end + next decision)",
+                         np.asarray(group_rewards, np.float32), log, ids)
         masks = None
         if behaviour.branches:
-            total = int(sum(behaviour.branches))
             masks = np.ones((n, total), np.float32)
             for r, info in enumerate(rows):
-                if len(info.action_mask) == total:  # True = disabled; any other length: all allowed
+                if len(info.action_mask):  # True = disabled; its length was checked above
                     masks[r] = 1.0 - np.asarray(info.action_mask, np.float32)
         width = params.action_width
         previous = np.zeros((n, width), np.float32)
@@ -734,7 +640,7 @@ class GrpcCommunicator(Communicator):
         terminal = self._terminal_info(behaviour, ending) if ending else None
         behaviour.decision_ids = [i.id for i in deciding]
         return BrainInfo(
-            cameras, state, np.zeros((n, 0), np.float32), rewards, [int(i.id) for i in rows], done, previous,
+            cameras, state, np.zeros((n, 0), np.float32), rewards, ids, done, previous,
             max_reached=interrupted, action_masks=masks, group_id=[int(i.group_id) for i in rows],
             group_rewards=group_rewards, decision_requested=[True] * len(deciding) + [False] * (n - len(deciding)),
             terminal_info=terminal)
@@ -769,17 +675,6 @@ class GrpcCommunicator(Communicator):
             except queue.Empty:
                 break
         self._server.stop(grace=1.0).wait(5.0)
-
-
-def _check_finite(brain: str, field: str, values: np.ndarray, log_path: Optional[str]) -> None:
-    """Non-finite values from the environment are its error: refuse them before a trainer sees them."""
-    if values.size and not np.isfinite(values).all():
-        k = int(np.argmin(np.isfinite(values).ravel()))
-        raise UnityMessageException(
-            f"Brain {brain!r} sent a non-finite {field} value ({values.ravel()[k]} at flat index {k}); expected "
-            "finite numbers. NaN or infinity from a scene is the environment's error: check its sensors and "
-            "reward code.", log_path, brain=brain, field=field, expected="finite numbers",
-            received=str(values.ravel()[k]))
 
 
 def _compatible(version: str) -> bool:

@@ -1,0 +1,159 @@
+"""A soak: N environments train for a set time while one of them is SIGKILLed every few minutes.
+
+What a long run on real work meets and short tests do not: environments dying at random, over
+and over, while the trainer keeps learning. Two runs of the same length, side by side in this
+process, on the built-in 3DBall (12 agents per environment, API-2 sockets, real processes):
+
+1. unkilled: the reference;
+2. killed: every ``--kill-every`` seconds (with +-30% jitter) one environment, picked at random,
+   gets SIGKILL; the ``EnvironmentSet`` restarts it under an unlimited ``RestartPolicy``.
+
+Printed per run: kills, restarts, the steps lost (the agent steps of the trajectories that the
+killed environments left unfinished, which the trainers drop), the trainer process's RSS after
+the first minute (a third of the run if shorter) and at the end, the mean episode return over
+the last third of the run's episodes, and the environment steps done.
+
+    python bench/soak.py [--minutes 60] [--envs 8] [--kill-every 180]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from typing import Dict, Hashable, List
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from trainers.config import load_trainer_config  # noqa: E402
+from trainers.registry import load_registry  # noqa: E402
+from trainers.trainer_controller import TrainerController  # noqa: E402
+from unityagents import UnityEnvironment  # noqa: E402
+from unityagents.environment_set import EnvironmentSet, RestartPolicy  # noqa: E402
+
+
+def rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class CountingSet(EnvironmentSet):
+    """An ``EnvironmentSet`` that counts episode returns and the agent steps a restart throws away."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.since_done: Dict[Hashable, int] = {}
+        self.running: Dict[Hashable, float] = {}
+        self.returns: List[float] = []
+        self.steps_lost = 0
+        self.env_steps = 0
+
+    def _count(self, infos) -> None:
+        for info in infos.values():
+            for agent, reward, done in zip(info.agents, info.rewards, info.local_done):
+                self.since_done[agent] = self.since_done.get(agent, 0) + 1
+                self.running[agent] = self.running.get(agent, 0.0) + float(reward)
+                if done:
+                    self.returns.append(self.running.pop(agent))
+                    self.since_done[agent] = 0
+
+    def step(self, *args, **kwargs):
+        infos = super().step(*args, **kwargs)
+        self.env_steps += 1
+        self._count(infos)
+        return infos
+
+    def reset_finished(self):
+        infos, ended = super().reset_finished()
+        for agent in ended:
+            self.steps_lost += self.since_done.pop(agent, 0)
+            self.running.pop(agent, None)
+        return infos, ended
+
+
+class TimedController(TrainerController):
+    """Trains until a deadline instead of ``max_steps``; samples the RSS after the first minute."""
+
+    deadline = 0.0
+    rss_start = float("nan")
+    started = 0.0
+    warm_up = 60.0
+
+    def _keep_going(self) -> bool:
+        now = time.monotonic()
+        if self.rss_start != self.rss_start and now - self.started > self.warm_up:
+            self.rss_start = rss_mib()
+        return now < self.deadline
+
+
+def run(minutes: float, n_envs: int, kill_every: float, kill: bool, base_port: int, workdir: str) -> Dict:
+    policy = RestartPolicy(max_lifetime_restarts=-1, rate_limit_n=-1)
+    envs = CountingSet(lambda i: UnityEnvironment("3DBall", base_port=base_port, worker_id=i, seed=i,
+                                                  log_dir=os.path.join(workdir, "logs")),
+                       n_envs, restart_policy=policy)
+    config = load_trainer_config(os.path.join(ROOT, "trainer_configurations.yaml"), load_registry())
+    controller = TimedController(envs, config, env_name="3DBall", run_path="killed" if kill else "unkilled",
+                                 model_dir=os.path.join(workdir, "models"),
+                                 summary_dir=os.path.join(workdir, "summaries"), save_freq=0)
+    kills: List[float] = []
+    stop = threading.Event()
+
+    def killer() -> None:
+        rng = random.Random(0)
+        while not stop.wait(kill_every * rng.uniform(0.7, 1.3)):
+            worker = envs._workers[rng.randrange(n_envs)]
+            proc = getattr(getattr(worker, "_peer", None), "process", None)  # the scene's process
+            if proc is not None and proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+                kills.append(time.monotonic())
+
+    controller.started = time.monotonic()
+    controller.deadline = controller.started + 60 * minutes
+    controller.warm_up = min(60.0, 20 * minutes)
+    thread = threading.Thread(target=killer, daemon=True)
+    if kill:
+        thread.start()
+    try:
+        controller.start_learning()
+    finally:
+        stop.set()
+    last = envs.returns[len(envs.returns) * 2 // 3:]
+    return {"kills": len(kills), "restarts": envs.restarts(), "steps_lost": envs.steps_lost,
+            "env_steps": envs.env_steps, "episodes": len(envs.returns),
+            "reward_last_third": sum(last) / len(last) if last else float("nan"),
+            "rss_start_mib": controller.rss_start, "rss_end_mib": rss_mib()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=60.0, help="length of each of the two runs")
+    parser.add_argument("--envs", type=int, default=8)
+    parser.add_argument("--kill-every", type=float, default=180.0, help="seconds between kills (+-30%%)")
+    parser.add_argument("--base-port", type=int, default=6200)
+    parser.add_argument("--workdir", default="/tmp/soak")
+    args = parser.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    results = {}
+    for kill in (False, True):
+        name = "killed" if kill else "unkilled"
+        results[name] = run(args.minutes, args.envs, args.kill_every, kill, args.base_port + (100 if kill else 0),
+                            args.workdir)
+        print(f"{name}: {results[name]}", flush=True)
+    print(f"\nsoak: {args.envs} environments x {args.minutes:g} min, a kill every ~{args.kill_every:g} s")
+    print(f"{'':10} {'kills':>6} {'restarts':>8} {'steps lost':>10} {'env steps':>9} {'episodes':>8} "
+          f"{'reward (last third)':>19} {'RSS start':>9} {'RSS end':>8}")
+    for name, r in results.items():
+        print(f"{name:10} {r['kills']:>6} {r['restarts']:>8} {r['steps_lost']:>10} {r['env_steps']:>9} "
+              f"{r['episodes']:>8} {r['reward_last_third']:>19.2f} {r['rss_start_mib']:>8.0f}M "
+              f"{r['rss_end_mib']:>7.0f}M")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""Which checkpoints of a run exist, and whether each one is whole.
+
+A run's folder can be damaged behind the trainer's back: a crash or a full disk during a copy, a
+file deleted by hand, a sync tool that truncated the newest data file. ``--load`` therefore does
+not trust TensorFlow's ``checkpoint`` index alone: it lists every checkpoint it can find (the
+index, if it parses, and the ``model-<step>.cptk.index`` files on disk), newest first, and checks
+each one before restoring it, so a damaged newest checkpoint costs the steps since the one before
+it instead of the whole run.
+
+A checkpoint is whole when its ``.index`` file, every data shard it names and its training state
+(``.state.json``, written before TensorFlow's files) are present, every tensor reads back (the
+bundle's checksums are verified on read, so truncation and corruption both show), and the state
+file is a JSON object.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+from typing import Dict, List, Optional
+
+from .tf_utils import tf
+from .trainer import UnityTrainerException
+
+STATE_SUFFIX = ".state.json"
+_STEP = re.compile(r"model-(\d+)\.cptk$")
+
+
+class SaveFailedError(UnityTrainerException):
+    """Writing a checkpoint or an export failed (a full disk, a lost mount); the previous files are intact."""
+
+
+def checkpoint_prefixes(model_path: str) -> List[str]:
+    """Every checkpoint prefix of a run (``<model_path>/model-<step>.cptk``), highest step first."""
+    if not os.path.isdir(model_path):
+        return []
+    names = set()
+    try:
+        index = tf.train.get_checkpoint_state(model_path)
+    except Exception:  # an index that does not parse: the files on disk still tell
+        index = None
+    if index is not None:
+        names.update(os.path.basename(p) for p in list(index.all_model_checkpoint_paths)
+                     + [index.model_checkpoint_path] if p)
+    names.update(os.path.basename(p)[: -len(".index")]
+                 for p in glob.glob(os.path.join(glob.escape(model_path), "model-*.cptk.index")))
+    steps: Dict[str, int] = {}
+    for name in names:
+        match = _STEP.match(name)
+        if match:
+            steps[name] = int(match.group(1))
+    return [os.path.join(model_path, n) for n in sorted(steps, key=lambda n: steps[n], reverse=True)]
+
+
+def checkpoint_damage(prefix: str) -> Optional[str]:
+    """Why the checkpoint ``prefix`` cannot be resumed from, or None when it is whole."""
+    shards = glob.glob(glob.escape(prefix) + ".data-*-of-*")
+    missing = [p for p in (prefix + ".index", prefix + STATE_SUFFIX) if not os.path.isfile(p)]
+    if shards:
+        total = int(shards[0].rsplit("-of-", 1)[1])
+        missing += [f"{prefix}.data-{i:05d}-of-{total:05d}" for i in range(total)
+                    if not os.path.isfile(f"{prefix}.data-{i:05d}-of-{total:05d}")]
+    else:
+        missing.append(prefix + ".data-00000-of-00001")
+    if missing:
+        return "missing " + ", ".join(os.path.basename(p) for p in missing)
+    try:
+        reader = tf.train.NewCheckpointReader(prefix)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)  # reads the bytes and checks their checksum
+    except Exception as e:  # DataLossError, OutOfRangeError... whatever the damage
+        first = (getattr(e, "message", None) or str(e)).strip().splitlines()
+        return f"its TensorFlow files do not read back ({type(e).__name__}: {first[0] if first else ''})"
+    try:
+        with open(prefix + STATE_SUFFIX) as f:
+            state = json.load(f)
+        if not isinstance(state, dict):
+            raise ValueError(f"a JSON {type(state).__name__}, not an object")
+        int(state.get("global_step", 0))
+    except (ValueError, TypeError, OSError) as e:
+        return f"its state file {os.path.basename(prefix + STATE_SUFFIX)} does not parse ({e})"
+    return None
