@@ -100,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     from .academy import Academy
     from .communicator import ConnectionLost, ExternalCommunicator
 
+    if args.record_demo and (args.mlagents_port is not None or args.port is not None):
+        print("python -m academy: error: --record-demo plays the scene on its own (its heuristic); it cannot also "
+              "serve a trainer (--mlagents-port / --port). Drop one of them.", file=sys.stderr)
+        return EXIT_USAGE
     try:
         scene_cls = load_scene(args.scene)
         configs = _brain_configs(scene_cls, args.brain, args.no_broadcast, args.seed)

@@ -176,3 +176,12 @@ def test_record_demo_needs_one_brain_named(tmp_path):
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "--brain NAME=heuristic" in out.stderr
     assert brain_parameters_proto(Academy(load_scene("3DBall")(0)).brains[0]).action_spec.num_continuous_actions == 2
+
+
+def test_record_demo_refuses_to_serve_a_trainer_too(tmp_path, capsys):
+    from academy.__main__ import main
+
+    code = main(["3DBall", "--record-demo", str(tmp_path / "b.demo"), "--brain", "Ball3DBrain=heuristic",
+                 "--mlagents-port", "1"])
+    assert code == 2 and "cannot also serve a trainer" in capsys.readouterr().err
+    assert not (tmp_path / "b.demo").exists()
