@@ -367,3 +367,23 @@ def test_update_gives_the_weights_of_a_plain_minibatch_loop(kind):
     assert any(not np.allclose(a, b) for a, b in zip(before, reference))  # the steps moved the weights
     for variable, a, b in zip(variables, compiled, reference):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7, err_msg=variable.name)
+
+
+def test_compiled_act_matches_a_plain_session_run_and_folds_the_states_once():
+    """The compiled acting call: the noise drawn from the trainer's generator, the outputs of the
+    graph for the fed states, and exactly one normaliser update per call."""
+    brain = BrainParameters("FakeBrain", BRAINS["continuous"])
+    trainer = make_trainer(brain, normalize=True)
+    m, sess = trainer.model, trainer.sess
+    info = FakeStream(brain, n_agents=5).reset()["FakeBrain"]
+    count = trainer.sess.graph.get_tensor_by_name("normalizer/normalization_steps:0")
+    before, rng = sess.run(count), np.random.default_rng()
+    rng.bit_generator.state = trainer.rng.bit_generator.state
+    noise = rng.standard_normal((5, 2)).astype(np.float32)
+    expected = sess.run([m.output, m.log_prob, m.value, m.vector_in], {m.state_in: info.states, m.epsilon: noise})
+    out = trainer.act(info)
+    assert sess.run(count) == pytest.approx(before + 5)
+    np.testing.assert_allclose(out.actions, expected[0], rtol=1e-6)
+    np.testing.assert_allclose(out.fields["log_probs"], expected[1], rtol=1e-6)
+    np.testing.assert_allclose(out.values, expected[2][:, 0], rtol=1e-6)
+    np.testing.assert_allclose(out.fields["states"], expected[3], rtol=1e-6)  # what the policy saw: before the fold
