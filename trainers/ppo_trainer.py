@@ -17,7 +17,7 @@ and calls the hooks below; PPO adds what is specific to it:
 
 Why compiled calls and not the whole epoch inside the graph: a ``session.run`` of this graph
 costs ~85 us of Python before any op runs and a compiled call ~25 us, against ~1-2 ms of work
-in a 3DBall minibatch step (its matmuls: ~54 MFLOP forward and backward for 256 rows), so the
+in a 3DBall minibatch step (its matmuls: ~53 MFLOP forward and backward for 256 rows), so the
 call overhead left is a few percent of the update; an in-graph loop would need a second copy of
 every network (the acting graph reads placeholders, which the export contract fixes).
 
