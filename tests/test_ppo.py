@@ -315,3 +315,75 @@ def test_every_hyperparameter_is_declared_with_a_doc():
         assert isinstance(param, Param) and param.doc, key
         if param.check is not None and param.default is not None:
             assert param.check[0](param.default), key
+
+
+# ---------------------------------------------------------------- the compiled update against a plain loop
+def _reference_update(trainer, arrays, rng):
+    """PPO's update written plainly: per epoch one permutation, split into minibatches, each fed by
+    a dict straight from the model's placeholders and run with ``update_batch``."""
+    m, recurrent = trainer.model, trainer.use_recurrent
+    n = len(arrays["actions"])
+    per_batch = max(trainer.hp["batch_size"] // trainer.sequence_length, 1)
+
+    def flat(x):
+        return x.reshape((-1,) + x.shape[2:]) if recurrent else x
+
+    for _ in range(trainer.hp["num_epoch"]):
+        for rows in np.array_split(rng.permutation(n), int(np.ceil(n / per_batch))):
+            feed = {m.batch_size: len(rows), m.sequence_length: trainer.sequence_length,
+                    m.learning_rate: trainer.current_learning_rate(), m.clip_epsilon: trainer.hp["epsilon"],
+                    m.beta: trainer.hp["beta"], m.taken_actions: flat(arrays["actions"][rows]),
+                    m.old_log_probs: flat(arrays["log_probs"][rows]),
+                    m.old_value: flat(arrays["value_estimates"][rows]),
+                    m.advantages: flat(arrays["advantages"][rows]), m.returns: flat(arrays["discounted_returns"][rows]),
+                    m.masks: flat(arrays["masks"][rows]), m.vector_in if m.normalize else m.state_in:
+                    flat(arrays["states"][rows])}
+            for k, placeholder in enumerate(m.observation_in):
+                feed[placeholder] = flat(arrays[f"observations{k}"][rows])
+            if recurrent:
+                feed[m.memory_in] = arrays["initial_memory"][rows]
+            trainer.sess.run(m.update_batch, feed)
+
+
+@pytest.mark.parametrize("kind", ["continuous", "recurrent-visual-discrete"])
+def test_update_gives_the_weights_of_a_plain_minibatch_loop(kind):
+    """The compiled, view-slicing update takes exactly the Adam steps of the plain loop: same
+    minibatches (same generator state), same feeds, so the same weights and optimiser slots."""
+    brain = BrainParameters("FakeBrain", BRAINS[kind])
+    trainer = make_trainer(brain, use_recurrent="recurrent" in kind, normalize=True, num_epoch=3, batch_size=12)
+    collect_until_ready(trainer, FakeStream(brain))
+    sess = trainer.sess
+    arrays = trainer.update_arrays()
+    variables = trainer.sess.graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)
+    before, rng_state = sess.run(variables), trainer.rng.bit_generator.state
+    trainer.update(arrays)
+    compiled = sess.run(variables)
+    for variable, value in zip(variables, before):  # back to the start (the graph is final: no new op)
+        sess.run(variable.initializer, {variable.initializer.inputs[1]: value})
+    rng = np.random.default_rng()
+    rng.bit_generator.state = rng_state
+    _reference_update(trainer, arrays, rng)
+    reference = sess.run(variables)
+    assert any(not np.allclose(a, b) for a, b in zip(before, reference))  # the steps moved the weights
+    for variable, a, b in zip(variables, compiled, reference):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7, err_msg=variable.name)
+
+
+def test_compiled_act_matches_a_plain_session_run_and_folds_the_states_once():
+    """The compiled acting call: the noise drawn from the trainer's generator, the outputs of the
+    graph for the fed states, and exactly one normaliser update per call."""
+    brain = BrainParameters("FakeBrain", BRAINS["continuous"])
+    trainer = make_trainer(brain, normalize=True)
+    m, sess = trainer.model, trainer.sess
+    info = FakeStream(brain, n_agents=5).reset()["FakeBrain"]
+    count = trainer.sess.graph.get_tensor_by_name("normalizer/normalization_steps:0")
+    before, rng = sess.run(count), np.random.default_rng()
+    rng.bit_generator.state = trainer.rng.bit_generator.state
+    noise = rng.standard_normal((5, 2)).astype(np.float32)
+    expected = sess.run([m.output, m.log_prob, m.value, m.vector_in], {m.state_in: info.states, m.epsilon: noise})
+    out = trainer.act(info)
+    assert sess.run(count) == pytest.approx(before + 5)
+    np.testing.assert_allclose(out.actions, expected[0], rtol=1e-6)
+    np.testing.assert_allclose(out.fields["log_probs"], expected[1], rtol=1e-6)
+    np.testing.assert_allclose(out.values, expected[2][:, 0], rtol=1e-6)
+    np.testing.assert_allclose(out.fields["states"], expected[3], rtol=1e-6)  # what the policy saw: before the fold

@@ -27,7 +27,7 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Seque
 import numpy as np
 
 from trainers.ppo_models import PPOModel, create_agent_model
-from trainers.ppo_trainer import PPOTrainer
+from trainers.ppo_trainer import ActingInputs, PPOTrainer
 from trainers.tf_utils import tf
 from trainers.trainer import (
     COMMON_HYPERPARAMETERS,
@@ -241,6 +241,9 @@ class GhostTrainer(Trainer):
             names = [_relative_name(v.op.name, scope) for v in acting]
             sources = self._learner_variables(acting, names, copied_scope)
             self.pool = SnapshotPool(acting, sources, names, self.max_num_models)
+        # The same feed as the PPO trainer's acting call, compiled on first use.
+        self.acting_inputs = ActingInputs(self.model)
+        self._act_call = None
 
         self.n_snapshots = 0  # snapshots taken so far; the filled slots are 0 .. min(n, size) - 1
         self.current_slot = 0
@@ -353,21 +356,20 @@ class GhostTrainer(Trainer):
         info = all_info[self.brain_name]
         m = self.model
         n = len(info.agents)
-        feed: Dict[tf.Tensor, Any] = {m.batch_size: n, m.sequence_length: 1}
-        if m.state_in is not None:
-            feed[m.state_in] = info.states
-        for placeholder, observation in zip(m.observation_in, info.observations):
-            feed[placeholder] = observation
-        if self.is_continuous:
-            feed[m.epsilon] = self.rng.standard_normal((n, self.brain.action_space_size)).astype(np.float32)
+        memories = None
         if self.use_recurrent:
             memories = info.memories
             if memories is None or np.size(memories) == 0:
                 memories = np.zeros((n, m.m_size), dtype=np.float32)
-            feed[m.memory_in] = memories
-            actions, memories_out = self.sess.run([m.output, m.memory_out], feed)
-            return self.environment_actions(actions), memories_out, None, None
-        return self.environment_actions(self.sess.run(m.output, feed)), None, None, None
+        values = self.acting_inputs.values(info, None, memories)
+        if self.is_continuous:
+            values.append(self.rng.standard_normal((n, self.brain.action_space_size)).astype(np.float32))
+        if self._act_call is None:
+            feeds = list(self.acting_inputs.placeholders) + ([m.epsilon] if self.is_continuous else [])
+            fetches = [m.output] + ([m.memory_out] if self.use_recurrent else [])
+            self._act_call = self.sess.make_callable(fetches, feeds)
+        out = self._act_call(*values)
+        return self.environment_actions(out[0]), (out[1] if self.use_recurrent else None), None, None
 
     def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo], outputs) -> None:
         """Nothing to store: the ghost learns nothing by itself."""

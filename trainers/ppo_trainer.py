@@ -5,12 +5,21 @@ post-reset state: Unity resets done agents before sending their state, and the o
 "skip if done" dropped each new episode's first transition), cuts them at done or ``time_horizon``
 and calls the hooks below; PPO adds what is specific to it:
 
-1. ``act``: one ``sess.run`` acts for every agent of the brain (and, when training with
-   ``normalize``, folds their states into the running normaliser in the same run);
+1. ``act``: one compiled call (``Session.make_callable``, feed list built once) acts for every
+   agent of the brain (and, when training with ``normalize``, folds their states into the running
+   normaliser in the same call);
 2. ``bootstrap_values``: V of the current state of trajectories cut at ``time_horizon`` (one
-   batched ``sess.run``); ``process_trajectory``: GAE advantages and TD(lambda) returns;
+   compiled call); ``process_trajectory``: GAE advantages and TD(lambda) returns;
 3. ``update`` once the update buffer holds ``buffer_size`` steps: ``num_epoch`` shuffled passes
-   over minibatches that together use every sample (whole sequences when recurrent).
+   over minibatches that together use every sample (whole sequences when recurrent). Each epoch
+   permutes every field once; each minibatch is a contiguous slice (a view) of the permuted
+   arrays, fed to one compiled call that takes the Adam step together with ``minibatch_extras``.
+
+Why compiled calls and not the whole epoch inside the graph: a ``session.run`` of this graph
+costs ~85 us of Python before any op runs and a compiled call ~25 us, against ~1-2 ms of work
+in a 3DBall minibatch step (its matmuls: ~53 MFLOP forward and backward for 256 rows), so the
+call overhead left is a few percent of the update; an in-graph loop would need a second copy of
+every network (the acting graph reads placeholders, which the export contract fixes).
 
 What the update sees is exactly what the policy saw when acting: the stored action, its stored
 log-probability, the stored value, the stored normalised state, and for recurrent brains the
@@ -19,7 +28,7 @@ stored memory at the start of each sequence. So the first minibatch of each upda
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -33,7 +42,7 @@ from trainers.bases import (
     get_gae,
 )
 from trainers.buffer import AgentBuffer
-from trainers.ppo_models import create_agent_model, validate_memory_size
+from trainers.ppo_models import PPOModel, create_agent_model, validate_memory_size
 from trainers.reward_signals import REWARD_SIGNALS_PARAM, validate_reward_signals
 from trainers.tf_utils import tf
 from trainers.trainer import (
@@ -80,6 +89,42 @@ PPO_HYPERPARAMETERS: Dict[str, Param] = {
 }
 
 
+class ActingInputs:
+    """The inputs of a PPO acting graph in one fixed order: the feed list of its compiled calls.
+
+    The PPO trainer (acting, bootstrap values) and the ghost (acting with a snapshot) feed the
+    same network the same way, so both build their feeds here: ``batch_size``,
+    ``sequence_length`` (1), the state, each camera, and the memory when recurrent. The values
+    are the info's arrays themselves, or their ``rows`` (one fancy index per input).
+    """
+
+    def __init__(self, model: PPOModel):
+        self.model = model
+        m = model
+        self.placeholders: List[tf.Tensor] = (
+            [m.batch_size, m.sequence_length]
+            + ([m.state_in] if m.state_in is not None else [])
+            + list(m.observation_in)
+            + ([m.memory_in] if m.use_recurrent else [])
+        )
+
+    def values(self, info: BrainInfo, rows: Optional[np.ndarray] = None,
+               memories: Optional[np.ndarray] = None) -> List[Any]:
+        """The values of ``placeholders`` for the agents ``rows`` of ``info`` (all when None).
+
+        :param memories: ``[len(info.agents), memorySize]``, required when recurrent.
+        """
+        m = self.model
+        select = (lambda x: x) if rows is None else (lambda x: np.asarray(x)[rows])
+        values: List[Any] = [len(info.agents) if rows is None else len(rows), 1]
+        if m.state_in is not None:
+            values.append(select(info.states))
+        values += [select(observation) for observation in info.observations]
+        if m.use_recurrent:
+            values.append(select(memories))
+        return values
+
+
 class PPOTrainer(OnPolicyTrainer):
     """PPO for one brain: discrete or continuous actions and states, cameras, optional LSTM."""
 
@@ -114,6 +159,14 @@ class PPOTrainer(OnPolicyTrainer):
             + (["action_masks"] if getattr(self.model, "action_masks", None) is not None else [])
             + self.reward_signal_update_fields()
         )
+        # Compiled calls (Session.make_callable), created on first use, once the graph is final.
+        self.acting_inputs = ActingInputs(self.model)
+        self._act_call: Optional[Tuple[Callable[..., List[Any]], List[str]]] = None
+        self._value_call: Optional[Callable[..., List[Any]]] = None
+        self._update_inputs: Optional[List[Tuple[tf.Tensor, str, bool]]] = None
+        self._update_calls: Dict[Any, Callable[..., List[Any]]] = {}
+        self._noise_buffers: Optional[Tuple[np.ndarray, np.ndarray]] = None
+        self._ones: Optional[np.ndarray] = None
 
     @staticmethod
     def model_arguments(params: Mapping[str, Any]) -> Dict[str, Any]:
@@ -171,17 +224,9 @@ class PPOTrainer(OnPolicyTrainer):
     # ------------------------------------------------------------------ acting
     def _input_feed(self, info: BrainInfo, rows: Optional[np.ndarray] = None) -> Dict[tf.Tensor, Any]:
         """Feed for acting / evaluating on the agents ``rows`` of ``info`` (all when None)."""
-        m = self.model
-        select = (lambda x: x) if rows is None else (lambda x: np.asarray(x)[rows])
-        n = len(info.agents) if rows is None else len(rows)
-        feed: Dict[tf.Tensor, Any] = {m.batch_size: n, m.sequence_length: 1}
-        if m.state_in is not None:
-            feed[m.state_in] = select(info.states)
-        for placeholder, observation in zip(m.observation_in, info.observations):
-            feed[placeholder] = select(observation)
-        if self.use_recurrent:
-            feed[m.memory_in] = select(self._memories(info))
-        return feed
+        inputs = self.acting_inputs
+        return dict(zip(inputs.placeholders, inputs.values(info, rows, self._memories(info) if self.use_recurrent
+                                                            else None)))
 
     def _memories(self, info: BrainInfo) -> np.ndarray:
         """``info.memories``, or zeros when the environment sent none (e.g. the very first step)."""
@@ -197,8 +242,52 @@ class PPOTrainer(OnPolicyTrainer):
             )
         return memories
 
+    def _act_program(self) -> Tuple[Callable[..., List[Any]], List[str]]:
+        """The compiled acting call of this brain and the names of what it returns, in order.
+
+        The feed list is the acting inputs, then the exploration noise (continuous, training)
+        and the action masks (branched policies); built on first use, after the graph is final.
+        """
+        if self._act_call is None:
+            m = self.model
+            feeds = list(self.acting_inputs.placeholders)
+            if self.is_continuous and self.is_training:
+                feeds.append(m.epsilon)
+            if getattr(m, "action_masks", None) is not None:
+                feeds.append(m.action_masks)
+            fetches = {"actions": m.output, "log_probs": m.log_prob, "values": m.value, "entropy": m.entropy}
+            for name in self.signal_names[1:]:
+                fetches[f"values_{name}"] = m.values[name]
+            if m.normalize:
+                fetches["states"] = m.vector_in
+            if self.use_recurrent:
+                fetches["memory_out"] = m.memory_out
+            names = list(fetches)
+            targets = [fetches[k] for k in names]
+            if m.normalize and self.is_training:
+                targets.append(m.update_normalization)  # returns None; runs after the action is chosen
+            self._act_call = (self.sess.make_callable(targets, feeds), names)
+        return self._act_call
+
+    def _noise(self, n: int) -> np.ndarray:
+        """``[n, actionSize]`` N(0, 1) exploration noise in a preallocated float32 array."""
+        shape = (n, self.brain.action_space_size)
+        if self._noise_buffers is None or self._noise_buffers[0].shape[0] < n:
+            self._noise_buffers = (np.empty(shape), np.empty(shape, np.float32))
+        wide, narrow = self._noise_buffers[0][:n], self._noise_buffers[1][:n]
+        self.rng.standard_normal(out=wide)  # float64 draws: the same stream as standard_normal(shape)
+        np.copyto(narrow, wide)
+        return narrow
+
+    def _all_allowed(self, n: int) -> np.ndarray:
+        """``[n, sum(branches)]`` ones: the action masks of a brain whose scene sent none."""
+        width = int(sum(self.brain.action_branches))
+        if self._ones is None or self._ones.shape[0] < n:
+            self._ones = np.ones((n, width), np.float32)
+        return self._ones[:n]
+
     def act(self, info: BrainInfo) -> PolicyOutput:
-        """Act for every agent of the brain with one ``sess.run``.
+        """Act for every agent of the brain with one compiled call.
 
         Continuous actions get fresh N(0, 1) noise while training and act with the mean
         otherwise (as Unity's Internal brain does with ``epsilon`` left at 0). The stored fields
@@ -207,24 +296,17 @@ class PPOTrainer(OnPolicyTrainer):
         """
         n = len(info.agents)
         m = self.model
-        feed = self._input_feed(info)
+        call, names = self._act_program()
+        memories = self._memories(info) if self.use_recurrent else None
+        values_in = self.acting_inputs.values(info, None, memories)
         if self.is_continuous and self.is_training:
-            feed[m.epsilon] = self.rng.standard_normal((n, self.brain.action_space_size)).astype(np.float32)
+            values_in.append(self._noise(n))
         action_masks = None
         if getattr(m, "action_masks", None) is not None:  # modern-protocol discrete brains
-            action_masks = (np.ones((n, int(sum(self.brain.action_branches))), np.float32)
-                            if info.action_masks is None else np.asarray(info.action_masks, np.float32))
-            feed[m.action_masks] = action_masks
-        fetches = {"actions": m.output, "log_probs": m.log_prob, "values": m.value, "entropy": m.entropy}
-        for name in self.signal_names[1:]:
-            fetches[f"values_{name}"] = m.values[name]
-        if m.normalize:
-            fetches["states"] = m.vector_in
-            if self.is_training:
-                fetches["update_normalization"] = m.update_normalization
-        if self.use_recurrent:
-            fetches["memory_out"] = m.memory_out
-        out = self.sess.run(fetches, feed)
+            action_masks = (self._all_allowed(n) if info.action_masks is None
+                            else np.asarray(info.action_masks, np.float32))
+            values_in.append(action_masks)
+        out = dict(zip(names, call(*values_in)))
 
         values = out["values"][:, 0]
         self.add_stat("value_estimate", float(np.mean(values)))
@@ -242,19 +324,23 @@ class PPOTrainer(OnPolicyTrainer):
         for k, observation in enumerate(info.observations):
             fields[f"observations{k}"] = observation
         if action_masks is not None:
-            fields["action_masks"] = action_masks
+            fields["action_masks"] = action_masks  # rows of the preallocated ones are only read
         if self.use_recurrent:
-            fields["memory"] = feed[m.memory_in]
+            fields["memory"] = memories
         return PolicyOutput(actions, fields, memories=out.get("memory_out"), values=values)
 
     # ------------------------------------------------------------------ trajectories
     def bootstrap_values(self, info: BrainInfo, rows: np.ndarray):
         """V of the current state of the agents at ``rows`` (trajectories cut at time_horizon);
         ``{signal: V}`` when the brain has reward signals."""
+        if self._value_call is None:
+            fetches = [self.model.values[name] for name in self.signal_names] or [self.model.value]
+            self._value_call = self.sess.make_callable(fetches, list(self.acting_inputs.placeholders))
+        memories = self._memories(info) if self.use_recurrent else None
+        values = self._value_call(*self.acting_inputs.values(info, rows, memories))
         if self.signal_names:
-            values = self.sess.run(self.model.values, self._input_feed(info, rows))
-            return {name: v[:, 0] for name, v in values.items()}
-        return self.sess.run(self.model.value, self._input_feed(info, rows))[:, 0]
+            return {name: v[:, 0] for name, v in zip(self.signal_names, values)}
+        return values[0][:, 0]
 
     def process_trajectory(self, trajectory: AgentBuffer, value_next) -> None:
         """GAE advantages and TD(lambda) returns (``advantages + value_estimates``); with reward
@@ -274,69 +360,113 @@ class PPOTrainer(OnPolicyTrainer):
             arrays["initial_memory"] = arrays["memory"][np.arange(len(first_real)), first_real]
         return arrays
 
+    def update_inputs(self) -> List[Tuple[tf.Tensor, str, bool]]:
+        """What each minibatch feeds: ``(placeholder, field, per step)``, in the compiled call's order.
+
+        ``per step`` fields are flattened from sequences to steps when recurrent; the others
+        (the initial memory) have one row per sequence.
+        """
+        if self._update_inputs is None:
+            m = self.model
+            inputs = [(m.taken_actions, "actions", True), (m.old_log_probs, "log_probs", True),
+                      (m.old_value, "value_estimates", True), (m.advantages, "advantages", True),
+                      (m.returns, "discounted_returns", True), (m.masks, "masks", True)]
+            if m.state_in is not None:
+                # Normalised brains replay the normalised input they acted on, not today's statistics.
+                inputs.append((m.vector_in if m.normalize else m.state_in, "states", True))
+            inputs += [(placeholder, f"observations{k}", True) for k, placeholder in enumerate(m.observation_in)]
+            if getattr(m, "action_masks", None) is not None:
+                inputs.append((m.action_masks, "action_masks", True))
+            if self.use_recurrent:
+                inputs.append((m.memory_in, "initial_memory", False))
+            for name in self.signal_names[1:]:
+                inputs.append((m.signal_returns[name], self.returns_field(self.signal_names, name), True))
+                inputs.append((m.signal_old_values[name], self.value_field(self.signal_names, name), True))
+            self._update_inputs = inputs
+        return self._update_inputs
+
+    def _scalar_inputs(self) -> List[tf.Tensor]:
+        """The scalars fed with every minibatch, before the ``update_inputs``."""
+        m = self.model
+        return [m.batch_size, m.sequence_length, m.learning_rate, m.clip_epsilon, m.beta]
+
     def minibatch_feed(self, arrays: Mapping[str, np.ndarray], rows: np.ndarray,
                        learning_rate: float) -> Dict[tf.Tensor, Any]:
-        """The feed of one minibatch: ``rows`` index samples (sequences when recurrent)."""
-        m = self.model
-
-        def take(key):
-            batch = arrays[key][rows]
-            return batch.reshape((-1,) + batch.shape[2:]) if self.use_recurrent else batch
-
-        feed: Dict[tf.Tensor, Any] = {
-            m.batch_size: len(rows),
-            m.sequence_length: self.sequence_length,
-            m.taken_actions: take("actions"),
-            m.old_log_probs: take("log_probs"),
-            m.old_value: take("value_estimates"),
-            m.advantages: take("advantages"),
-            m.returns: take("discounted_returns"),
-            m.masks: take("masks"),
-            m.learning_rate: learning_rate,
-            m.clip_epsilon: float(self.hp["epsilon"]),
-            m.beta: float(self.hp["beta"]),
-        }
-        if m.state_in is not None:
-            # Normalised brains replay the normalised input they acted on, not today's statistics.
-            feed[m.vector_in if m.normalize else m.state_in] = take("states")
-        for k, placeholder in enumerate(m.observation_in):
-            feed[placeholder] = take(f"observations{k}")
-        if getattr(m, "action_masks", None) is not None:
-            feed[m.action_masks] = take("action_masks")
-        if self.use_recurrent:
-            feed[m.memory_in] = arrays["initial_memory"][rows]
-        for name in self.signal_names[1:]:
-            feed[m.signal_returns[name]] = take(self.returns_field(self.signal_names, name))
-            feed[m.signal_old_values[name]] = take(self.value_field(self.signal_names, name))
+        """The feed of one minibatch as a dict: ``rows`` index samples (sequences when recurrent)."""
+        scalars = [len(rows), self.sequence_length, learning_rate, float(self.hp["epsilon"]), float(self.hp["beta"])]
+        feed: Dict[tf.Tensor, Any] = dict(zip(self._scalar_inputs(), scalars))
+        for placeholder, key, per_step in self.update_inputs():
+            feed[placeholder] = self._flat(arrays[key][rows]) if per_step else arrays[key][rows]
         return feed
 
+    def minibatch_extras(self, minibatch: Mapping[str, np.ndarray]
+                         ) -> Tuple[Dict[tf.Tensor, Any], List[Any], List[str]]:
+        """``(feed, fetches, metric names)`` run with the policy's step on each minibatch, in the same call.
+
+        The one place for anything else that trains on the update's minibatches (the reward
+        signals' networks today): ``minibatch`` holds the fields of ``minibatch_fields`` for the
+        minibatch's rows (flat steps); the first ``len(names)`` fetches are metrics, averaged
+        over the update and recorded under those names; the rest are ops.
+        """
+        if not self.reward_signals:
+            return {}, [], []
+        return self.reward_signal_update(minibatch)
+
+    def minibatch_fields(self, batch: Mapping[str, np.ndarray]) -> List[str]:
+        """The fields ``minibatch_extras`` reads from each minibatch."""
+        if not self.reward_signals:
+            return []
+        return [key for key in batch if key.startswith("signal_")] + ["actions", "masks"]
+
+    def _update_call(self, extra_feeds: Sequence[tf.Tensor], extra_fetches: Sequence[Any]) -> Callable[..., List[Any]]:
+        """The compiled minibatch step for this set of extra feeds and fetches (cached: one per set)."""
+        key = (tuple(id(t) for t in extra_feeds), tuple(id(t) for t in extra_fetches))
+        call = self._update_calls.get(key)
+        if call is None:
+            m = self.model
+            fetches = [m.policy_loss, m.value_loss, m.mean_entropy, m.approx_kl, m.clip_fraction]
+            feeds = self._scalar_inputs() + [placeholder for placeholder, _, _ in self.update_inputs()]
+            call = self.sess.make_callable(fetches + list(extra_fetches) + [m.update_batch],
+                                           feeds + list(extra_feeds))
+            self._update_calls[key] = call
+        return call
+
     def update(self, batch: Dict[str, np.ndarray]) -> None:
-        """``num_epoch`` shuffled passes over the update buffer (the base empties it afterwards)."""
-        m = self.model
+        """``num_epoch`` shuffled passes over the update buffer (the base empties it afterwards).
+
+        Each epoch permutes every field once; its minibatches are then contiguous slices (views)
+        of the permuted arrays, each fed to one compiled call that runs the PPO step and
+        ``minibatch_extras``. The minibatches are those of ``np.array_split`` over the epoch's
+        permutation, so the samples of each step do not depend on how they are fed.
+        """
         n = len(batch["actions"])
         per_batch = max(int(self.hp["batch_size"]) // self.sequence_length, 1)
         n_batches = max(math.ceil(n / per_batch), 1)
         learning_rate = self.current_learning_rate()
-        fetches = [m.policy_loss, m.value_loss, m.mean_entropy, m.approx_kl, m.clip_fraction, m.update_batch]
-        metrics = []
-        signal_metrics: List[List[float]] = []
-        signal_names: List[str] = []
-        signal_fields = [key for key in batch if key.startswith("signal_")] + ["actions", "masks"]
+        scalars = [self.sequence_length, learning_rate, float(self.hp["epsilon"]), float(self.hp["beta"])]
+        inputs = self.update_inputs()
+        extra_fields = self.minibatch_fields(batch)
+        sizes = [len(part) for part in np.array_split(np.arange(n), n_batches)]
+        bounds = np.cumsum([0] + sizes)
+        metrics: List[List[float]] = []
+        extra_metrics: List[List[float]] = []
+        extra_names: List[str] = []
         for _ in range(int(self.hp["num_epoch"])):
-            for rows in np.array_split(self.rng.permutation(n), n_batches):
-                feed = self.minibatch_feed(batch, rows, learning_rate)
-                if not self.reward_signals:
-                    metrics.append(self.sess.run(fetches, feed)[:-1])
-                    continue
-                # The intrinsic networks train on the same minibatch, in the same session.run.
-                flat = {key: self._flat(batch[key][rows]) for key in signal_fields}
-                signal_feed, signal_ops, signal_names = self.reward_signal_update(flat)
-                feed.update(signal_feed)
-                out = self.sess.run(fetches + signal_ops, feed)
-                metrics.append(out[:len(fetches) - 1])
-                signal_metrics.append(out[len(fetches):len(fetches) + len(signal_names)])
-        if signal_metrics and signal_names:
-            for name, value in zip(signal_names, np.mean(signal_metrics, axis=0)):
+            permutation = self.rng.permutation(n)
+            shuffled = [batch[key][permutation] for _, key, _ in inputs]
+            shuffled_extra = {key: batch[key][permutation] for key in extra_fields}
+            for start, end in zip(bounds[:-1], bounds[1:]):
+                values = [self._flat(a[start:end]) if per_step else a[start:end]
+                          for a, (_, _, per_step) in zip(shuffled, inputs)]
+                extra_feed, extra_fetches, extra_names = self.minibatch_extras(
+                    {key: self._flat(a[start:end]) for key, a in shuffled_extra.items()})
+                call = self._update_call(list(extra_feed), extra_fetches)
+                out = call(int(end - start), *scalars, *values, *extra_feed.values())
+                metrics.append(out[:5])
+                if extra_names:
+                    extra_metrics.append(out[5:5 + len(extra_names)])
+        if extra_metrics:
+            for name, value in zip(extra_names, np.mean(extra_metrics, axis=0)):
                 self.add_signal_stat(name, value)
         for key, value in zip(("policy_loss", "value_loss", "policy_entropy", "approx_kl", "clip_fraction"),
                               np.mean(metrics, axis=0)):
@@ -358,4 +488,4 @@ class PPOTrainer(OnPolicyTrainer):
         return nodes + (["recurrent_out"] if self.use_recurrent else [])
 
 
-__all__ = ["PPOTrainer", "PPO_HYPERPARAMETERS", "discount_rewards", "get_gae"]
+__all__ = ["ActingInputs", "PPOTrainer", "PPO_HYPERPARAMETERS", "discount_rewards", "get_gae"]
