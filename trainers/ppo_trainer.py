@@ -161,7 +161,8 @@ class PPOTrainer(OnPolicyTrainer):
         )
         # Compiled calls (Session.make_callable), created on first use, once the graph is final.
         self.acting_inputs = ActingInputs(self.model)
-        self._act_call: Optional[Tuple[Callable[..., List[Any]], List[str]]] = None
+        #: The compiled acting calls, one per value of ``is_training`` (which decides noise and statistics).
+        self._act_calls: Dict[bool, Tuple[Callable[..., List[Any]], List[str]]] = {}
         self._value_call: Optional[Callable[..., List[Any]]] = None
         self._update_inputs: Optional[List[Tuple[tf.Tensor, str, bool]]] = None
         self._update_calls: Dict[Any, Callable[..., List[Any]]] = {}
@@ -248,10 +249,11 @@ class PPOTrainer(OnPolicyTrainer):
         The feed list is the acting inputs, then the exploration noise (continuous, training)
         and the action masks (branched policies); built on first use, after the graph is final.
         """
-        if self._act_call is None:
+        training = bool(self.is_training)
+        if training not in self._act_calls:
             m = self.model
             feeds = list(self.acting_inputs.placeholders)
-            if self.is_continuous and self.is_training:
+            if self.is_continuous and training:
                 feeds.append(m.epsilon)
             if getattr(m, "action_masks", None) is not None:
                 feeds.append(m.action_masks)
@@ -264,10 +266,10 @@ class PPOTrainer(OnPolicyTrainer):
                 fetches["memory_out"] = m.memory_out
             names = list(fetches)
             targets = [fetches[k] for k in names]
-            if m.normalize and self.is_training:
+            if m.normalize and training:
                 targets.append(m.update_normalization)  # returns None; runs after the action is chosen
-            self._act_call = (self.sess.make_callable(targets, feeds), names)
-        return self._act_call
+            self._act_calls[training] = (self.sess.make_callable(targets, feeds), names)
+        return self._act_calls[training]
 
     def _noise(self, n: int) -> np.ndarray:
         """``[n, actionSize]`` N(0, 1) exploration noise in a preallocated float32 array."""
@@ -299,7 +301,7 @@ class PPOTrainer(OnPolicyTrainer):
         call, names = self._act_program()
         memories = self._memories(info) if self.use_recurrent else None
         values_in = self.acting_inputs.values(info, None, memories)
-        if self.is_continuous and self.is_training:
+        if self.is_continuous and self.is_training:  # the same test as _act_program's
             values_in.append(self._noise(n))
         action_masks = None
         if getattr(m, "action_masks", None) is not None:  # modern-protocol discrete brains
