@@ -154,3 +154,19 @@ def test_vector_env_passes_terminal_observations_over_the_modern_protocol():
                 assert not np.array_equal(infos["final_obs"][i], obs[i])  # the old episode's end, not the new start
                 finals += 1
         assert finals > 0
+
+
+def test_registered_env_passes_check_env_with_its_default_arguments():
+    """``gymnasium.make`` through the registry: the spec re-makes the scene (a second one on a free
+    port), so gymnasium's checker runs its close check too; its warnings count as failures."""
+    env = gymnasium.make("unityagents.gym:unityagents/Unity-v0", env_path="Basic", seed=0)
+    try:
+        assert env.spec.id == "unityagents/Unity-v0" and env.spec.kwargs["env_path"] == "Basic"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_env(env.unwrapped)
+        assert not [str(w.message) for w in caught if "gymnasium" in w.filename or "Gym" in str(w.message)]
+        assert env.unwrapped.brain_name == "BasicBrain" and env.action_space == gymnasium.spaces.Discrete(2)
+        check_env(env)  # as made (its only complaint: it is wrapped, by gymnasium.make's own checkers)
+    finally:
+        env.close()

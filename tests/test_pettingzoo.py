@@ -5,11 +5,11 @@ import warnings
 
 import numpy as np
 import pytest
-from pettingzoo.test import parallel_api_test
+from pettingzoo.test import api_test, parallel_api_test
 from test_gym import assert_in_space, open_env
 
 from unityagents.exception import UnityEnvironmentException
-from unityagents.pettingzoo import UnityParallelEnv
+from unityagents.pettingzoo import UnityParallelEnv, unity_aec_env
 
 AGENTS = {"3DBall": 12, "Basic": 1, "Tennis": 16}
 
@@ -82,5 +82,45 @@ def test_max_cycles_truncates_every_live_agent():
             assert not any(truncations.values())
         _, _, terminations, truncations, _ = env.step({a: np.zeros(2, np.float32) for a in env.agents})
         assert all(truncations[a] or terminations[a] for a in truncations) and env.agents == []
+    finally:
+        env.close()
+
+
+# PettingZoo's recommendations that these environments do not follow, by design: agent names keep the
+# brain's name ("TennisBrain_0", not lower case), vector states are unbounded Boxes, and a discrete
+# state (Basic) is an integer scalar, as gymnasium's Discrete space holds it.
+AEC_ADVICE = ("We recommend agents to be named", "is -infinity", "is infinity", "Observation is not a NumPy array")
+
+
+@pytest.mark.parametrize("scene", sorted(AGENTS))
+def test_aec_api_test_passes_over_the_socket(scene):
+    """PettingZoo's AEC ``api_test``, every other warning of it counted as a failure."""
+    env = unity_aec_env(open_env(scene))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            api_test(env, num_cycles=200)
+        complaints = [str(w.message) for w in caught if "pettingzoo" in w.filename]
+        assert not [c for c in complaints if not any(advice in c for advice in AEC_ADVICE)], complaints
+        assert len(env.possible_agents) == AGENTS[scene]
+    finally:
+        env.close()
+
+
+def test_aec_steps_the_scene_once_every_live_agent_has_acted():
+    """Tennis' 16 rackets act in turn; the scene advances only after the last of them, and the
+    rewards then reach every agent (the AEC cycle is one Unity step)."""
+    env = unity_aec_env(open_env("Tennis"))
+    try:
+        env.reset(seed=0)
+        steps = []
+        unity = env.unwrapped.env
+        original = unity.step
+        unity.step = lambda *a, **k: steps.append(1) or original(*a, **k)
+        for k, agent in enumerate(env.agent_iter(max_iter=32)):
+            assert len(steps) == k // 16, (agent, k, len(steps))
+            _, _, terminated, truncated, _ = env.last()
+            env.step(None if terminated or truncated else env.action_space(agent).sample())
+        assert len(steps) == 2
     finally:
         env.close()

@@ -70,6 +70,8 @@ class UnityEnvironment:
     :param engine_config: gRPC only: the engine settings sent through the engine-configuration
         side channel (time scale 20 by default); see ``grpc_communicator.EngineConfig``.
     :param no_graphics: gRPC only: launch the build with ``-nographics -batchmode``.
+    :param side_channels: gRPC only: the user's ``side_channels.SideChannel`` instances (their ids
+        must differ from each other and from the built-in channels'); see ``unityagents.side_channels``.
     """
 
     def __init__(
@@ -86,6 +88,7 @@ class UnityEnvironment:
         protocol: str = "api2",
         engine_config: Optional[Any] = None,
         no_graphics: bool = False,
+        side_channels: Sequence[Any] = (),
     ):
         atexit.register(self.close)
         if protocol not in PROTOCOLS:
@@ -112,8 +115,12 @@ class UnityEnvironment:
             from .grpc_communicator import GrpcCommunicator
 
             self._communicator = GrpcCommunicator(self._peer, self.port, self.worker_id, seed=seed,
-                                                  engine_config=engine_config)
+                                                  engine_config=engine_config, side_channels=side_channels)
         else:
+            if side_channels:
+                raise UnityEnvironmentException(
+                    "API-2 (protocol='api2') has no side channels, so side_channels cannot be used with it; "
+                    "open a modern build with protocol='grpc', or leave side_channels out.")
             if engine_config is not None:
                 logger.warning("API-2 has no engine configuration channel: engine_config is ignored "
                                "(train_mode chooses the engine's speed).")

@@ -73,6 +73,7 @@ from .grpc_validate import (  # noqa: F401 (parse_side_channels, split_pngs, dec
     split_pngs,
 )
 from .protos import communicator_objects_pb2 as pb
+from .side_channels import IncomingMessage, check_side_channels
 
 logger = logging.getLogger("unityagents")
 
@@ -202,13 +203,16 @@ class GrpcCommunicator(Communicator):
     :param port: listened on at 127.0.0.1 only.
     :param seed: sent in the initialisation input (Unity seeds its ``Random`` with it).
     :param engine_config: the engine settings sent with the first reset (time scale 20 by default).
+    :param side_channels: the user's ``side_channels.SideChannel`` instances: frames on their ids are
+        handed to them, their queued messages ride on the next step or reset.
     """
 
     protocol = "grpc"
 
     def __init__(self, peer: Peer, port: int, worker_id: int, seed: Optional[int] = None,
-                 engine_config: Optional[EngineConfig] = None):
+                 engine_config: Optional[EngineConfig] = None, side_channels: Sequence[Any] = ()):
         super().__init__(peer)
+        self._user_channels = check_side_channels(side_channels)
         import grpc  # only a gRPC environment needs grpcio
 
         self.port = port
@@ -379,6 +383,8 @@ class GrpcCommunicator(Communicator):
         message.header.status = _STATUS_OK
         rl = message.unity_input.rl_input
         rl.SetInParent()  # an empty step is still an rl_input (its bytes: 0a 03 08 c8 01 1a 02 0a 00)
+        for channel_id, channel in self._user_channels.items():
+            self._outgoing.extend(side_channel_frame(channel_id, m) for m in channel.take_queued())
         if self._outgoing:
             rl.side_channel = b"".join(self._outgoing)
             self._outgoing = []
@@ -458,6 +464,8 @@ class GrpcCommunicator(Communicator):
                 if stat is not None:
                     key, value, aggregation = stat
                     self.stats.setdefault(key, []).append((value, aggregation))
+            elif channel in self._user_channels:
+                self._user_channels[channel].on_message_received(IncomingMessage(payload))
             else:
                 logger.info("Unknown side channel data received. Channel type: %s.", channel)
 

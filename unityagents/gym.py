@@ -45,8 +45,17 @@ last one of the ended episode. The wrappers follow that:
 scene's own randomness is seeded once, when the environment is launched (``UnityEnvironment(...,
 seed=...)``), and API-2 has no way to reseed it. So the single-agent wrapper declares itself
 ``spec.nondeterministic = True`` (a reset with the same seed need not repeat the same start), which
-is what gymnasium's ``check_env`` reads; its spec has no entry point (the wrapper wraps an open
-environment and cannot be re-made from the registry: run ``check_env(..., skip_close_check=True)``).
+is what gymnasium's ``check_env`` reads.
+
+**The registry.** Importing this module registers ``unityagents/Unity-v0``, whose entry point
+(:func:`make_unity_env`) launches the build or built-in scene ``env_path`` and wraps it, so
+``gymnasium.make("unityagents.gym:unityagents/Unity-v0", env_path="Basic")`` (the ``module:`` prefix
+makes gymnasium import this module first) or, after ``import unityagents.gym``,
+``gymnasium.make("unityagents/Unity-v0", env_path=...)`` gives an environment that gymnasium can
+re-make from its spec; ``check_env`` then passes with its default arguments. Gymnasium 1.x loads
+no plugins from package metadata, hence the import. A wrapper built directly around an open
+environment has a spec without an entry point (it cannot be re-made): check it with
+``check_env(..., skip_close_check=True)``.
 
 Import cost: this module needs ``gymnasium`` (``pip install gymnasium``); importing
 ``unityagents`` alone does not.
@@ -73,8 +82,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without gymnasiu
 from .brain import BrainInfo, BrainParameters
 from .exception import UnityEnvironmentException
 
-__all__ = ["UnityToGymWrapper", "UnityVectorEnv", "observation_space", "action_space", "observations",
-           "encode_actions", "pick_brain"]
+__all__ = ["UnityToGymWrapper", "UnityVectorEnv", "make_unity_env", "ENV_ID", "observation_space", "action_space",
+           "observations", "encode_actions", "pick_brain"]
 
 
 # ---------------------------------------------------------------------------------- spaces
@@ -351,3 +360,41 @@ class UnityVectorEnv(VectorEnv):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+# ---------------------------------------------------------------------------------- registry
+ENV_ID = "unityagents/Unity-v0"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def make_unity_env(env_path: str, brain_name: Optional[str] = None, train_mode: bool = True,
+                   base_port: Optional[int] = None, worker_id: int = 0, **unity_kwargs: Any) -> UnityToGymWrapper:
+    """The registry's entry point: launch ``env_path`` and wrap its one-agent brain.
+
+    ``env_path`` is a build or a built-in scene name; ``unity_kwargs`` go to ``UnityEnvironment``
+    (``seed``, ``protocol``, ``no_graphics``, ``timeout_wait``, ``engine_config``, ...). Without
+    ``base_port`` a free port is taken, so that gymnasium can re-make the environment from its spec
+    while the first one is still open (``check_env`` does); with a fixed ``base_port``, give each
+    simultaneous copy its own ``worker_id``.
+    """
+    from .environment import UnityEnvironment
+
+    if base_port is None:
+        base_port = _free_port() - int(worker_id)
+    env = UnityEnvironment(env_path, worker_id=worker_id, base_port=base_port, **unity_kwargs)
+    try:
+        return UnityToGymWrapper(env, brain_name=brain_name, train_mode=train_mode)
+    except BaseException:
+        env.close()
+        raise
+
+
+if ENV_ID not in gymnasium.registry:
+    gymnasium.register(ENV_ID, entry_point="unityagents.gym:make_unity_env", nondeterministic=True)

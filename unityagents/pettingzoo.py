@@ -1,4 +1,8 @@
-"""A PettingZoo ``ParallelEnv`` over every agent of every External brain of an open ``UnityEnvironment``.
+"""PettingZoo environments over every agent of every External brain of an open ``UnityEnvironment``.
+
+:class:`UnityParallelEnv` is the ``ParallelEnv`` (all agents act at once, as Unity steps them);
+:func:`unity_aec_env` is the same environment as an ``AECEnv`` (agents act in turn), for libraries
+and tools written against PettingZoo's AEC API.
 
 Multi-agent libraries (and PettingZoo's own tools) drive all agents at once: Tennis' two rackets per
 court (``TennisBrain`` and ``ghost-TennisBrain``) or 3DBall's 12 platforms. Agents are named
@@ -13,7 +17,13 @@ the episode lasts until no agent is left. Unity, however, restarts a done agent 
 every live agent; ``max_cycles`` (set by ``pettingzoo.test.parallel_api_test``, or given to the
 constructor) truncates every live agent after that many steps. API-2 cannot tell a time-out from
 the task ending, so its dones are terminations; the modern protocol's ``max_reached`` is a
-truncation. Importing this module needs ``pettingzoo`` (``pip install pettingzoo``).
+truncation.
+
+**AEC.** ``unity_aec_env`` is PettingZoo's own ``parallel_to_aec`` over the parallel environment:
+it collects one action per live agent in ``agent_selection`` order and steps the scene once
+every live agent has acted, so a cycle of the AEC environment is one step of Unity.
+
+Importing this module needs ``pettingzoo`` (``pip install pettingzoo``).
 """
 from __future__ import annotations
 
@@ -22,7 +32,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 try:
-    from pettingzoo import ParallelEnv
+    from pettingzoo import AECEnv, ParallelEnv
+    from pettingzoo.utils import parallel_to_aec
 except ImportError as exc:  # pragma: no cover - exercised only without pettingzoo
     raise ImportError(
         "unityagents.pettingzoo needs the 'pettingzoo' package, which is not installed. Install it with "
@@ -32,7 +43,7 @@ from .brain import BrainInfo, BrainParameters
 from .exception import UnityEnvironmentException
 from .gym import _flags, _row, action_space, encode_actions, observation_space, observations
 
-__all__ = ["UnityParallelEnv"]
+__all__ = ["UnityParallelEnv", "unity_aec_env"]
 
 
 class UnityParallelEnv(ParallelEnv):
@@ -141,3 +152,13 @@ class UnityParallelEnv(ParallelEnv):
     def close(self) -> None:
         if self._close_env:
             self.env.close()
+
+
+def unity_aec_env(env: Any, max_cycles: Optional[int] = None, train_mode: bool = True,
+                  close_env: bool = True) -> AECEnv:
+    """Every agent of every External brain as a PettingZoo AEC agent (arguments as ``UnityParallelEnv``).
+
+    The result enforces PettingZoo's call order (``reset()`` before ``step()``); its ``unwrapped``
+    attribute leads to the ``UnityParallelEnv`` underneath.
+    """
+    return parallel_to_aec(UnityParallelEnv(env, max_cycles=max_cycles, train_mode=train_mode, close_env=close_env))
