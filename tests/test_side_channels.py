@@ -12,8 +12,6 @@ from unityagents import UnityEnvironment
 from unityagents.communicator import Peer
 from unityagents.exception import UnityEnvironmentException
 from unityagents.grpc_communicator import (
-    ENGINE_CONFIGURATION_CHANNEL,
-    ENVIRONMENT_PARAMETERS_CHANNEL,
     STATS_CHANNEL,
     GrpcCommunicator,
     side_channel_frame,
@@ -54,7 +52,11 @@ def test_messages_are_written_and_read_in_mlagents_byte_layout():
 
 
 def test_channel_ids_are_uuids_of_their_own():
-    assert set(BUILT_IN_CHANNELS) == {ENGINE_CONFIGURATION_CHANNEL, ENVIRONMENT_PARAMETERS_CHANNEL, STATS_CHANNEL}
+    # ML-Agents' ids for the channels the communicator speaks itself (the protocol's facts)
+    assert {str(c): n for c, n in BUILT_IN_CHANNELS.items()} == {
+        "e951342c-4f7e-11ea-b238-784f4387d1f7": "engine configuration",
+        "534c891e-810f-11ea-a9d0-822485860400": "environment parameters",
+        "a1d8f7b7-cec8-50f9-b78b-d3e165a78520": "stats"}
     with pytest.raises(UnityEnvironmentException, match="must be a uuid.UUID"):
         Recorder(str(USER_ID))
     for built_in, name in BUILT_IN_CHANNELS.items():

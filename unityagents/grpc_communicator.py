@@ -73,7 +73,13 @@ from .grpc_validate import (  # noqa: F401 (parse_side_channels, split_pngs, dec
     split_pngs,
 )
 from .protos import communicator_objects_pb2 as pb
-from .side_channels import IncomingMessage, check_side_channels
+from .side_channels import (  # noqa: F401 (the channel ids: API)
+    ENGINE_CONFIGURATION_CHANNEL,
+    ENVIRONMENT_PARAMETERS_CHANNEL,
+    STATS_CHANNEL,
+    IncomingMessage,
+    check_side_channels,
+)
 
 logger = logging.getLogger("unityagents")
 
@@ -83,9 +89,6 @@ PACKAGE_VERSION = "0.3.0"
 METHOD = "/communicator_objects.UnityToExternalProto/Exchange"
 SERVICE, RPC = "communicator_objects.UnityToExternalProto", "Exchange"
 
-ENGINE_CONFIGURATION_CHANNEL = uuid.UUID("e951342c-4f7e-11ea-b238-784f4387d1f7")
-ENVIRONMENT_PARAMETERS_CHANNEL = uuid.UUID("534c891e-810f-11ea-a9d0-822485860400")
-STATS_CHANNEL = uuid.UUID("a1d8f7b7-cec8-50f9-b78b-d3e165a78520")
 _POLL_SECONDS = 0.2
 _STATUS_OK, _STATUS_CLOSE = 200, 400
 

@@ -28,11 +28,16 @@ from .exception import UnityEnvironmentException
 
 __all__ = ["SideChannel", "IncomingMessage", "OutgoingMessage", "BUILT_IN_CHANNELS", "check_side_channels"]
 
-#: The channel ids this package already speaks on, by name (their values as ML-Agents defines them).
+#: The ids of the channels the gRPC communicator speaks itself (their values as ML-Agents defines them).
+ENGINE_CONFIGURATION_CHANNEL = uuid.UUID("e951342c-4f7e-11ea-b238-784f4387d1f7")
+ENVIRONMENT_PARAMETERS_CHANNEL = uuid.UUID("534c891e-810f-11ea-a9d0-822485860400")
+STATS_CHANNEL = uuid.UUID("a1d8f7b7-cec8-50f9-b78b-d3e165a78520")
+
+#: Those ids, by name.
 BUILT_IN_CHANNELS: Dict[uuid.UUID, str] = {
-    uuid.UUID("e951342c-4f7e-11ea-b238-784f4387d1f7"): "engine configuration",
-    uuid.UUID("534c891e-810f-11ea-a9d0-822485860400"): "environment parameters",
-    uuid.UUID("a1d8f7b7-cec8-50f9-b78b-d3e165a78520"): "stats",
+    ENGINE_CONFIGURATION_CHANNEL: "engine configuration",
+    ENVIRONMENT_PARAMETERS_CHANNEL: "environment parameters",
+    STATS_CHANNEL: "stats",
 }
 
 
