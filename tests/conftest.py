@@ -7,6 +7,7 @@ finding an academy process, writing a configuration file.
 Ray is told to stay on loopback before anything imports it: with
 ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` its processes bind 127.0.0.1 on Linux.
 """
+import errno
 import ipaddress
 import os
 import re
@@ -167,3 +168,33 @@ def ray_cluster():
     cluster.wait_for_nodes()
     yield cluster
     cluster.shutdown()
+
+
+class HalfWrittenFile:
+    """A file on a disk that fills: a write puts half its bytes in, then fails with ENOSPC."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+    def write(self, data):
+        self.f.write(data[: len(data) // 2])
+        self.f.flush()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def fill_the_disk(monkeypatch) -> None:
+    """Every file the atomic writer (``trainers.export.write_atomically``) opens from now on fills the disk.
+
+    The failure is in the write itself, after the temporary file exists and before any rename, so it
+    holds whoever runs the test (root included, whom permissions do not stop).
+    """
+    import trainers.export as export
+
+    real = export.os.fdopen
+    monkeypatch.setattr(export.os, "fdopen", lambda fd, *a, **k: HalfWrittenFile(real(fd, *a, **k)))

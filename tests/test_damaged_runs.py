@@ -10,17 +10,14 @@ export byte for byte.
 """
 from __future__ import annotations
 
-import errno
 import logging
-import os
 import shutil
 
 import numpy as np
 import pytest
-from conftest import write
+from conftest import fill_the_disk, write
 from test_environment_set import ScriptedWorker
 
-from trainers import export as export_module
 from trainers.checkpoints import SaveFailedError, checkpoint_damage
 from trainers.config import load_trainer_config
 from trainers.registry import load_registry
@@ -123,30 +120,6 @@ def snapshot(folder):
     return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name not in rewritten}
 
 
-class FullFile:
-    """A file on a disk that fills: the first write gets half its bytes in, then ENOSPC."""
-
-    def __init__(self, f):
-        self.f = f
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.f.close()
-
-    def write(self, data):
-        self.f.write(data[: len(data) // 2])
-        self.f.flush()
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-
-def full_disk_at(monkeypatch):
-    """Every file the atomic writer (trainers.export.write_atomically) opens from now on fills the disk."""
-    real = os.fdopen
-    monkeypatch.setattr(export_module.os, "fdopen", lambda fd, *a, **k: FullFile(real(fd, *a, **k)))
-
-
 @pytest.mark.parametrize("where", ["state file", "tensorflow files", "export"])
 def test_a_disk_that_fills_during_a_save_leaves_the_previous_files_whole(run, tmp_path, monkeypatch, where):
     before = snapshot(run)
@@ -155,7 +128,7 @@ def test_a_disk_that_fills_during_a_save_leaves_the_previous_files_whole(run, tm
         c._build()
         c.global_step = 30
         if where == "state file":
-            full_disk_at(monkeypatch)
+            fill_the_disk(monkeypatch)
             with pytest.raises(SaveFailedError) as e:
                 c.save_model()
         elif where == "tensorflow files":
@@ -166,7 +139,7 @@ def test_a_disk_that_fills_during_a_save_leaves_the_previous_files_whole(run, tm
             with pytest.raises(SaveFailedError) as e:
                 c.save_model()
         else:
-            full_disk_at(monkeypatch)
+            fill_the_disk(monkeypatch)
             with pytest.raises(SaveFailedError) as e:
                 c.export()
     c.sess.close()

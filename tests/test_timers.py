@@ -5,6 +5,7 @@ import json
 import os
 
 import pytest
+from conftest import fill_the_disk
 
 from trainers.timers import NAMES, Timers, timed
 
@@ -102,31 +103,7 @@ def test_gauges_and_write_json_atomically(tmp_path, monkeypatch):
     assert data["children"]["summaries"]["count"] == 1 and data["metadata"]["run"] == "ppo"
     assert os.listdir(os.path.dirname(path)) == ["timers.json"]  # no temporary file left behind
     t.set_gauge("broken", float("nan"))
-    # The disk fills up half way through the new file's bytes: the failure is in the write itself,
-    # after the temporary file exists and before any rename, whoever runs the test (root included).
-    import trainers.export as export
-
-    real_fdopen = export.os.fdopen
-
-    class HalfWritten:
-        def __init__(self, f):
-            self.f = f
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.f.close()
-
-        def write(self, data):
-            self.f.write(data[: len(data) // 2])
-            self.f.flush()
-            raise OSError(28, "No space left on device")
-
-    def failing_fdopen(fd, *args, **kwargs):
-        return HalfWritten(real_fdopen(fd, *args, **kwargs))
-
-    monkeypatch.setattr(export.os, "fdopen", failing_fdopen)
+    fill_the_disk(monkeypatch)  # half of the new file's bytes, then ENOSPC
     with pytest.raises(OSError, match="No space left"):
         t.write_json(path)
     monkeypatch.undo()
