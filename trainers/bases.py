@@ -710,21 +710,20 @@ class OffPolicyTrainer(RLTrainer):
         raise UnityTrainerException(f"{type(self).__name__} must implement update(batch).")
 
     # ------------------------------------------------------------------ collecting
-    def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo],
-                        outputs: Optional[PolicyOutput]) -> None:
-        """Store one transition per agent present in both infos, all in one ``ReplayBuffer.add``."""
-        if outputs is None:
-            return
+    def transitions_of(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo],
+                       outputs: PolicyOutput) -> Optional[Tuple[Dict[str, np.ndarray], List[Tuple[int, int, Any]]]]:
+        """The transitions of the agents present in both infos, as arrays, with their (row, next row,
+        agent) pairs; None when there are none. Fields: ``rewards``, ``dones``, the policy's fields,
+        the observations and the next observations (``next_<field>``)."""
         info, outputs = self._with_late_decisions(info, next_info, outputs)
         pairs = list(self._pairs(info, next_info))
         if not pairs:
-            return
+            return None
         rows = np.asarray([i for i, _, _ in pairs])
         next_rows = np.asarray([j for _, j, _ in pairs])
         following = next_info[self.brain_name]
-        rewards = np.asarray(following.rewards, dtype=np.float32)[next_rows]
         transitions: Dict[str, np.ndarray] = {
-            "rewards": rewards,
+            "rewards": np.asarray(following.rewards, dtype=np.float32)[next_rows],
             "dones": np.asarray(following.local_done, dtype=np.float32)[next_rows],
         }
         for key, values in outputs.fields.items():
@@ -733,10 +732,19 @@ class OffPolicyTrainer(RLTrainer):
             transitions[key] = values[rows]
         for key, values in self.observation_fields(following).items():
             transitions[f"next_{key}"] = values[next_rows]
+        return transitions, pairs
+
+    def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo],
+                        outputs: Optional[PolicyOutput]) -> None:
+        """Store one transition per agent present in both infos, all in one ``ReplayBuffer.add``."""
+        found = None if outputs is None else self.transitions_of(info, next_info, outputs)
+        if found is None:
+            return
+        transitions, pairs = found
         self.replay.add(transitions)
         if self._warm():  # transitions of the warm-up do not queue a burst of updates
             self._new_transitions += len(pairs)
-        for (_, _, agent), reward in zip(pairs, rewards):
+        for (_, _, agent), reward in zip(pairs, transitions["rewards"]):
             self._count_reward(agent, float(reward))
 
     def process_experiences(self, info: Mapping[str, BrainInfo]) -> None:

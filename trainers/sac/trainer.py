@@ -266,18 +266,13 @@ class SACTrainer(OffPolicyTrainer):
                         outputs: Optional[PolicyOutput]) -> None:
         """One transition per agent present in both infos; an interrupted episode's last one bootstraps
         from the episode's last observation (the modern protocol's terminal row)."""
-        if outputs is None:
+        found = None if outputs is None else self.transitions_of(info, next_info, outputs)
+        if found is None:
             return
-        info, outputs = self._with_late_decisions(info, next_info, outputs)
-        pairs = list(self._pairs(info, next_info))
-        if not pairs:
-            return
-        rows = np.asarray([i for i, _, _ in pairs])
-        next_rows = np.asarray([j for _, j, _ in pairs])
+        transitions, pairs = found
         following = next_info[self.brain_name]
-        rewards = np.asarray(following.rewards, dtype=np.float32)[next_rows]
-        dones = np.asarray(following.local_done, dtype=bool)[next_rows]
-        next_fields = {key: values[next_rows].copy() for key, values in self.observation_fields(following).items()}
+        next_rows = np.asarray([j for _, j, _ in pairs])
+        dones = transitions["dones"] > 0.5
         next_masks = None if self.is_continuous else self._masks(following)[next_rows]
         terminal = following.terminal_info
         if terminal is not None and dones.any():
@@ -287,23 +282,17 @@ class SACTrainer(OffPolicyTrainer):
             interrupted = np.asarray(following.max_reached, dtype=bool)[next_rows]
             for k, (_, _, agent) in enumerate(pairs):
                 if dones[k] and agent in where:
-                    for key in next_fields:
-                        next_fields[key][k] = terminal_fields[key][where[agent]]
+                    for key, values in terminal_fields.items():
+                        transitions[f"next_{key}"][k] = values[where[agent]]
                     if next_masks is not None:
                         next_masks[k] = terminal_masks[where[agent]]
                     dones[k] = not interrupted[k]
-        transitions: Dict[str, np.ndarray] = {"rewards": rewards, "dones": dones.astype(np.float32)}
-        for key, values in outputs.fields.items():
-            transitions[key] = np.asarray(values)[rows]
-        for key, values in self.observation_fields(info[self.brain_name]).items():
-            transitions[key] = values[rows]
-        for key, values in next_fields.items():
-            transitions[f"next_{key}"] = values
+        transitions["dones"] = dones.astype(np.float32)
         if next_masks is not None:
             transitions["next_action_masks"] = next_masks
         self.replay.add(transitions)
         self.transitions_seen += len(pairs)
-        for (_, _, agent), reward in zip(pairs, rewards):
+        for (_, _, agent), reward in zip(pairs, transitions["rewards"]):
             self._count_reward(agent, float(reward))
 
     # ------------------------------------------------------------------ updating
