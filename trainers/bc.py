@@ -1,4 +1,4 @@
-"""Behavioral cloning beside PPO: a supervised loss that pulls the policy toward recorded actions.
+"""Behavioral cloning beside PPO or SAC: a supervised loss that pulls the policy toward recorded actions.
 
 Why: on a sparse-reward task the policy gradient has nothing to follow until the agent stumbles
 on the goal, while a ``.demo`` recording (Unity's Demonstration Recorder, or ``python -m academy
@@ -13,13 +13,20 @@ on the goal, while a ``.demo`` recording (Unity's Demonstration Recorder, or ``p
             num_epoch: 3                       # default 3
             batch_size: 512                    # default: the trainer's batch_size
 
-After each PPO update, ``num_epoch`` shuffled passes over the demonstration run minibatches of a
-loss of their own, with their own Adam optimiser over the policy's variables (the encoders
-included; the value network gets no gradient from it):
+After each PPO update (for SAC: after the gradient steps of an update call, at most once per
+``time_horizon`` agent steps, the trajectory length after which ML-Agents' trainers update),
+``num_epoch`` shuffled passes over the demonstration run minibatches of a loss of their own, with
+their own Adam optimiser over the policy's variables (the encoders included; the value network and
+the critics get no gradient from it):
 
 * discrete actions: the cross-entropy of the expert's action in each branch (averaged over the
   branches), under the policy's action probabilities with the recorded action masks applied;
-* continuous actions: the mean squared error between the policy's mean and the expert's action.
+* continuous actions: the mean squared error between the policy's deterministic action in the
+  environment's units and the expert's recorded action, which is in the environment's units too
+  (PPO's mean as it is over API-2 and ``clamp(mean, -3, 3) / 3`` over gRPC; SAC's ``tanh(mean)``).
+
+Each trainer says what BC may see of its policy graph through a ``ClonedPolicy``
+(``trainer.cloned_policy()``), so this module reads no trainer's model attributes.
 
 Its learning rate is the trainer's ``learning_rate`` times ``strength`` and, with ``steps`` > 0,
 falls linearly to 0 at ``steps`` agent steps; after that BC stops running. The loss is reported
@@ -30,7 +37,8 @@ steps would need the policy's memories, which a recording cannot hold.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -118,17 +126,35 @@ def check_demonstrations(brain_name: str, params: Dict[str, Any], brain: BrainPa
             raise TrainerConfigError(f"brain '{brain_name}', key 'reward_signals.gail.demo_path': {exc}") from None
 
 
-class BehavioralCloning:
-    """The BC loss and its optimiser on a built ``PPOModel``; ``update(trainer)`` after each PPO update.
+@dataclass(frozen=True)
+class ClonedPolicy:
+    """What behavioral cloning needs of a trainer's policy graph, declared by the trainer.
 
-    Uses the model's public inputs (``state_in``, ``observation_in``, ``batch_size``,
-    ``sequence_length``, ``action_masks``) and outputs (``probs`` for discrete actions, ``mu`` for
-    continuous ones). Build it inside the trainer's ``build_scope``.
+    ``action`` (continuous) is the deterministic action in the environment's units, ``probs``
+    (discrete) the branches' probabilities side by side with ``action_masks`` applied; exactly one
+    of them is set. ``batch_size`` is the placeholder fed the minibatch's length, if the graph has
+    one; ``constant_feed`` holds any other placeholders with a fixed value (PPO's sequence length).
     """
 
-    def __init__(self, model: Any, brain: BrainParameters, settings: Dict[str, Any], demo: Demonstration,
+    state: Optional[Any]
+    observations: Sequence[Any]
+    variables: Sequence[Any]
+    action: Optional[Any] = None
+    probs: Optional[Any] = None
+    action_masks: Optional[Any] = None
+    batch_size: Optional[Any] = None
+    constant_feed: Mapping[Any, Any] = field(default_factory=dict)
+
+
+class BehavioralCloning:
+    """The BC loss and its optimiser on a trainer's ``ClonedPolicy``; ``update`` after the RL update.
+
+    Build it inside the trainer's ``build_scope``.
+    """
+
+    def __init__(self, policy: ClonedPolicy, brain: BrainParameters, settings: Dict[str, Any], demo: Demonstration,
                  learning_rate: float, batch_size: int, max_grad_norm: float = 0.5) -> None:
-        self.model = model
+        self.policy = policy
         self.settings = settings
         self.base_learning_rate = float(learning_rate) * float(settings["strength"])
         self.batch_size = int(settings["batch_size"] or batch_size)
@@ -146,18 +172,18 @@ class BehavioralCloning:
             self.learning_rate = tf.placeholder(tf.float32, [], name="learning_rate")
             if continuous:
                 self.expert = tf.placeholder(tf.float32, [None, brain.action_space_size], name="expert_actions")
-                self.loss = tf.reduce_mean(tf.square(model.mu - self.expert))
+                self.loss = tf.reduce_mean(tf.square(policy.action - self.expert))
             else:
                 branches = list(brain.action_branches)
                 self.expert = tf.placeholder(tf.int32, [None, len(branches)], name="expert_actions")
                 losses, offset = [], 0
                 for k, size in enumerate(branches):
-                    probs = model.probs[:, offset:offset + size]
+                    probs = policy.probs[:, offset:offset + size]
                     offset += size
                     chosen = tf.reduce_sum(probs * tf.one_hot(self.expert[:, k], size), axis=1)
                     losses.append(-tf.reduce_mean(tf.log(chosen + 1e-8)))
                 self.loss = tf.add_n(losses) / float(len(branches))
-            variables = list(model.variables)
+            variables = list(policy.variables)
             gradients = tf.gradients(self.loss, variables)
             pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
             clipped, _ = tf.clip_by_global_norm([g for g, _ in pairs], max_grad_norm)
@@ -176,14 +202,16 @@ class BehavioralCloning:
 
     def feed(self, rows: np.ndarray) -> Dict[Any, Any]:
         """The feed of the demonstration samples ``rows``."""
-        m = self.model
-        feed: Dict[Any, Any] = {m.batch_size: len(rows), m.sequence_length: 1, self.expert: self.actions[rows]}
-        if m.state_in is not None:
-            feed[m.state_in] = self.states[rows]
-        for placeholder, camera in zip(m.observation_in, self.cameras):
+        p = self.policy
+        feed: Dict[Any, Any] = {**p.constant_feed, self.expert: self.actions[rows]}
+        if p.batch_size is not None:
+            feed[p.batch_size] = len(rows)
+        if p.state is not None:
+            feed[p.state] = self.states[rows]
+        for placeholder, camera in zip(p.observations, self.cameras):
             feed[placeholder] = camera[rows]
-        if getattr(m, "action_masks", None) is not None:
-            feed[m.action_masks] = self.masks[rows]
+        if p.action_masks is not None:
+            feed[p.action_masks] = self.masks[rows]
         return feed
 
     def loss_value(self, sess, rows: Optional[np.ndarray] = None) -> float:
@@ -213,12 +241,14 @@ class BehavioralCloning:
 def behavioral_cloning_markdown() -> List[str]:
     """The ``behavioral_cloning`` block's section of ``docs/configuration.md``."""
     lines = [
-        "## `behavioral_cloning` (ppo)",
+        "## `behavioral_cloning` (ppo, sac)",
         "",
-        "A nested block: after each PPO update, a cloning loss pulls the policy toward the actions of a",
+        "A nested block: after each PPO update (SAC: after an update call's gradient steps, at most once",
+        "per `time_horizon` agent steps), a cloning loss pulls the policy toward the actions of a",
         "`.demo` recording (Unity's Demonstration Recorder, or `python -m academy <Scene> --record-demo",
         "FILE.demo --brain NAME=heuristic --episodes N`): cross-entropy per discrete branch (masks",
-        "respected), mean squared error of the mean for continuous actions, with its own Adam at",
+        "respected), mean squared error of the deterministic action (in the environment's units) for",
+        "continuous actions, with its own Adam at",
         "`learning_rate x strength`, annealed linearly to 0 over `steps`. The recording must have the",
         "brain's action spec, state size and cameras (checked before training); recurrent brains are",
         "refused. TensorBoard: `Info/bc_loss`, `Info/bc_learning_rate`.",
@@ -244,7 +274,7 @@ def create_behavioral_cloning(trainer: Any) -> Optional[BehavioralCloning]:
     if settings is None:
         return None
     demo = check_demonstration(trainer.brain_name, settings, trainer.brain, bool(trainer.hp.get("use_recurrent")))
-    return BehavioralCloning(trainer.model, trainer.brain, settings, demo, float(trainer.hp["learning_rate"]),
+    return BehavioralCloning(trainer.cloned_policy(), trainer.brain, settings, demo, float(trainer.hp["learning_rate"]),
                              int(trainer.hp["batch_size"]), float(trainer.hp.get("max_grad_norm", 0.5)))
 
 
@@ -259,6 +289,6 @@ def update_behavioral_cloning(trainer: Any) -> None:
         trainer.add_stat("bc_learning_rate", bc.current_learning_rate(trainer.step))
 
 
-__all__ = ["BC_PARAMETERS", "BEHAVIORAL_CLONING_PARAM", "BehavioralCloning", "check_demonstration",
+__all__ = ["BC_PARAMETERS", "BEHAVIORAL_CLONING_PARAM", "BehavioralCloning", "ClonedPolicy", "check_demonstration",
            "check_demonstrations", "create_behavioral_cloning", "update_behavioral_cloning",
            "validate_behavioral_cloning"]

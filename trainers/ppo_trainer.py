@@ -53,7 +53,7 @@ from trainers.trainer import (
     positive,
     unit_interval,
 )
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import CONTINUOUS_ACTION_CLIP, BrainInfo, BrainParameters
 
 
 def _one_of(*options: str):
@@ -474,6 +474,19 @@ class PPOTrainer(OnPolicyTrainer):
                               np.mean(metrics, axis=0)):
             self.add_stat(key, value)
         self.add_stat("learning_rate", learning_rate)
+
+    def cloned_policy(self) -> bc.ClonedPolicy:
+        """The policy as behavioral cloning sees it: the mean in the environment's units (under the
+        ``"unit"`` contract, ``clamp(mean, -3, 3) / 3`` as ``environment_actions`` sends a sample)."""
+        m = self.model
+        common = dict(state=m.state_in, observations=m.observation_in, variables=m.variables,
+                      batch_size=m.batch_size, constant_feed={m.sequence_length: 1})
+        if not m.is_continuous:
+            return bc.ClonedPolicy(probs=m.probs, action_masks=getattr(m, "action_masks", None), **common)
+        action = m.mu
+        if self.brain.continuous_action_contract != "raw":
+            action = tf.clip_by_value(action, -CONTINUOUS_ACTION_CLIP, CONTINUOUS_ACTION_CLIP) / CONTINUOUS_ACTION_CLIP
+        return bc.ClonedPolicy(action=action, **common)
 
     def update_model(self) -> None:
         """The RL update, then behavioral cloning (hook: trainers/bc.py) when configured."""

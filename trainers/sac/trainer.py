@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
+from trainers import bc
 from trainers.bases import OffPolicyTrainer, PolicyOutput, ReplayBuffer
 from trainers.config import total_memory_bytes
 from trainers.reward_signals import (
@@ -75,8 +76,10 @@ SAC_HYPERPARAMETERS: Dict[str, Param] = {
     "gamma": Param(float, 0.99, check=(unit_interval, "in [0, 1]"),
                    doc="discount factor (without a reward_signals block)"),
     "time_horizon": Param(int, 64, check=(positive, "> 0"),
-                          doc="accepted as in ML-Agents; SAC stores single transitions and ignores it"),
+                          doc="SAC stores single transitions; behavioral cloning runs at most once per "
+                              "time_horizon agent steps"),
     "reward_signals": REWARD_SIGNALS_PARAM,
+    "behavioral_cloning": bc.BEHAVIORAL_CLONING_PARAM,
 }
 
 #: Reward streams that cut their bootstrap at episode ends (the intrinsic ones do not, as in ML-Agents).
@@ -120,6 +123,7 @@ class SACTrainer(OffPolicyTrainer):
     @classmethod
     def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
         params["reward_signals"] = validate_reward_signals(brain_name, params.get("reward_signals"))
+        params["behavioral_cloning"] = bc.validate_behavioral_cloning(brain_name, params.get("behavioral_cloning"))
         if params["batch_size"] > params["buffer_size"]:
             raise TrainerConfigError(
                 f"brain '{brain_name}', key 'batch_size': {params['batch_size']} is larger than buffer_size "
@@ -134,6 +138,7 @@ class SACTrainer(OffPolicyTrainer):
         problem = unsupported_action_space(brain)
         if problem:
             raise TrainerConfigError(f"brain '{brain_name}', key 'trainer': {problem}")
+        bc.check_demonstrations(brain_name, params, brain)
         signals = params.get("reward_signals") or {}
         if "curiosity" in signals and brain.action_space_type == "discrete" and len(brain.action_branches) > 1:
             raise TrainerConfigError(
@@ -167,9 +172,12 @@ class SACTrainer(OffPolicyTrainer):
                 learning_rate=float(self.hp["learning_rate"]))
             self.create_target_updates(self.model.online_variables, self.model.target_variables)
             self.reward_signals = create_reward_signals(self.brain, settings)
-        #: Transitions stored so far; updates already taken (gradient steps, reward-signal updates).
+            self.bc = bc.create_behavioral_cloning(self)
+        #: Transitions stored so far; updates already taken (gradient steps, reward-signal updates);
+        #: the transition count at the last behavioral-cloning update.
         self.transitions_seen = 0
         self.signal_updates = 0
+        self.bc_at = 0
         self._stat_sums: Dict[str, List[float]] = {}
 
     # ------------------------------------------------------------------ schedules
@@ -308,7 +316,19 @@ class SACTrainer(OffPolicyTrainer):
             while self._due(self._signal_steps()) > self.signal_updates:
                 self.update_reward_signals(self.replay.sample(batch_size, self.rng))
                 self.signal_updates += 1
+        if self.bc is not None and self.transitions_seen - self.bc_at >= int(self.hp["time_horizon"]):
+            self.bc_at = self.transitions_seen
+            bc.update_behavioral_cloning(self)
         self._flush_stats()
+
+    def cloned_policy(self) -> bc.ClonedPolicy:
+        """The actor as behavioral cloning sees it: ``tanh(mean)``, or the masked branch probabilities."""
+        m = self.model
+        common = dict(state=m.state, observations=m.observations, variables=m.policy_variables,
+                      batch_size=m.batch_size)
+        if self.is_continuous:
+            return bc.ClonedPolicy(action=m.deterministic_output, **common)
+        return bc.ClonedPolicy(probs=m.probs, action_masks=m.action_masks, **common)
 
     def signal_fields(self, batch: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
         """A replay minibatch under the field names the reward signals read."""
@@ -376,7 +396,7 @@ class SACTrainer(OffPolicyTrainer):
     def get_state(self) -> Dict[str, Any]:
         """Counters and the random generator; the replay buffer too with ``save_replay_buffer``."""
         state = {**super().get_state(), "transitions_seen": self.transitions_seen,
-                 "signal_updates": self.signal_updates, "rng": self.rng.bit_generator.state}
+                 "signal_updates": self.signal_updates, "bc_at": self.bc_at, "rng": self.rng.bit_generator.state}
         if self.hp["save_replay_buffer"]:
             state["replay"] = encode_replay(self.replay)
         return state
@@ -385,6 +405,7 @@ class SACTrainer(OffPolicyTrainer):
         super().set_state(state)
         self.transitions_seen = int(state.get("transitions_seen", self.step))
         self.signal_updates = int(state.get("signal_updates", 0))
+        self.bc_at = int(state.get("bc_at", 0))
         if "rng" in state:
             self.rng.bit_generator.state = state["rng"]
         if state.get("replay") is not None and self.hp["save_replay_buffer"]:
