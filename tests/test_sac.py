@@ -17,6 +17,7 @@ from trainers.onnx_export import export_onnx
 from trainers.registry import load_registry
 from trainers.sac import SACTrainer
 from trainers.tf_utils import tf
+from trainers.trainer import summary_tag
 from unityagents.brain import BrainInfo, BrainParameters
 
 CONTINUOUS = {"stateSize": 4, "actionSize": 2, "actionSpaceType": 1, "stateSpaceType": 1}
@@ -111,7 +112,7 @@ def test_entropy_coefficient_moves_towards_the_target_entropy():
             masks = np.tile(np.float32(allowed), (16, 1))
             batch["action_masks"], batch["next_action_masks"] = masks, masks
             metrics = trainer.update(batch)
-        entropy = metrics["policy_entropy"]
+        entropy = metrics["Losses/Update Entropy"]
         # Either no choice is left (entropy 0) or the policy is still far above the target 0.2 ln 6.
         assert entropy == pytest.approx(0.0, abs=1e-6) if direction > 0 else entropy > 0.2 * np.log(6) + 0.5
         moved = trainer.sess.run(m.log_alpha) - start
@@ -277,3 +278,15 @@ def test_discrete_sac_solves_basic(tmp_path):
     assert rewards[-1] >= 0.9, rewards
     bytes_path = tmp_path / "models" / "sac" / "Basic.bytes"
     assert run_academy("Basic", "--brain", f"BasicBrain=internal:{bytes_path}", "--episodes", "10") >= 0.9
+
+
+@pytest.mark.parametrize("spec, coefficient", [(CONTINUOUS, "Policy/Continuous Entropy Coeff"),
+                                               (BRANCHED, "Policy/Discrete Entropy Coeff")])
+def test_sac_writes_ml_agents_tag_names(spec, coefficient):
+    """The tags ML-Agents' SAC writes, so a Release 22 user's dashboards read these runs."""
+    trainer = make_sac(spec)
+    collect(trainer, FakeStream(trainer.brain), 40, update=True)
+    tags = {summary_tag(key) for key in trainer.stats}
+    expected = {"Losses/Q1 Loss", "Losses/Q2 Loss", "Losses/Policy Loss", "Policy/Extrinsic Value",
+                "Policy/Learning Rate", coefficient}
+    assert expected <= tags, sorted(expected - tags)

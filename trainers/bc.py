@@ -30,8 +30,8 @@ Each trainer says what BC may see of its policy graph through a ``ClonedPolicy``
 
 Its learning rate is the trainer's ``learning_rate`` times ``strength`` and, with ``steps`` > 0,
 falls linearly to 0 at ``steps`` agent steps; after that BC stops running. The loss is reported
-as ``Info/bc_loss``. The demonstration is checked against the brain (action spec, state size,
-cameras) before training starts (``check_environment``), and steps that end an episode are left
+as ``Losses/Pretraining Loss`` (ML-Agents' tag). The demonstration is checked against the brain
+(action spec, state size, cameras) before training starts (``check_environment``), and steps that end an episode are left
 out (their recorded action was never carried out). Recurrent policies are refused: the recorded
 steps would need the policy's memories, which a recording cannot hold.
 """
@@ -251,7 +251,7 @@ def behavioral_cloning_markdown() -> List[str]:
         "continuous actions, with its own Adam at",
         "`learning_rate x strength`, annealed linearly to 0 over `steps`. The recording must have the",
         "brain's action spec, state size and cameras (checked before training); recurrent brains are",
-        "refused. TensorBoard: `Info/bc_loss`, `Info/bc_learning_rate`.",
+        "refused. TensorBoard: `Losses/Pretraining Loss`, `Policy/Pretraining Learning Rate`.",
         "",
         "```yaml",
         "PyramidsBrain:",

@@ -436,6 +436,8 @@ SUMMARY_TAGS: Dict[str, str] = {
     "approx_kl": "Policy/Approx KL",
     "clip_fraction": "Policy/Clip Fraction",
     "loss": "Losses/Pretraining Loss",
+    "bc_loss": "Losses/Pretraining Loss",
+    "bc_learning_rate": "Policy/Pretraining Learning Rate",
     "accuracy": "Policy/Cloning Accuracy",
     "teacher_reward": "Environment/Teacher Cumulative Reward",
 }

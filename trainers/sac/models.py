@@ -268,9 +268,11 @@ class SACModel:
             self.policy_loss = tf.reduce_mean(tf.add_n(per_branch_policy))
             self.entropy = tf.add_n(entropies)
             self.entropy_loss = tf.add_n(entropy_losses) / float(len(self.branches))
-        self.metrics = {"q1_loss": self.q1_loss, "q2_loss": self.q2_loss, "policy_loss": self.policy_loss,
-                        "entropy_loss": self.entropy_loss, "policy_entropy": self.entropy,
-                        "entropy_coefficient": tf.reduce_mean(self.alpha)}
+        # Keyed by their TensorBoard tags, ML-Agents' names for SAC's quantities where it has them.
+        coefficient = "Policy/Continuous Entropy Coeff" if self.is_continuous else "Policy/Discrete Entropy Coeff"
+        self.metrics = {"Losses/Q1 Loss": self.q1_loss, "Losses/Q2 Loss": self.q2_loss,
+                        "Losses/Policy Loss": self.policy_loss, "Losses/Entropy Coeff Loss": self.entropy_loss,
+                        "Losses/Update Entropy": self.entropy, coefficient: tf.reduce_mean(self.alpha)}
 
     def _optimizer(self, tau: float) -> None:
         """Gradients from the current parameters, then three Adams, then the soft target update."""

@@ -252,7 +252,7 @@ class SACTrainer(OffPolicyTrainer):
             fields["actions"] = actions.astype(np.int32)
             fields["action_masks"] = masks
         values = out["values"][:, 0]
-        self.add_stat("value_estimate", float(np.mean(values)))
+        self.add_stat("Policy/Extrinsic Value", float(np.mean(values)))
         return PolicyOutput(actions, fields, values=values)
 
     def _sample(self, probs: np.ndarray, masks: np.ndarray) -> np.ndarray:
