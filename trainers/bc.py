@@ -31,8 +31,8 @@ Each trainer says what BC may see of its policy graph through a ``ClonedPolicy``
 Its learning rate is the trainer's ``learning_rate`` times ``strength`` and, with ``steps`` > 0,
 falls linearly to 0 at ``steps`` agent steps; after that BC stops running. The loss is reported
 as ``Losses/Pretraining Loss`` (ML-Agents' tag). The demonstration is checked against the brain
-(action spec, state size, cameras) before training starts (``check_environment``), and steps that end an episode are left
-out (their recorded action was never carried out). Recurrent policies are refused: the recorded
+(action spec, state size, cameras) before training starts (``check_environment``), and steps that
+end an episode are left out (their recorded action was never carried out). Recurrent policies are refused: the recorded
 steps would need the policy's memories, which a recording cannot hold.
 """
 from __future__ import annotations
