@@ -72,6 +72,18 @@ def test_the_release_22_config_translates_into_learn_pys_validated_settings(tmp_
     assert r22.blocks["Ball3DBrain"].trainer_class is flat.blocks["Ball3DBrain"].trainer_class
 
 
+def test_omitted_beta_and_epsilon_schedules_follow_the_learning_rates_as_in_release_22(tmp_path):
+    registry = load_registry()
+    options = {flag: None for flag in learn_r22.FLAGS}
+    linear = R22_3DBALL.replace("learning_rate_schedule: constant", "learning_rate_schedule: linear")
+    _, r22, _, _, _ = learn_r22.load(write(tmp_path / "r22.yaml", linear), options, None, registry)
+    params = r22.blocks["Ball3DBrain"].parameters
+    assert (params["beta_schedule"], params["epsilon_schedule"]) == ("linear", "linear")
+    _, r22, _, _, _ = learn_r22.load(write(tmp_path / "r22.yaml", R22_3DBALL), options, None, registry)
+    params = r22.blocks["Ball3DBrain"].parameters
+    assert (params["beta_schedule"], params["epsilon_schedule"]) == ("constant", "constant")
+
+
 def test_gail_and_behavioral_cloning_reach_the_trainers_keys(tmp_path):
     """Release 22's ``gail`` signal and ``behavioral_cloning`` block become the PPO trainer's own, checked there."""
     text = R22_3DBALL.replace(

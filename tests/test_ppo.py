@@ -304,6 +304,35 @@ def test_learning_rate_schedule():
     assert constant.current_learning_rate() == 1e-3
 
 
+def test_beta_and_epsilon_schedules_decay_to_release_22s_floors_and_reach_the_update():
+    brain = BrainParameters("FakeBrain", BRAINS["continuous"])
+    trainer = make_trainer(brain, beta=0.01, epsilon=0.3, beta_schedule="linear", epsilon_schedule="linear",
+                           max_steps=1000)
+    assert (trainer.current_beta(), trainer.current_epsilon()) == (0.01, 0.3)
+    trainer.set_state({"step": 500})
+    assert trainer.current_beta() == pytest.approx((0.01 - 1e-5) * 0.5 + 1e-5)
+    assert trainer.current_epsilon() == pytest.approx(0.2)
+    trainer.set_state({"step": 5000})
+    assert (trainer.current_beta(), trainer.current_epsilon()) == (pytest.approx(1e-5), pytest.approx(0.1))
+    # The update feeds the decayed values (and reports them as Policy/Beta, Policy/Epsilon).
+    trainer.set_state({"step": 750})
+    collect_until_ready(trainer, FakeStream(brain))
+    fed = []
+    original = trainer._update_call
+    def recording(feeds, fetches):
+        call = original(feeds, fetches)
+        return lambda *args: fed.append(args[3:5]) or call(*args)  # (batch, sequence, lr, epsilon, beta, ...)
+
+    trainer._update_call = recording
+    trainer.update_model()
+    assert fed and all(f == (pytest.approx(trainer.current_epsilon()), pytest.approx(trainer.current_beta()))
+                       for f in fed)
+    assert trainer.stats["beta"][-1] == pytest.approx(trainer.current_beta())
+    constant = make_trainer(brain, beta=0.01, epsilon=0.3, max_steps=1000)
+    constant.set_state({"step": 900})
+    assert (constant.current_beta(), constant.current_epsilon()) == (0.01, 0.3)
+
+
 def test_every_hyperparameter_is_declared_with_a_doc():
     expected = {"batch_size", "beta", "buffer_size", "epsilon", "gamma", "hidden_units", "lambd", "learning_rate",
                 "learning_rate_schedule", "normalize", "num_epoch", "num_layers", "time_horizon",

@@ -35,6 +35,7 @@ BasicBrain:
 PPO_TAGS = {"Environment/Cumulative Reward", "Environment/Episode Length", "Policy/Extrinsic Value Estimate",
             "Policy/Extrinsic Reward", "Policy/Entropy", "Losses/Policy Loss", "Losses/Value Loss",
             "Losses/Update Entropy", "Policy/Approx KL", "Policy/Clip Fraction", "Policy/Learning Rate",
+            "Policy/Epsilon", "Policy/Beta",
             "Environment/Agent Steps Per Second"}
 
 

@@ -60,6 +60,9 @@ def _one_of(*options: str):
     return (lambda x: x in options, " or ".join(repr(o) for o in options))
 
 
+#: Where Release 22's linear schedules end at ``max_steps`` (``ModelUtils.DecayedValue`` floors).
+BETA_FLOOR, EPSILON_FLOOR = 1.0e-5, 0.1
+
 PPO_HYPERPARAMETERS: Dict[str, Param] = {
     **ON_POLICY_HYPERPARAMETERS,  # max_steps, summary_freq, trainer, buffer_size, time_horizon, ...
     "batch_size": Param(int, 1024, check=(positive, "> 0"),
@@ -75,6 +78,11 @@ PPO_HYPERPARAMETERS: Dict[str, Param] = {
     "learning_rate": Param(float, 3.0e-4, check=(positive, "> 0"), doc="Adam learning rate at step 0"),
     "learning_rate_schedule": Param(str, "linear", check=_one_of("linear", "constant"),
                                     doc="'linear' decays the learning rate to 0 at max_steps"),
+    "beta_schedule": Param(str, "constant", check=_one_of("linear", "constant"),
+                           doc=f"'linear' decays beta to {BETA_FLOOR} at max_steps (Release 22's run config "
+                               "follows learning_rate_schedule when it is not given)"),
+    "epsilon_schedule": Param(str, "constant", check=_one_of("linear", "constant"),
+                              doc=f"'linear' decays epsilon to {EPSILON_FLOOR} at max_steps (as beta_schedule)"),
     "normalize": Param(bool, True, doc="normalise continuous states by running mean and variance"),
     "num_epoch": Param(int, 3, check=(positive, "> 0"), doc="passes over the update buffer per update"),
     "num_layers": Param(int, 2, check=(non_negative, ">= 0"), doc="hidden layers of the policy and value MLPs"),
@@ -221,6 +229,21 @@ class PPOTrainer(OnPolicyTrainer):
         if self.hp["learning_rate_schedule"] == "linear":
             lr *= max(1.0 - self.step / self.get_max_steps, 0.0)
         return lr
+
+    def _decayed(self, key: str, floor: float) -> float:
+        """``key`` at the current agent step: constant, or linear from its value to ``floor`` at ``max_steps``."""
+        value = float(self.hp[key])
+        if self.hp[f"{key}_schedule"] != "linear":
+            return value
+        return (value - floor) * max(1.0 - self.step / self.get_max_steps, 0.0) + floor
+
+    def current_beta(self) -> float:
+        """The entropy coefficient at the current agent step (``beta_schedule``)."""
+        return self._decayed("beta", BETA_FLOOR)
+
+    def current_epsilon(self) -> float:
+        """The clip range at the current agent step (``epsilon_schedule``)."""
+        return self._decayed("epsilon", EPSILON_FLOOR)
 
     # ------------------------------------------------------------------ acting
     def _input_feed(self, info: BrainInfo, rows: Optional[np.ndarray] = None) -> Dict[tf.Tensor, Any]:
@@ -395,7 +418,7 @@ class PPOTrainer(OnPolicyTrainer):
     def minibatch_feed(self, arrays: Mapping[str, np.ndarray], rows: np.ndarray,
                        learning_rate: float) -> Dict[tf.Tensor, Any]:
         """The feed of one minibatch as a dict: ``rows`` index samples (sequences when recurrent)."""
-        scalars = [len(rows), self.sequence_length, learning_rate, float(self.hp["epsilon"]), float(self.hp["beta"])]
+        scalars = [len(rows), self.sequence_length, learning_rate, self.current_epsilon(), self.current_beta()]
         feed: Dict[tf.Tensor, Any] = dict(zip(self._scalar_inputs(), scalars))
         for placeholder, key, per_step in self.update_inputs():
             feed[placeholder] = self._flat(arrays[key][rows]) if per_step else arrays[key][rows]
@@ -445,7 +468,8 @@ class PPOTrainer(OnPolicyTrainer):
         per_batch = max(int(self.hp["batch_size"]) // self.sequence_length, 1)
         n_batches = max(math.ceil(n / per_batch), 1)
         learning_rate = self.current_learning_rate()
-        scalars = [self.sequence_length, learning_rate, float(self.hp["epsilon"]), float(self.hp["beta"])]
+        epsilon, beta = self.current_epsilon(), self.current_beta()
+        scalars = [self.sequence_length, learning_rate, epsilon, beta]
         inputs = self.update_inputs()
         extra_fields = self.minibatch_fields(batch)
         sizes = [len(part) for part in np.array_split(np.arange(n), n_batches)]
@@ -474,6 +498,8 @@ class PPOTrainer(OnPolicyTrainer):
                               np.mean(metrics, axis=0)):
             self.add_stat(key, value)
         self.add_stat("learning_rate", learning_rate)
+        self.add_stat("epsilon", epsilon)
+        self.add_stat("beta", beta)
 
     def cloned_policy(self) -> bc.ClonedPolicy:
         """The policy as behavioral cloning sees it: the mean in the environment's units (under the

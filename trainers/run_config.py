@@ -93,8 +93,6 @@ NOT_BUILT = {
                                "API-2 brain's memorySize is the only LSTM here)",
     "network_settings.deterministic": "deterministic (mean/argmax) actions",
     "hyperparameters.shared_critic": "a critic shared with the policy",
-    "hyperparameters.beta_schedule": "a decaying entropy coefficient (beta is constant here)",
-    "hyperparameters.epsilon_schedule": "a decaying clip range (epsilon is constant here)",
     "self_play": "team self-play of one behaviour (learn.py's ghost trainer plays a copy of another brain)",
     "init_path": "per-behaviour initialization (use --initialize-from for the whole run)",
     "env_settings.num_areas": "several training areas per instance",
@@ -104,7 +102,6 @@ NOT_BUILT = {
 #: The value of each NOT_BUILT key that asks for nothing missing.
 HARMLESS = {"network_settings.memory": None, "network_settings.deterministic": False,
 "hyperparameters.shared_critic": False,
-            "hyperparameters.beta_schedule": "constant", "hyperparameters.epsilon_schedule": "constant",
             "self_play": None, "init_path": None,
             "env_settings.num_areas": 1, "engine_settings.no_graphics_monitor": False,
             "checkpoint_settings.load_model": False}
@@ -280,12 +277,7 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registered: 
                      f"{trainer_type} hyperparameters")
     for key in ("beta_schedule", "epsilon_schedule"):
         if key in hp and hp[key] is None:
-            # Release 22 copies the learning rate's schedule; this PPO keeps beta and epsilon constant,
-            # so an omitted schedule is constant (said once) and a written 'linear' is refused.
-            hp[key] = "constant"
-            if settings["hyperparameters"] is not None or where == "default_settings":
-                warnings.append(f"{path}: {where}.hyperparameters.{key}: not given; Release 22 would follow "
-                                f"learning_rate_schedule, this trainer keeps it constant.")
+            hp[key] = hp["learning_rate_schedule"]  # as Release 22: an omitted one follows the learning rate's
     for key in [k for k in hp if k.endswith("schedule")]:
         if hp[key] not in SCHEDULES:
             raise RunConfigError(f"{path}: {where}.hyperparameters.{key}: expected one of {', '.join(SCHEDULES)}, "
@@ -381,7 +373,7 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
     if net["vis_encode_type"] != "simple":
         raise RunConfigError(f"{path}: {where}.network_settings.vis_encode_type: {net['vis_encode_type']!r} asks for "
                              "a visual encoder this project does not build (only 'simple'). Use simple.")
-    for key in ("shared_critic", "beta_schedule", "epsilon_schedule"):
+    for key in ("shared_critic",):
         if key in hp:
             _refuse_not_built(path, f"hyperparameters.{key}", f"{where}.hyperparameters.{key}", hp[key])
     if s["trainer_type"] != "ppo":
@@ -394,6 +386,7 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
         block = {"trainer": "ppo", "batch_size": hp["batch_size"], "buffer_size": hp["buffer_size"],
                  "learning_rate": hp["learning_rate"], "learning_rate_schedule": hp["learning_rate_schedule"],
                  "beta": hp["beta"], "epsilon": hp["epsilon"], "lambd": hp["lambd"], "num_epoch": hp["num_epoch"],
+                 "beta_schedule": hp["beta_schedule"], "epsilon_schedule": hp["epsilon_schedule"],
                  "normalize": net["normalize"], "hidden_units": net["hidden_units"], "num_layers": net["num_layers"],
                  "max_steps": float(s["max_steps"]), "time_horizon": s["time_horizon"],
                  "summary_freq": s["summary_freq"]}

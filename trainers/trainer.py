@@ -430,6 +430,8 @@ SUMMARY_TAGS: Dict[str, str] = {
     "entropy": "Policy/Entropy",
     "value_estimate": "Policy/Extrinsic Value Estimate",
     "learning_rate": "Policy/Learning Rate",
+    "epsilon": "Policy/Epsilon",
+    "beta": "Policy/Beta",
     "policy_loss": "Losses/Policy Loss",
     "value_loss": "Losses/Value Loss",
     "policy_entropy": "Losses/Update Entropy",
