@@ -84,6 +84,17 @@ def test_omitted_beta_and_epsilon_schedules_follow_the_learning_rates_as_in_rele
     assert (params["beta_schedule"], params["epsilon_schedule"]) == ("constant", "constant")
 
 
+def test_a_signals_network_depth_reaches_the_signal(tmp_path):
+    """PyramidsRND's ``rnd.network_settings: {hidden_units: 64, num_layers: 3}``."""
+    text = R22_3DBALL.replace("reward_signals: {extrinsic: {gamma: 0.98, strength: 1.0}}",
+                              "reward_signals: {extrinsic: {gamma: 0.98}, rnd: {strength: 0.01, "
+                              "network_settings: {hidden_units: 64, num_layers: 3}}}")
+    _, config, _, _, _ = learn_r22.load(write(tmp_path / "r22.yaml", text), {flag: None for flag in learn_r22.FLAGS},
+                                        None, load_registry())
+    rnd = config.blocks["Ball3DBrain"].parameters["reward_signals"]["rnd"]
+    assert (rnd["encoding_size"], rnd["num_layers"]) == (64, 3)
+
+
 def test_gail_and_behavioral_cloning_reach_the_trainers_keys(tmp_path):
     """Release 22's ``gail`` signal and ``behavioral_cloning`` block become the PPO trainer's own, checked there."""
     text = R22_3DBALL.replace(

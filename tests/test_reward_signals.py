@@ -64,6 +64,20 @@ def test_rnd_target_is_fixed_and_only_the_predictor_trains():
     assert any(not np.array_equal(b, a) for b, a in zip(before[len(target):], after[len(target):]))
 
 
+@pytest.mark.parametrize("cls, settings, scope", [
+    (RNDSignal, {"strength": 0.01, "gamma": 0.99, "encoding_size": 8, "learning_rate": 1e-3}, "predictor"),
+    (CuriositySignal, {"strength": 0.02, "gamma": 0.99, "encoding_size": 8, "learning_rate": 1e-3}, "encoder"),
+])
+def test_num_layers_sets_the_depth_of_a_signals_network(cls, settings, scope):
+    """Release 22's ``reward_signals.<name>.network_settings.num_layers`` (PyramidsRND uses 3)."""
+    def hidden_layers(num_layers):
+        with tf.Graph().as_default():
+            cls(make_brain(), {**settings, "num_layers": num_layers})
+            return len({v.name.split("/dense_")[1].split("/")[0] for v in tf.trainable_variables()
+                        if f"/{scope}/dense_" in v.name})
+    assert (hidden_layers(2), hidden_layers(3)) == (2, 3)
+
+
 # ---------------------------------------------------------------- curiosity
 def test_curiosity_inverse_model_predicts_the_action_on_a_tiny_batch():
     """Four actions move a point by a different unit step; the inverse model must say which."""
@@ -188,7 +202,8 @@ def test_reward_signals_defaults_yaml11_numbers_and_extrinsic_first(tmp_path):
     """)
     signals = config.settings_for("B").parameters["reward_signals"]
     assert list(signals) == ["extrinsic", "rnd"]
-    assert signals["rnd"] == {"strength": 0.01, "gamma": 0.99, "encoding_size": 64, "learning_rate": 1e-3}
+    assert signals["rnd"] == {"strength": 0.01, "gamma": 0.99, "encoding_size": 64, "learning_rate": 1e-3,
+                              "num_layers": 2}
     assert signals["extrinsic"] == {"strength": 1.0, "gamma": 0.99}
     assert config.settings_for("C").parameters["reward_signals"] is None   # no block: as before
     assert validate_reward_signals("B", None) is None

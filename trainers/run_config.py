@@ -303,11 +303,12 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registered: 
         sig["network_settings"] = _network(path, f"{where}.reward_signals.{name}.network_settings",
                                            sig["network_settings"], memory_allowed=False)
         for key, value in ((block or {}).get("network_settings") or {}).items():
-            if key not in ("hidden_units", "memory") and value != NETWORK[key][1]:
+            if key not in ("hidden_units", "num_layers", "memory") and value != NETWORK[key][1]:
                 raise RunConfigError(
                     f"{path}: {where}.reward_signals.{name}.network_settings.{key}: {value!r} asks for a configurable "
-                    f"{name} network, which this project does not build (its depth and inputs are fixed; only "
-                    f"hidden_units sets its width). Remove the key (or set it to {_yaml(NETWORK[key][1])}).")
+                    f"{name} network, which this project does not build (its inputs are fixed; hidden_units "
+                    f"sets its width and num_layers its depth). Remove the key (or set it to "
+                    f"{_yaml(NETWORK[key][1])}).")
         if sig.get("encoding_size") is not None and block and "network_settings" not in block:
             sig["network_settings"]["hidden_units"] = sig["encoding_size"]  # Release 22's deprecated alias
         resolved[name] = sig
@@ -403,6 +404,7 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
         if name in ("curiosity", "rnd", "gail"):
             entry["learning_rate"] = sig["learning_rate"]
             entry["encoding_size"] = sig["network_settings"]["hidden_units"]
+            entry["num_layers"] = sig["network_settings"]["num_layers"]
         if name == "gail":
             entry.update(demo_path=sig["demo_path"], use_actions=sig["use_actions"], use_vail=sig["use_vail"])
         out[name] = entry

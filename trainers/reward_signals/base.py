@@ -15,7 +15,7 @@ import numpy as np
 from trainers.encoders import encode, observation_placeholders, state_placeholder, state_vector
 from trainers.models import dense
 from trainers.tf_utils import tf
-from trainers.trainer import Param, non_negative, unit_interval
+from trainers.trainer import Param, non_negative, positive, unit_interval
 from unityagents.brain import BrainParameters
 
 
@@ -25,6 +25,11 @@ def strength_param(default: float, doc: str) -> Param:
 
 #: Every signal's discount factor.
 GAMMA = Param(float, 0.99, check=(unit_interval, "in [0, 1]"), doc="discount factor of its returns")
+
+
+def layers_param(doc: str) -> Param:
+    """The depth of a learned signal's network (Release 22's ``network_settings.num_layers``)."""
+    return Param(int, 2, check=(positive, "> 0"), doc=doc)
 
 
 class RewardSignal(abc.ABC):
@@ -42,6 +47,8 @@ class RewardSignal(abc.ABC):
     needs_next_inputs = False
 
     def __init__(self, brain: BrainParameters, settings: Mapping[str, Any]):
+        #: The settings with the declared defaults of any key not given (validated blocks give all).
+        self.settings = {**{key: p.default for key, p in self.parameters.items()}, **settings}
         self.strength = float(settings["strength"])
         self.gamma = float(settings["gamma"])
         self.update_op: Optional[tf.Operation] = None

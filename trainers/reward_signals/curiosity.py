@@ -9,7 +9,14 @@ from typing import Any, ClassVar, Dict, Mapping
 import numpy as np
 
 from trainers.models import dense, new_trainable_variables
-from trainers.reward_signals.base import GAMMA, RewardSignal, SignalInputs, signal_encoder, strength_param
+from trainers.reward_signals.base import (
+    GAMMA,
+    RewardSignal,
+    SignalInputs,
+    layers_param,
+    signal_encoder,
+    strength_param,
+)
 from trainers.tf_utils import tf
 from trainers.trainer import Param, positive
 from unityagents.brain import BrainParameters
@@ -31,6 +38,7 @@ class CuriositySignal(RewardSignal):
         "gamma": GAMMA,
         "encoding_size": Param(int, 64, check=(positive, "> 0"), doc="width of the encoding phi(s)"),
         "learning_rate": Param(float, 3.0e-4, check=(positive, "> 0"), doc="Adam learning rate of its models"),
+        "num_layers": layers_param("hidden layers of the encoding phi(s)"),
     }
     needs_next_inputs = True
 
@@ -43,9 +51,10 @@ class CuriositySignal(RewardSignal):
             before = tf.trainable_variables()
             self.inputs = SignalInputs(brain, with_next=True)
             i = self.inputs
-            self.encoding = signal_encoder(i.vector(i.state), i.observations, size, "encoder")
+            layers = int(self.settings["num_layers"])
+            self.encoding = signal_encoder(i.vector(i.state), i.observations, size, "encoder", layers=layers)
             self.next_encoding = signal_encoder(i.vector(i.next_state), i.next_observations, size, "encoder",
-                                                reuse=True)
+                                                reuse=True, layers=layers)
             if self.is_continuous:
                 self.actions = tf.placeholder(tf.float32, [None, n_actions], name="actions")
                 action_input = self.actions

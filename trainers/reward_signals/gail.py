@@ -17,7 +17,7 @@ What D sees and how it trains, after ML-Agents' GAIL provider:
   step's ``done`` flag. There is no absorbing state: ``done`` is only an input, and only with
   ``use_actions``; the signal's value is not bootstrapped past a true episode end, like the
   extrinsic one;
-* two dense layers of ``encoding_size`` (swish), then a sigmoid output. With ``use_vail`` a
+* ``num_layers`` (2) dense layers of ``encoding_size`` (swish), then a sigmoid output. With ``use_vail`` a
   variational bottleneck (Peng et al. 2018) of 128 units sits before the output: a code
   ``z = mu + sigma * eps`` while training (``mu`` for rewards), a KL term weighted by ``beta``, which
   follows dual ascent toward an information budget of 0.5 (``beta <- max(0, beta + 5e-4 (KL - 0.5))``);
@@ -36,7 +36,7 @@ import numpy as np
 
 from trainers.encoders import encode, observation_placeholders, state_placeholder, state_vector
 from trainers.models import dense, new_trainable_variables
-from trainers.reward_signals.base import GAMMA, RewardSignal, SignalInputs, strength_param
+from trainers.reward_signals.base import GAMMA, RewardSignal, SignalInputs, layers_param, strength_param
 from trainers.tf_utils import tf
 from trainers.trainer import Param, TrainerConfigError, non_negative, positive
 from unityagents.brain import BrainParameters
@@ -65,6 +65,7 @@ class GAILSignal(RewardSignal):
         "demo_path": Param(str, None, required=True, doc="a .demo file, or a folder whose .demo files are all used"),
         "encoding_size": Param(int, 128, check=(positive, "> 0"), doc="width of the discriminator's layers"),
         "learning_rate": Param(float, 3.0e-4, check=(positive, "> 0"), doc="Adam learning rate of the discriminator"),
+        "num_layers": layers_param("hidden layers of the discriminator"),
         "use_actions": Param(bool, False, doc="the discriminator also sees the action and the done flag"),
         "use_vail": Param(bool, False, doc="variational information bottleneck in the discriminator"),
         "gradient_penalty_weight": Param(float, 10.0, check=(non_negative, ">= 0"),
@@ -93,7 +94,8 @@ class GAILSignal(RewardSignal):
             self.dones = tf.placeholder(tf.float32, [None, 1], name="dones")
             self.expert_dones = tf.placeholder(tf.float32, [None, 1], name="expert_dones")
             self.training = tf.placeholder_with_default(False, [], name="training")
-            network = tf.make_template("discriminator", self._discriminator, size=size)
+            network = tf.make_template("discriminator", self._discriminator, size=size,
+                                       layers=int(self.settings["num_layers"]))
             policy = self._parts(self.inputs.vector(self.inputs.state), self.inputs.observations, self.actions,
                                  self.dones)
             expert = self._parts(None if self.expert_state is None else state_vector(brain, self.expert_state),
@@ -138,12 +140,12 @@ class GAILSignal(RewardSignal):
             parts["actions"], parts["dones"] = actions, dones
         return parts
 
-    def _discriminator(self, parts: Dict[str, Any], size: int):
+    def _discriminator(self, parts: Dict[str, Any], size: int, layers: int):
         """D(parts) in [0, 1] and the VAIL mean code (None without VAIL)."""
         x = encode(parts["vector"], parts["observations"], size)
         if self.use_actions:
             x = tf.concat([x, parts["actions"], parts["dones"]], axis=1)
-        for i in range(2):
+        for i in range(layers):
             x = dense(x, size, f"dense_{i}", _swish)
         mu = None
         if self.use_vail:

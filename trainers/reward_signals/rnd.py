@@ -9,7 +9,14 @@ from typing import Any, ClassVar, Dict, Mapping
 import numpy as np
 
 from trainers.models import RunningNormalizer, dense, new_trainable_variables
-from trainers.reward_signals.base import GAMMA, RewardSignal, SignalInputs, signal_encoder, strength_param
+from trainers.reward_signals.base import (
+    GAMMA,
+    RewardSignal,
+    SignalInputs,
+    layers_param,
+    signal_encoder,
+    strength_param,
+)
 from trainers.tf_utils import tf
 from trainers.trainer import Param, positive
 from unityagents.brain import BrainParameters
@@ -30,6 +37,7 @@ class RNDSignal(RewardSignal):
         "gamma": GAMMA,
         "encoding_size": Param(int, 64, check=(positive, "> 0"), doc="output width of the target and predictor"),
         "learning_rate": Param(float, 1.0e-4, check=(positive, "> 0"), doc="Adam learning rate of the predictor"),
+        "num_layers": layers_param("hidden layers of the predictor; the fixed target has one fewer (at least one)"),
     }
 
     def __init__(self, brain: BrainParameters, settings: Mapping[str, Any]):
@@ -47,9 +55,11 @@ class RNDSignal(RewardSignal):
                 vector = normalizer.normalized
                 updates.append(normalizer.update)
             # The target: random and fixed (not in any optimiser's list; saved by the Saver).
-            target = tf.stop_gradient(signal_encoder(vector, i.observations, size, "target", layers=1))
+            layers = int(self.settings["num_layers"])
+            target = tf.stop_gradient(signal_encoder(vector, i.observations, size, "target",
+                                                     layers=max(layers - 1, 1)))
             before = tf.trainable_variables()
-            predictor = signal_encoder(vector, i.observations, size, "predictor", layers=2)
+            predictor = signal_encoder(vector, i.observations, size, "predictor", layers=layers)
             predicted = dense(predictor, size, "predictor_head", gain=1.0)
             variables = new_trainable_variables(before)
             self.raw_error = tf.reduce_sum(tf.square(predicted - target), axis=1)
