@@ -62,6 +62,35 @@ def test_discriminator_rewards_the_recordings_steps_over_the_agents(tmp_path, us
     assert (beta > 0.0) == use_vail  # VAIL's dual ascent moves beta off 0, without VAIL it stays
 
 
+def test_normalize_gives_the_discriminator_states_by_the_statistics_of_both_kinds_of_step(tmp_path):
+    """Release 22's ``gail.network_settings.normalize``: the statistics fold in the agent's and the
+    recording's states at each discriminator step, and D still tells them apart."""
+    path = _demo(tmp_path)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        tf.set_random_seed(0)
+        signal = GAILSignal(_brain(), _settings(path, normalize=True))
+        statistics = signal.state_statistics
+        sess.run(tf.global_variables_initializer())
+        rng = np.random.default_rng(0)
+        expert = signal.expert_feed()
+        agent = _random_agent(len(expert["actions"]), rng)
+        seen = []
+        for _ in range(150):
+            rows = rng.integers(0, len(agent["actions"]), 64)
+            feed = signal.update_feed({k: v[rows] for k, v in agent.items()})
+            seen += [feed[signal.inputs.state], feed[signal.expert_state]]
+            sess.run(signal.update_op, feed)
+        mean, variance = sess.run([statistics.mean, statistics.variance])
+        expert_reward = signal.evaluate(sess, expert, True).mean()
+        agent_reward = signal.evaluate(sess, agent, True).mean()
+    seen = np.concatenate(seen)
+    np.testing.assert_allclose(mean, seen.mean(axis=0), atol=1e-3)
+    np.testing.assert_allclose(variance, seen.var(axis=0), atol=1e-3)
+    assert expert_reward > 2.0 * agent_reward and expert_reward > 0.9, (expert_reward, agent_reward)
+    with tf.Graph().as_default():
+        assert GAILSignal(_brain(), _settings(path)).state_statistics is None  # off by default
+
+
 def test_expert_samples_pair_each_step_with_the_next_done(tmp_path):
     path = _demo(tmp_path, episodes=2)
     with tf.Graph().as_default():

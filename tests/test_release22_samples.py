@@ -16,7 +16,6 @@ SAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "rele
 
 #: The samples that ask for a feature not built here, and the words their one error line says.
 NOT_BUILT = {
-    "imitation/Crawler": "reward_signals.gail.network_settings.normalize",
     "imitation/Hallway": "network_settings.memory",
     "poca/DungeonEscape": "'poca' is a Release 22 trainer type that this project has not built",
     "poca/PushBlockCollab": "'poca' is a Release 22 trainer type that this project has not built",

@@ -169,6 +169,7 @@ class RunningNormalizer:
 
     def __init__(self, x: tf.Tensor, name: str = "normalizer", clip: float = 10.0, initial_count: float = 1e-4):
         size = int(x.shape[-1])
+        self.clip = clip
         with tf.variable_scope(name):
             self.mean = tf.get_variable("running_mean", [size], initializer=tf.zeros_initializer(), trainable=False)
             self.variance = tf.get_variable(
@@ -199,6 +200,12 @@ class RunningNormalizer:
                     tf.assign(self.count, total),
                     name="update_normalization",
                 )
+
+
+    def apply(self, x: tf.Tensor) -> tf.Tensor:
+        """Another tensor of the same width normalised by these statistics (not folded into them)."""
+        scaled = (x - self.mean) / tf.sqrt(self.variance + 1e-8)
+        return tf.clip_by_value(scaled, -self.clip, self.clip)
 
 
 def new_trainable_variables(before: List[tf.Variable]) -> List[tf.Variable]:

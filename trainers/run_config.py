@@ -105,6 +105,8 @@ HARMLESS = {"network_settings.memory": None, "network_settings.deterministic": F
             "self_play": None, "init_path": None,
             "env_settings.num_areas": 1, "engine_settings.no_graphics_monitor": False,
             "checkpoint_settings.load_model": False}
+#: network_settings keys that a reward signal takes beyond hidden_units and num_layers.
+SIGNAL_NETWORK_KEYS = {"gail": ("normalize",)}
 VIS_ENCODE_TYPES = ("simple", "nature_cnn", "resnet", "match3", "fully_connected")
 SCHEDULES = ("linear", "constant")
 
@@ -303,7 +305,8 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registered: 
         sig["network_settings"] = _network(path, f"{where}.reward_signals.{name}.network_settings",
                                            sig["network_settings"], memory_allowed=False)
         for key, value in ((block or {}).get("network_settings") or {}).items():
-            if key not in ("hidden_units", "num_layers", "memory") and value != NETWORK[key][1]:
+            if key not in ("hidden_units", "num_layers", "memory", *SIGNAL_NETWORK_KEYS.get(name, ())) \
+                    and value != NETWORK[key][1]:
                 raise RunConfigError(
                     f"{path}: {where}.reward_signals.{name}.network_settings.{key}: {value!r} asks for a configurable "
                     f"{name} network, which this project does not build (its inputs are fixed; hidden_units "
@@ -405,6 +408,8 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
             entry["learning_rate"] = sig["learning_rate"]
             entry["encoding_size"] = sig["network_settings"]["hidden_units"]
             entry["num_layers"] = sig["network_settings"]["num_layers"]
+        for key in SIGNAL_NETWORK_KEYS.get(name, ()):
+            entry[key] = sig["network_settings"][key]
         if name == "gail":
             entry.update(demo_path=sig["demo_path"], use_actions=sig["use_actions"], use_vail=sig["use_vail"])
         out[name] = entry

@@ -12,7 +12,9 @@ in the ``reward_signals`` block as ML-Agents users know it::
 
 What D sees and how it trains, after ML-Agents' GAIL provider:
 
-* the state (one-hot if discrete) and the cameras (the shared CNN encoder), and with
+* the state (one-hot if discrete; with ``normalize``, continuous states normalised by running
+  statistics of the agent's and the recording's states, updated with each training step) and
+  the cameras (the shared CNN encoder), and with
   ``use_actions`` also the action (one-hot per discrete branch, or the continuous vector) and the
   step's ``done`` flag. There is no absorbing state: ``done`` is only an input, and only with
   ``use_actions``; the signal's value is not bootstrapped past a true episode end, like the
@@ -35,7 +37,7 @@ from typing import Any, ClassVar, Dict, List, Mapping, Optional
 import numpy as np
 
 from trainers.encoders import encode, observation_placeholders, state_placeholder, state_vector
-from trainers.models import dense, new_trainable_variables
+from trainers.models import RunningNormalizer, dense, new_trainable_variables
 from trainers.reward_signals.base import GAMMA, RewardSignal, SignalInputs, layers_param, strength_param
 from trainers.tf_utils import tf
 from trainers.trainer import Param, TrainerConfigError, non_negative, positive
@@ -66,6 +68,8 @@ class GAILSignal(RewardSignal):
         "encoding_size": Param(int, 128, check=(positive, "> 0"), doc="width of the discriminator's layers"),
         "learning_rate": Param(float, 3.0e-4, check=(positive, "> 0"), doc="Adam learning rate of the discriminator"),
         "num_layers": layers_param("hidden layers of the discriminator"),
+        "normalize": Param(bool, False, doc="the discriminator sees continuous states normalised by running "
+                                            "statistics of the agent's and the recording's states"),
         "use_actions": Param(bool, False, doc="the discriminator also sees the action and the done flag"),
         "use_vail": Param(bool, False, doc="variational information bottleneck in the discriminator"),
         "gradient_penalty_weight": Param(float, 10.0, check=(non_negative, ">= 0"),
@@ -96,10 +100,16 @@ class GAILSignal(RewardSignal):
             self.training = tf.placeholder_with_default(False, [], name="training")
             network = tf.make_template("discriminator", self._discriminator, size=size,
                                        layers=int(self.settings["num_layers"]))
-            policy = self._parts(self.inputs.vector(self.inputs.state), self.inputs.observations, self.actions,
-                                 self.dones)
-            expert = self._parts(None if self.expert_state is None else state_vector(brain, self.expert_state),
-                                 self.expert_observations, self.expert_actions, self.expert_dones)
+            policy_vector = self.inputs.vector(self.inputs.state)
+            expert_vector = None if self.expert_state is None else state_vector(brain, self.expert_state)
+            statistics = self.state_statistics = None
+            if self.settings["normalize"] and policy_vector is not None and brain.state_space_type == "continuous":
+                # One set of statistics over both kinds of step, updated with each discriminator step.
+                statistics = self.state_statistics = RunningNormalizer(
+                    tf.concat([policy_vector, expert_vector], axis=0), name="state_normalizer")
+                policy_vector, expert_vector = statistics.apply(policy_vector), statistics.apply(expert_vector)
+            policy = self._parts(policy_vector, self.inputs.observations, self.actions, self.dones)
+            expert = self._parts(expert_vector, self.expert_observations, self.expert_actions, self.expert_dones)
             self.policy_estimate, policy_mu = network(policy)
             self.expert_estimate, expert_mu = network(expert)
             self.reward = -tf.log(1.0 - self.policy_estimate[:, 0] * (1.0 - _EPS))
@@ -122,6 +132,9 @@ class GAILSignal(RewardSignal):
             self.learning_rate = tf.placeholder_with_default(float(settings["learning_rate"]), [], name="learning_rate")
             train = tf.train.AdamOptimizer(self.learning_rate).minimize(loss, var_list=variables)
             updates.append(train)
+            if statistics is not None:
+                with tf.control_dependencies([train]):
+                    updates.append(tf.group(statistics.update))
             if self.use_vail:
                 with tf.control_dependencies([train]):
                     updates.append(tf.assign(self.beta, tf.maximum(
