@@ -85,8 +85,9 @@ def validate_self_play(value: Any, key_text: Callable[[str], str]) -> Optional[D
     settings: Dict[str, Any] = {}
     for key, setting in value.items():
         if key not in SELF_PLAY_PARAMETERS:
-            raise TrainerConfigError(f"{key_text(str(key))}: unknown key of self_play.{did_you_mean(key, SELF_PLAY_PARAMETERS)} "
-                                     f"Its keys: {', '.join(SELF_PLAY_PARAMETERS)}.")
+            raise TrainerConfigError(
+                f"{key_text(str(key))}: unknown key of self_play.{did_you_mean(key, SELF_PLAY_PARAMETERS)} "
+                f"Its keys: {', '.join(SELF_PLAY_PARAMETERS)}.")
         param = SELF_PLAY_PARAMETERS[key]
         if key == "window" and isinstance(setting, (int, float)) and not isinstance(setting, bool) and setting < 1:
             raise TrainerConfigError(f"{key_text(key)}: must be >= 1 (the number of snapshots the opponent is drawn "
