@@ -92,7 +92,8 @@ def main(argv: List[str] | None = None) -> int:
 
     final = os.path.join(args.run_dir, "Tennis.onnx")
     if not os.path.isfile(final):
-        raise SystemExit(f"{final} not found: train with `unityagents-learn config/ppo/Tennis.yaml --env=Tennis` first.")
+        raise SystemExit(f"{final} not found: train with `unityagents-learn config/ppo/Tennis.yaml --env=Tennis` "
+                         "first.")
     early = args.early or (step_files(args.run_dir) or [None])[0]
     if early is None:
         raise SystemExit(f"{args.run_dir}: no Tennis-<step>.onnx; pass --early <file>.")

@@ -138,12 +138,14 @@ BAD = {
     "a feature not built": (R22_3DBALL.replace("trainer_type: ppo", "trainer_type: ppo\n    init_path: a.pt"),
                             "behaviors.Ball3DBrain.init_path:", "--initialize-from"),
     "self_play team_change below swap_steps": (
-        R22_3DBALL.replace("trainer_type: ppo", "trainer_type: ppo\n    self_play: {team_change: 500, swap_steps: 1000}"),
-        "behaviors.Ball3DBrain.self_play.team_change: 500 is smaller than swap_steps 1000", "Raise team_change"),
-    "self_play window below 1": (R22_3DBALL.replace("trainer_type: ppo", "trainer_type: ppo\n    self_play: {window: 0}"),
-                                 "behaviors.Ball3DBrain.self_play.window: must be >= 1", "window: 1"),
+        R22_3DBALL.replace("trainer_type: ppo", "trainer_type: ppo\n    self_play: {team_change: 5, swap_steps: 10}"),
+        "behaviors.Ball3DBrain.self_play.team_change: 5 is smaller than swap_steps 10", "Raise team_change"),
+    "self_play window below 1": (
+        R22_3DBALL.replace("trainer_type: ppo", "trainer_type: ppo\n    self_play: {window: 0}"),
+        "behaviors.Ball3DBrain.self_play.window: must be >= 1", "window: 1"),
     "self_play ratio outside [0, 1]": (
-        R22_3DBALL.replace("trainer_type: ppo", "trainer_type: ppo\n    self_play: {play_against_latest_model_ratio: 1.5}"),
+        R22_3DBALL.replace("trainer_type: ppo",
+                           "trainer_type: ppo\n    self_play: {play_against_latest_model_ratio: 2}"),
         "behaviors.Ball3DBrain.self_play.play_against_latest_model_ratio: is a probability", "Use 0"),
     "memory": (R22_3DBALL.replace("num_layers: 2}", "num_layers: 2, memory: {sequence_length: 16}}"),
                "behaviors.Ball3DBrain.network_settings.memory:", "recurrent"),

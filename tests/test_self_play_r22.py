@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import write
+from conftest import free_port, write
 
 from trainers import learn_r22
 from trainers.config import trainer_config_from_dict
@@ -262,8 +262,9 @@ def test_the_seats_route_the_learning_team_to_one_learner_and_change_teams_throu
 
 def run_learn(cwd, config, *args):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    proc = subprocess.run([sys.executable, "-m", "trainers.learn_r22", config, "--env=Tennis", "--run-id=t",
-                           "--seed=1", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    command = [sys.executable, "-m", "trainers.learn_r22", config, "--env=Tennis", "--run-id=t", "--seed=1",
+               f"--base-port={free_port()}", *args]
+    proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -291,13 +292,14 @@ def test_tennis_over_grpc_trains_its_two_teams_in_turn_with_elo_and_resumes_its_
     state = latest_state(str(run))
     assert state["Tennis?team=0"] == {**state["Tennis?team=1"], "team": 0}  # one schedule for both teams
     first = state["Tennis?team=0"]["self_play"]
-    assert len(first["team_changes"]) == 2 and first["snapshots_taken"] >= 5 and first["elos"][-1] == elo[-1]
+    assert len(first["team_changes"]) == 2 and first["snapshots_taken"] >= 5 and first["elos"][-1] != 1000.0
 
-    code, out = run_learn(tmp_path, write(tmp_path / "more.yaml", R22_TENNIS.replace("max_steps: 6000",
-                                                                                     "max_steps: 8500")), "--resume")
+    # The resume keeps the saved pool, schedule and rating (Release 22: the saved ELO beats initial_elo).
+    more = R22_TENNIS.replace("max_steps: 6000", "max_steps: 7000").replace("initial_elo: 1000", "initial_elo: 2000")
+    code, out = run_learn(tmp_path, write(tmp_path / "more.yaml", more), "--resume")
     assert code == 0, out[-3000:]
     again = latest_state(str(run))["Tennis?team=0"]["self_play"]
     assert again["team_changes"][:2] == first["team_changes"] and len(again["team_changes"]) == 3
     assert again["snapshots_taken"] > first["snapshots_taken"]
-    resumed = [e.value for e in EventAccumulator(str(run / "Tennis")).Reload().Scalars("Self-play/ELO")]
-    assert abs(resumed[len(elo)] - first["elos"][-1]) < 5, (resumed[len(elo)], first["elos"][-1])
+    resumed = [e.value for e in EventAccumulator(str(run / "Tennis")).Reload().Scalars("Self-play/ELO")][len(elo):]
+    assert resumed and max(abs(e - first["elos"][-1]) for e in resumed) < 50, (resumed, first["elos"][-1])
