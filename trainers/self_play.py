@@ -227,3 +227,36 @@ class SelfPlaySchedule:
         self.team_changes = [int(s) for s in state.get("team_changes", self.team_changes)]
         if "rng" in state:
             self.rng.bit_generator.state = state["rng"]
+
+
+def self_play_markdown() -> List[str]:
+    """The ``self_play`` block's section of ``docs/configuration.md``."""
+    lines = [
+        "## `self_play` (ppo)",
+        "",
+        "Release 22 team self-play, for a modern build whose behaviour has two or more teams",
+        "(`Tennis?team=0`, `Tennis?team=1`; the built-in Tennis over gRPC). One block under the name without",
+        "`?team` serves every team; unityagents-learn's run config takes the same keys under",
+        "`behaviors.<Name>.self_play`. One policy learns, for one team at a time; the other team plays a",
+        "snapshot of it. The learning team changes every `team_change` learner steps (every environment",
+        "resets then); a snapshot of the learning weights is kept every `save_steps` (the last `window`);",
+        "the opponent is swapped every `swap_steps` of its own agent steps (and at each team change), to the",
+        "latest weights with probability `play_against_latest_model_ratio`, else to a snapshot drawn uniformly.",
+        "ELO starts at `initial_elo` and moves by the result (the sign of a game's last reward) minus the",
+        "expected score, as Release 22 computes it. TensorBoard: `Self-play/ELO`, `Self-play/Learning Team`.",
+        "The pool, the schedule and the ratings are in the checkpoint, so `--load`/`--resume` continues them.",
+        "Refused before training: `team_change` below `swap_steps`, `window` < 1, a ratio outside [0, 1], a",
+        "block on a behaviour without `?team=N` variants (API-2 scenes use the `ghost` trainer instead).",
+        "",
+        "```yaml",
+        "Tennis:",
+        "    self_play: {save_steps: 10000, team_change: 40000, swap_steps: 4000, window: 10}",
+        "```",
+        "",
+        "| key | type | default | allowed | meaning |",
+        "|---|---|---|---|---|",
+    ]
+    for key, p in SELF_PLAY_PARAMETERS.items():
+        default = "5 x save_steps" if key == "team_change" else f"`{p.default}`"
+        lines.append(f"| `{key}` | {p.kind.__name__} | {default} | {p.check[1] if p.check else ''} | {p.doc} |")
+    return lines + [""]
