@@ -250,6 +250,12 @@ class TrainerController:
 
         base = team_base(s.brain_name)
         teams = [name for name in settings if team_base(name) == base]
+        without = [name for name in teams if not settings[name].parameters.get("self_play")]
+        if without:
+            raise UnityTrainerException(
+                f"Behaviour '{base}': {', '.join(without)} has settings without the self_play block of "
+                f"{s.brain_name}, but the teams of one behaviour train together. Give the settings once, under "
+                f"'{base}', or the same self_play block to every team.")
         scope = graph_scope_for(base, max(n_ext, 2))
         params = dict(s.parameters, graph_scope=scope, summary_path=self.paths.summary_dir(base, scope))
         return build_team_trainers(self.sess, self.env.brains, teams, params, s.trainer_class, self.train,
