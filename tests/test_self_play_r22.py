@@ -38,7 +38,7 @@ behaviors:
     hyperparameters: {batch_size: 256, buffer_size: 1024, learning_rate: 1.0e-3, beta: 1.0e-3, num_epoch: 3,
                       learning_rate_schedule: constant}
     network_settings: {normalize: true, hidden_units: 32, num_layers: 2}
-    max_steps: 6000
+    max_steps: 5000
     time_horizon: 64
     summary_freq: 1000
     checkpoint_interval: 2000
@@ -292,10 +292,10 @@ def test_tennis_over_grpc_trains_its_two_teams_in_turn_with_elo_and_resumes_its_
     state = latest_state(str(run))
     assert state["Tennis?team=0"] == {**state["Tennis?team=1"], "team": 0}  # one schedule for both teams
     first = state["Tennis?team=0"]["self_play"]
-    assert len(first["team_changes"]) == 2 and first["snapshots_taken"] >= 5 and first["elos"][-1] != 1000.0
+    assert len(first["team_changes"]) == 2 and first["snapshots_taken"] >= 4 and first["elos"][-1] != 1000.0
 
     # The resume keeps the saved pool, schedule and rating (Release 22: the saved ELO beats initial_elo).
-    more = R22_TENNIS.replace("max_steps: 6000", "max_steps: 7000").replace("initial_elo: 1000", "initial_elo: 2000")
+    more = R22_TENNIS.replace("max_steps: 5000", "max_steps: 6500").replace("initial_elo: 1000", "initial_elo: 2000")
     code, out = run_learn(tmp_path, write(tmp_path / "more.yaml", more), "--resume")
     assert code == 0, out[-3000:]
     again = latest_state(str(run))["Tennis?team=0"]["self_play"]
