@@ -127,6 +127,13 @@ class Scene(abc.ABC):
     reset_parameter_ranges: dict[str, tuple[float, float]] = {}
     max_steps: int = 0
     frame_to_skip: int = 0
+    #: Modern protocol only: the behaviour name (``Name?team=N``) each brain goes out under; a
+    #: brain not listed is ``<brain>?team=0``. Two-team scenes list one name with two team ids,
+    #: as a Unity build with two teams of one behaviour reports them.
+    behaviour_names: dict[str, str] = {}
+    #: Set by the modern protocol's server before the first reset: scenes whose modern Unity
+    #: example differs from the API-2 one (Tennis' rewards) read it.
+    modern_protocol: bool = False
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = np.random.default_rng(seed)

@@ -9,7 +9,8 @@ made with the C# package 3.0.0 would (the Python end and its messages are descri
   package version, seven capabilities); call #2 is a bare header; its reply is the first command;
 * every later call is the answer to Python's last reply: it runs the Academy until an agent has
   something to report (a decision request, or the end of its episode), then sends that;
-* behaviours are the scene's External brains, named ``<brain>?team=0``; each behaviour's
+* behaviours are the scene's External brains, named ``<brain>?team=0`` (or the scene's
+  ``behaviour_names``: Tennis' two sides are ``Tennis?team=0`` and ``Tennis?team=1``); each behaviour's
   ``BrainParameters`` go out once, with its first agents;
 * observations per agent, sorted by sensor name like Unity's: cameras (``CameraSensor_<k>``, one
   RGB PNG each, shape [C,H,W] or [H,W,C]) and then one vector (``VectorSensor_size<n>``; the
@@ -137,7 +138,9 @@ class ModernUnity:
         self.channels_first = int(package_version.split(".")[0]) >= 3
         self.log_path = log_path
         self.brains = [b for b in academy.brains if b.config.kind == "external"]
-        self.names = {b.name: f"{b.name}?team=0" for b in self.brains}
+        names = getattr(academy.scene, "behaviour_names", {})
+        self.names = {b.name: names.get(b.name, f"{b.name}?team=0") for b in self.brains}
+        academy.scene.modern_protocol = True
         self.period = {b.name: max(1, int(decision_period or b.spec.decision_period)) for b in self.brains}
         offsets, total = {}, 0
         for b in self.brains:  # Unity's episode ids: one global counter

@@ -67,8 +67,9 @@ def test_3dball_learns_over_grpc(tmp_path):
 
 @pytest.mark.slow
 def test_tennis_with_its_ghost_over_grpc(tmp_path):
+    """The seed's ghost still serves a modern build: one team learns, the other is its ghost."""
     code, out = train(tmp_path, "Tennis", """
-        "TennisBrain?team=0":
+        "Tennis?team=0":
             normalize: true
             batch_size: 256
             buffer_size: 1024
@@ -76,15 +77,15 @@ def test_tennis_with_its_ghost_over_grpc(tmp_path):
             time_horizon: 64
             max_steps: 6000
             summary_freq: 2000
-        "ghost-TennisBrain?team=0":
+        "Tennis?team=1":
             is_ghost: true
-            brain_to_copy: "TennisBrain?team=0"
+            brain_to_copy: "Tennis?team=0"
             new_model_freq: 1000
             max_num_models: 3
             summary_freq: 2000
         """)
     assert code == 0, out[-3000:]
-    assert len(mean_rewards(out, "TennisBrain?team=0")) >= 2, out[-3000:]
+    assert len(mean_rewards(out, "Tennis?team=0")) >= 2, out[-3000:]
     assert (tmp_path / "models" / "grpc" / "Tennis.bytes").is_file()
     assert "Traceback" not in (tmp_path / "logs" / "Tennis-worker0.log").read_text()
 

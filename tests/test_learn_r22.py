@@ -158,8 +158,18 @@ BAD = {
                                     "      - {name: a, value: 1, completion_criteria: {behavior: Ball3DBrain}}\n"
                                     "      - {name: b, value: 2, completion_criteria: {behavior: Ball3DBrain}}\n",
                                     "curriculum[1].completion_criteria: the last lesson never ends", "Remove"),
-    "a feature not built": (R22_3DBALL.replace("trainer_type: ppo", "trainer_type: ppo\n    self_play: {window: 5}"),
-                            "behaviors.Ball3DBrain.self_play:", "team self-play"),
+    "a feature not built": (R22_3DBALL.replace("trainer_type: ppo", "trainer_type: ppo\n    init_path: a.pt"),
+                            "behaviors.Ball3DBrain.init_path:", "--initialize-from"),
+    "self_play team_change below swap_steps": (
+        R22_3DBALL.replace("trainer_type: ppo", "trainer_type: ppo\n    self_play: {team_change: 5, swap_steps: 10}"),
+        "behaviors.Ball3DBrain.self_play.team_change: 5 is smaller than swap_steps 10", "Raise team_change"),
+    "self_play window below 1": (
+        R22_3DBALL.replace("trainer_type: ppo", "trainer_type: ppo\n    self_play: {window: 0}"),
+        "behaviors.Ball3DBrain.self_play.window: must be >= 1", "window: 1"),
+    "self_play ratio outside [0, 1]": (
+        R22_3DBALL.replace("trainer_type: ppo",
+                           "trainer_type: ppo\n    self_play: {play_against_latest_model_ratio: 2}"),
+        "behaviors.Ball3DBrain.self_play.play_against_latest_model_ratio: is a probability", "Use 0"),
     "memory": (R22_3DBALL.replace("num_layers: 2}", "num_layers: 2, memory: {sequence_length: 16}}"),
                "behaviors.Ball3DBrain.network_settings.memory:", "recurrent"),
     "a trainer type not registered": (R22_3DBALL.replace("trainer_type: ppo", "trainer_type: poca"),

@@ -237,11 +237,22 @@ def test_curriculum_lessons_advance_over_the_modern_protocol_which_has_no_global
     assert "Restarting" not in out
 
 
-def test_a_yaml_written_for_api2_names_trains_modern_behaviours_with_their_ghost(tmp_path):
-    config = write(tmp_path / "tennis.yaml", TENNIS_SHORT)
+def test_learn_py_trains_the_modern_tennis_teams_by_self_play_from_one_flat_block(tmp_path):
+    """Over gRPC Tennis is one behaviour in two teams; learn.py's block for the base name serves both."""
+    config = write(tmp_path / "tennis.yaml", """
+        Tennis:
+            normalize: true
+            batch_size: 256
+            buffer_size: 1024
+            hidden_units: 32
+            max_steps: 4000
+            summary_freq: 1000
+            self_play: {save_steps: 800, team_change: 2000, swap_steps: 400, window: 3}
+        """)
     code, out = learn(tmp_path, "Tennis", "--train", "--trainer-config", config, "--run-path", "t",
                       "--protocol", "grpc", timeout=300)
     assert code == 0, out
-    state = checkpoint_state(tmp_path / "models" / "t")
-    assert state["trainers"]["TennisBrain?team=0"]["step"] >= 4000
-    assert state["trainers"]["ghost-TennisBrain?team=0"]["n_snapshots"] >= 2
+    state = checkpoint_state(tmp_path / "models" / "t")["trainers"]
+    assert state["Tennis?team=0"]["learner"]["step"] >= 4000
+    assert state["Tennis?team=1"]["self_play"]["team_changes"] == [2008]
+    assert state["Tennis?team=1"]["self_play"]["snapshots_taken"] >= 4

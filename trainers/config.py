@@ -468,6 +468,8 @@ def hyperparameters_markdown(registry: TrainerRegistry,
     lines += _reward_signals_markdown()
     from .bc import behavioral_cloning_markdown
     lines += behavioral_cloning_markdown()
+    from .self_play import self_play_markdown
+    lines += self_play_markdown()
     return "\n".join(lines)
 
 

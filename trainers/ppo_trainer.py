@@ -44,6 +44,7 @@ from trainers.bases import (
 from trainers.buffer import AgentBuffer
 from trainers.ppo_models import PPOModel, create_agent_model, validate_memory_size
 from trainers.reward_signals import REWARD_SIGNALS_PARAM, validate_reward_signals
+from trainers.self_play import SELF_PLAY_PARAM, validate_self_play
 from trainers.tf_utils import tf
 from trainers.trainer import (
     Param,
@@ -94,6 +95,7 @@ PPO_HYPERPARAMETERS: Dict[str, Param] = {
     "clip_value": Param(bool, True, doc="clip the value loss around the old value predictions (PPO2)"),
     "reward_signals": REWARD_SIGNALS_PARAM,
     "behavioral_cloning": bc.BEHAVIORAL_CLONING_PARAM,
+    "self_play": SELF_PLAY_PARAM,
 }
 
 
@@ -200,6 +202,8 @@ class PPOTrainer(OnPolicyTrainer):
         """Settings that are each valid but cannot work together; the nested reward_signals block."""
         params["reward_signals"] = validate_reward_signals(brain_name, params.get("reward_signals"))
         params["behavioral_cloning"] = bc.validate_behavioral_cloning(brain_name, params.get("behavioral_cloning"))
+        params["self_play"] = validate_self_play(  # team self-play (trainers/team_trainer.py)
+            params.get("self_play"), lambda key: f"brain '{brain_name}', key 'self_play{'.' + key if key else ''}'")
         if params["batch_size"] > params["buffer_size"]:
             raise TrainerConfigError(
                 f"brain '{brain_name}', key 'batch_size': {params['batch_size']} is larger than buffer_size "
@@ -214,6 +218,9 @@ class PPOTrainer(OnPolicyTrainer):
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
                           brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
         """A recurrent brain needs a usable memorySize from the scene; BC's and GAIL's demonstrations must fit it."""
+        from trainers.team_trainer import check_team_behaviour
+
+        check_team_behaviour(brain_name, params, brains, external_brain_names)
         if brain_name in brains:  # behavioral cloning hook (trainers/bc.py)
             bc.check_demonstrations(brain_name, params, brains[brain_name])
         if params["use_recurrent"]:

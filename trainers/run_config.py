@@ -9,7 +9,7 @@ ends build the same trainers from the same settings.
 Three kinds of key are told apart, and none is silently dropped:
 
 * a key of the schema that this project implements: translated;
-* a key of the schema that it does not implement (``gail``, ``memory``, ``self_play``, a trainer
+* a key of the schema that it does not implement (``memory``, ``init_path``, a trainer
   type that is not registered, ...): an error naming the key path and the feature that is missing,
   unless its value is the one that changes nothing (``threaded: false``);
 * any other key: an error with a did-you-mean.
@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from .self_play import validate_self_play
 from .trainer import TrainerConfigError, did_you_mean
 
 
@@ -93,7 +94,6 @@ NOT_BUILT = {
                                "API-2 brain's memorySize is the only LSTM here)",
     "network_settings.deterministic": "deterministic (mean/argmax) actions",
     "hyperparameters.shared_critic": "a critic shared with the policy",
-    "self_play": "team self-play of one behaviour (learn.py's ghost trainer plays a copy of another brain)",
     "init_path": "per-behaviour initialization (use --initialize-from for the whole run)",
     "env_settings.num_areas": "several training areas per instance",
     "engine_settings.no_graphics_monitor": "graphics on worker 0 only",
@@ -102,7 +102,7 @@ NOT_BUILT = {
 #: The value of each NOT_BUILT key that asks for nothing missing.
 HARMLESS = {"network_settings.memory": None, "network_settings.deterministic": False,
 "hyperparameters.shared_critic": False,
-            "self_play": None, "init_path": None,
+            "init_path": None,
             "env_settings.num_areas": 1, "engine_settings.no_graphics_monitor": False,
             "checkpoint_settings.load_model": False}
 #: network_settings keys that a reward signal takes beyond hidden_units and num_layers.
@@ -317,9 +317,12 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registered: 
         resolved[name] = sig
     settings["reward_signals"] = resolved
     if settings["self_play"] is not None:
-        settings["self_play"] = check_block(path, f"{where}.self_play", settings["self_play"], SELF_PLAY, "self_play")
-        if settings["self_play"]["team_change"] is None:
-            settings["self_play"]["team_change"] = 5 * settings["self_play"]["save_steps"]
+        block = check_block(path, f"{where}.self_play", settings["self_play"], SELF_PLAY, "self_play")
+        try:  # the checks learn.py's flat self_play block gets too, named by this file's key path
+            settings["self_play"] = validate_self_play(
+                block, lambda key: f"{path}: {where}.self_play" + (f".{key}" if key else ""))
+        except TrainerConfigError as e:
+            raise RunConfigError(str(e)) from None
     if settings["behavioral_cloning"] is not None:
         bc = check_block(path, f"{where}.behavioral_cloning", settings["behavioral_cloning"], BEHAVIORAL_CLONING,
                          "behavioral_cloning")
@@ -368,8 +371,10 @@ def _refuse_not_built(path: str, key: str, where: str, value: Any) -> None:
 
 def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
     """The flat block of ``trainer_configurations.yaml`` that trains like these Release 22 settings."""
-    for key in ("init_path", "self_play"):
-        _refuse_not_built(path, key, f"{where}.{key}", s[key])
+    _refuse_not_built(path, "init_path", f"{where}.init_path", s["init_path"])
+    if s["self_play"] is not None and s["trainer_type"] != "ppo":
+        raise RunConfigError(f"{path}: {where}.self_play: team self-play is built for trainer_type: ppo, not "
+                             f"{s['trainer_type']!r}. Use ppo for this behaviour, or remove self_play.")
     net, hp = s["network_settings"], s["hyperparameters"]
     _refuse_not_built(path, "network_settings.memory", f"{where}.network_settings.memory", net["memory"])
     _refuse_not_built(path, "network_settings.deterministic", f"{where}.network_settings.deterministic",
@@ -394,6 +399,8 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
                  "normalize": net["normalize"], "hidden_units": net["hidden_units"], "num_layers": net["num_layers"],
                  "max_steps": float(s["max_steps"]), "time_horizon": s["time_horizon"],
                  "summary_freq": s["summary_freq"]}
+    if s["self_play"] is not None:  # the same keys, checked and completed
+        block["self_play"] = dict(s["self_play"])
     if s["behavioral_cloning"] is not None:  # the same keys; None leaves the trainer's default
         block["behavioral_cloning"] = {k: v for k, v in s["behavioral_cloning"].items() if v is not None}
     signals = s["reward_signals"]

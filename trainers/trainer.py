@@ -289,6 +289,10 @@ class Trainer:
     def is_ready_update(self) -> bool:
         return False
 
+    def reset_request(self) -> Optional[str]:
+        """Why every environment must reset before the next step (self-play's team change), or None."""
+        return None
+
     def update_model(self) -> None:
         raise UnityTrainerException(f"{type(self).__name__} does not implement update_model")
 

@@ -52,7 +52,7 @@ from unityagents.environment_set import EnvironmentSet
 from unityagents.exception import UnityException
 
 from .checkpoints import STATE_SUFFIX, SaveFailedError, checkpoint_damage, checkpoint_prefixes
-from .config import BrainSettings, TrainerConfig
+from .config import BrainSettings, TrainerConfig, team_base
 from .export import contract_inputs, export_graph, write_atomically
 from .onnx_export import export_onnx, onnx_file_stem
 from .run_paths import RunPaths
@@ -200,7 +200,12 @@ class TrainerController:
         # Trainers that copy another brain's model (the ghost) are built after it.
         order = sorted(settings.values(), key=lambda s: "brain_to_copy" in s.parameters)
         for i, s in enumerate(order):
-            self.trainers[s.brain_name] = self._make_trainer(s, settings, n_ext, i)
+            if s.brain_name in self.trainers:  # a team of a self-play behaviour, built with the first team
+                continue
+            if s.parameters.get("self_play"):
+                self.trainers.update(self._make_team_trainers(s, settings, n_ext, i))
+            else:
+                self.trainers[s.brain_name] = self._make_trainer(s, settings, n_ext, i)
         self.trainers = {b: self.trainers[b] for b in self.env.external_brain_names}
         self.saver = tf.train.Saver(max_to_keep=self.keep_checkpoints)
         floats = [v for v in tf.global_variables() if v.dtype.base_dtype in (tf.float32, tf.float64)]
@@ -236,6 +241,25 @@ class TrainerController:
                                                        graph_scope=graph_scope_for(copied, n_ext))
         return s.trainer_class(self.sess, self.env.brains, s.brain_name, params, self.train,
                                seed=self.seed + index)
+
+    def _make_team_trainers(self, s: BrainSettings, settings: Dict[str, BrainSettings], n_ext: int,
+                            index: int) -> Dict[str, Trainer]:
+        """One learner for every ``?team=N`` behaviour of ``s``'s base name (``trainers.team_trainer``),
+        scoped and summarised under the base name."""
+        from .team_trainer import build_team_trainers
+
+        base = team_base(s.brain_name)
+        teams = [name for name in settings if team_base(name) == base]
+        without = [name for name in teams if not settings[name].parameters.get("self_play")]
+        if without:
+            raise UnityTrainerException(
+                f"Behaviour '{base}': {', '.join(without)} has settings without the self_play block of "
+                f"{s.brain_name}, but the teams of one behaviour train together. Give the settings once, under "
+                f"'{base}', or the same self_play block to every team.")
+        scope = graph_scope_for(base, max(n_ext, 2))
+        params = dict(s.parameters, graph_scope=scope, summary_path=self.paths.summary_dir(base, scope))
+        return build_team_trainers(self.sess, self.env.brains, teams, params, s.trainer_class, self.train,
+                                   seed=self.seed + index)
 
     def _initialize_from(self, folder: str) -> None:
         """Weights (and optimizer moments) of another run's latest checkpoint; the steps stay 0."""
@@ -579,6 +603,10 @@ class TrainerController:
                 t.update_last_reward()
             info = new_info
             self.global_step += 1
+            for t in self.trainers.values():
+                why = t.reset_request()
+                if why:
+                    self.env.reset_all(why)
             if not self.env.resets_by_itself:
                 self._check_curriculum_between_resets()
             if self.train and self.save_freq > 0 and self.global_step % self.save_freq == 0:

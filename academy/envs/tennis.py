@@ -11,6 +11,11 @@ land on its half, and to a hitter whose ball hits the net or lands beyond the fa
 ball ends the point: both agents of the area are done and the area is re-served (from a random
 side). A rally also ends after 1000 decisions.
 
+Over the modern protocol the scene is today's Unity Tennis: both sides are one behaviour in two
+teams (``Tennis?team=0`` on the left, ``Tennis?team=1`` on the right), and the point's result is
+paid as Unity's example pays it, +1 to the side that wins it and −1 to the side that loses it
+(instead of the −0.1), so that the sign of each side's last reward tells self-play who won.
+
 Each agent sees its own side the same way (x mirrored so that +x points at the net): own x, y,
 vx, vy, then the ball's x, y, vx, vy, positions divided by the half-court length.
 """
@@ -43,6 +48,7 @@ class Tennis(Scene):
 
     academy_name = "TennisAcademy"
     brains = (_tennis_brain(LEFT), _tennis_brain(RIGHT))
+    behaviour_names = {LEFT: "Tennis?team=0", RIGHT: "Tennis?team=1"}
 
     def __init__(self, seed: int = 0) -> None:
         super().__init__(seed)
@@ -118,8 +124,13 @@ class Tennis(Scene):
             blame_hitter = (into_net | out) & (self.last_hitter >= 0)
             owner = (self.ball[:, 0] > 0).astype(int)
             blame_side = (lands & ~out) | ((into_net | out) & (self.last_hitter < 0))
-            reward[self.last_hitter[blame_hitter], areas[blame_hitter]] -= 0.1
-            reward[owner[blame_side], areas[blame_side]] -= 0.1
+            loser = np.where(blame_hitter, self.last_hitter, owner)
+            lost = blame_hitter | blame_side
+            if self.modern_protocol:  # the point's result: +1 to the winner, -1 to the loser
+                reward[loser[lost], areas[lost]] -= 1.0
+                reward[1 - loser[lost], areas[lost]] += 1.0
+            else:
+                reward[loser[lost], areas[lost]] -= 0.1
             dead |= into_net | lands
         self.timer += 1
         dead |= self.timer >= RALLY
