@@ -30,6 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(ROOT, "config", "poca", "PushCollab.yaml")
 BEHAVIOUR = "PushCollabBrain?team=0"
 STAT = "Academy/PushCollabBrain Group Reward"
+LOST_STAT = "Academy/PushCollabBrain Members Lost"
 
 #: One training run in a fresh process; prints the scene's group rewards as one JSON line.
 DRIVER = """
@@ -43,15 +44,18 @@ from trainers.trainer_controller import TrainerController
 from unityagents import UnityEnvironment
 config = load_trainer_config({config!r}, load_registry())
 env = UnityEnvironment("PushCollab", base_port={port}, protocol="grpc", seed={seed}, log_dir="logs")
-group_rewards = []
+group_rewards, lost = [], []
 record = Trainer.add_environment_stat
 def recording(self, key, value, aggregation="average"):
     if key == {stat!r}:
         group_rewards.append(value)
+    elif key == {lost_stat!r}:
+        lost.append(value)
     record(self, key, value, aggregation)
 Trainer.add_environment_stat = recording
 TrainerController(env, config, env_name="PushCollab", run_path={run!r}, seed={seed}).start_learning()
 print("GROUP_REWARDS " + json.dumps(group_rewards))
+print("MEMBERS_LOST " + json.dumps(lost))
 """
 
 
@@ -80,7 +84,8 @@ def run(trainer: str, seed: int, max_steps: Optional[float] = None, timeout: flo
     """Train once; ``{"group_rewards": [...], "last100": mean, "wall": seconds, "output": tail}``."""
     with tempfile.TemporaryDirectory() as folder:
         config = config_for(trainer, max_steps, folder)
-        script = DRIVER.format(root=ROOT, config=config, port=free_port(), seed=seed, stat=STAT, run=trainer)
+        script = DRIVER.format(root=ROOT, config=config, port=free_port(), seed=seed, stat=STAT, run=trainer,
+                               lost_stat=LOST_STAT)
         started = time.time()
         proc = subprocess.run([sys.executable, "-c", script], cwd=folder, capture_output=True, text=True,
                               timeout=timeout)
@@ -90,8 +95,11 @@ def run(trainer: str, seed: int, max_steps: Optional[float] = None, timeout: flo
     if proc.returncode != 0 or line is None:
         raise RuntimeError(f"{trainer} seed {seed} failed (exit {proc.returncode}):\n{out[-3000:]}")
     rewards = json.loads(line.split(" ", 1)[1])
+    lost_line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("MEMBERS_LOST "))
+    lost = json.loads(lost_line.split(" ", 1)[1])[-100:]
     last = rewards[-100:]
     return {"group_rewards": rewards, "last100": float(sum(last) / len(last)) if last else float("nan"),
+            "lost100": float(sum(lost) / len(lost)) if lost else float("nan"),
             "episodes": len(rewards), "wall": wall, "output": out[-2000:]}
 
 
@@ -106,12 +114,14 @@ def main(argv: Optional[List[str]] = None) -> None:
     results: Dict[str, List[float]] = {t: [] for t in trainers}
     print(f"PushCollab over gRPC, last-100 mean group reward, max_steps {args.max_steps or 'from the YAML'}; "
           f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"{'seed':>4} {'trainer':>7} {'last-100 group reward':>21} {'group episodes':>14} {'wall s':>7}")
+    print(f"{'seed':>4} {'trainer':>7} {'last-100 group reward':>21} {'members lost':>12} {'group episodes':>14} "
+          f"{'wall s':>7}")
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         for t in trainers:
             r = run(t, seed, args.max_steps)
             results[t].append(r["last100"])
-            print(f"{seed:>4} {t:>7} {r['last100']:>21.3f} {r['episodes']:>14} {r['wall']:>7.0f}", flush=True)
+            print(f"{seed:>4} {t:>7} {r['last100']:>21.3f} {r['lost100']:>12.2f} {r['episodes']:>14} "
+                  f"{r['wall']:>7.0f}", flush=True)
     print("mean (min .. max) over seeds:")
     for t in trainers:
         v = results[t]

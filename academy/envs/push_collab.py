@@ -32,7 +32,7 @@ MEMBERS = 3
 WEIGHTS = np.array([1, 2, 3])   # pushers each block needs
 DISTANCE = 2                    # pushes to bring a block to its goal
 HORIZON = 25                    # steps per group episode at most
-PENALTY = 0.05                  # existential penalty per step and member in play
+PENALTY = 0.1                   # existential penalty per step and member in play
 BRAIN = "PushCollabBrain"
 PUSH, LEFT, RIGHT = 0, 1, 2
 
@@ -106,6 +106,7 @@ class PushCollab(Scene):
         self.group_total += np.where(self.ended, 0.0, area_reward)
         for a in np.flatnonzero(over):
             self._stats.append((f"Academy/{BRAIN} Group Reward", float(self.group_total[a])))
+            self._stats.append((f"Academy/{BRAIN} Members Lost", float(MEMBERS - in_play[a])))
         self.ended |= over
         fell = playing & (self.cell == 0)
         done = fell | (playing & over[self.area])
