@@ -387,7 +387,9 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
     if s["trainer_type"] != "ppo":
         # A registered trainer under a Release 22 name (sac, poca): the Release 22 keys as they are;
         # the trainer's own declaration (trainers.config) refuses any it does not take, by name.
-        block = {"trainer": s["trainer_type"], **{k: v for k, v in hp.items() if v is not None}}
+        # beta_schedule/epsilon_schedule were checked constant above: the trainers keep beta and epsilon constant.
+        block = {"trainer": s["trainer_type"],
+                 **{k: v for k, v in hp.items() if v is not None and k not in ("beta_schedule", "epsilon_schedule")}}
         block.update(max_steps=float(s["max_steps"]), summary_freq=s["summary_freq"], time_horizon=s["time_horizon"],
                      hidden_units=net["hidden_units"], num_layers=net["num_layers"], normalize=net["normalize"])
     else:
