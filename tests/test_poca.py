@@ -202,3 +202,17 @@ def test_poca_learns_pushcollab_over_grpc():
     result = poca_vs_ppo.run("poca", seed=0, max_steps=3.6e4, timeout=600)
     assert result["episodes"] >= 100, result["output"]
     assert result["last100"] >= 0.3, (result["last100"], result["group_rewards"][::50])
+
+
+def test_the_two_shipped_pushcollab_configs_train_alike():
+    import yaml
+
+    with open(os.path.join(ROOT, "config", "poca", "PushCollab.yaml")) as f:
+        flat = yaml.safe_load(f)["PushCollabBrain?team=0"]
+    with open(os.path.join(ROOT, "config", "poca", "PushCollab_release22.yaml")) as f:
+        raw = yaml.safe_load(f)
+    registry = load_registry()
+    block = run_config.resolve("r22.yaml", raw, tuple(registry.names())).behaviors["PushCollabBrain?team=0"].block
+    a = trainer_config_from_dict("flat.yaml", {"B": flat}, registry).settings_for("B").parameters
+    b = trainer_config_from_dict("r22.yaml", {"B": block}, registry).settings_for("B").parameters
+    assert a == b
