@@ -168,6 +168,19 @@ def test_the_trainer_keeps_a_leavers_steps_until_the_group_ends_and_then_learns(
     assert not trainer.rows and trainer.stats["policy_loss"]
 
 
+def test_a_long_group_trajectory_is_cut_at_time_horizon_and_bootstrapped():
+    trainer = make_trainer(time_horizon=2, buffer_size=100)
+    script = [info([1, 2], [3, 3], seed=k) for k in range(4)]
+    for before, after in zip(script, script[1:]):
+        _, _, _, outputs = trainer.take_action(before)
+        trainer.add_experiences(before, after, outputs)
+        trainer.process_experiences(after)
+    assert len(trainer.rows) == 4 and len(trainer.groups[3]) == 1  # two steps moved, the third kept
+    assert trainer.groups[3].members == {1, 2} and not trainer.groups[3].over()
+    # No reward at all: the returns are the critic's bootstrap, discounted, not zero.
+    assert all(r["discounted_returns"] != 0.0 for r in trainer.rows)
+
+
 def test_a_scene_without_groups_is_refused_naming_the_brain(trainer):
     before, after = info([1, 2], [0, 0]), info([1, 2], [0, 0], seed=1)
     _, _, _, outputs = trainer.take_action(before)
