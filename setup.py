@@ -39,6 +39,7 @@ setup(
             "ghost = trainers.ghost_trainer:GhostTrainer",
             "imitation = trainers.imitation_trainer:ImitationTrainer",
             "sac = trainers.sac.trainer:SACTrainer",
+            "poca = trainers.poca.trainer:POCATrainer",
         ],
     },
 )

@@ -36,6 +36,7 @@ _REGISTRY = {
     "Tennis": "academy.envs.tennis:Tennis",
     "Push": "academy.envs.push:Push",
     "Pyramids": "academy.envs.pyramids:Pyramids",
+    "PushCollab": "academy.envs.push_collab:PushCollab",
 }
 
 #: Names of the built-in scenes, for clients that list them without loading any of them.

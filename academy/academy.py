@@ -158,6 +158,29 @@ class Scene(abc.ABC):
     def states(self, brain: str) -> np.ndarray:
         """The state vectors, float ``[n_agents, state_width]`` (the index as a float if discrete)."""
 
+    def group_ids(self, brain: str) -> np.ndarray | None:
+        """Each agent's multi-agent group (int ``[n_agents]``, 0 = none), or None: no groups.
+
+        Sent only over the modern protocol (``AgentInfoProto.group_id``). A scene with groups may
+        return ``(reward, done, group_reward)`` from ``step``: the group reward goes out as
+        ``group_reward`` there, and is added to the agents' own reward over API-2, which has no groups.
+        """
+        return None
+
+    def asleep(self, brain: str) -> np.ndarray | None:
+        """Agents out of play until their group's next episode (bool ``[n_agents]``), or None.
+
+        Over the modern protocol they ask for no decision (as a deactivated Unity agent), so a
+        member that left its group early stays out while its mates play on. The scene must not
+        report them done again, and ignores their actions.
+        """
+        return None
+
+    def take_stats(self) -> list[tuple[str, float]]:
+        """Custom stats recorded since the last call (e.g. a group's episode reward), drained here.
+        Sent on the modern protocol's stats channel; ignored by API-2."""
+        return []
+
     def action_mask(self, brain: str) -> np.ndarray | None:
         """Discrete actions each agent may not take now: bool ``[n_agents, action_size]``, True =
         disabled, or None (all allowed). Sent only over the modern protocol; API-2 has no masks."""
@@ -218,6 +241,8 @@ class BrainRuntime:
         # that assumes ids 0..n-1 fails here, not on a real build.
         self.ids = [-(10_000 * (index + 1) + 2 * k) for k in range(n)]
         self.reward = np.zeros(n)
+        #: The group reward since the last message (scenes with groups; see ``Scene.group_ids``).
+        self.group_reward = np.zeros(n)
         self.done = np.zeros(n, dtype=bool)
         self.steps = np.zeros(n, dtype=np.int64)
         self.action = np.zeros((n, spec.action_width))
@@ -318,6 +343,7 @@ class Academy:
                                       f"{_clip(repr(updates))}: {exc}. Send values the scene can use.") from None
         for brain in self.brains:
             brain.reward[:] = 0.0
+            brain.group_reward[:] = 0.0
             brain.done[:] = False
             brain.episode_reward[:] = 0.0
 
@@ -422,9 +448,11 @@ class Academy:
                 self.done = True
             results = scene.step(actions)
             for brain in self.brains:
-                reward, done = results[brain.name]
+                reward, done, *group = results[brain.name]
                 active = ~brain.done
                 brain.reward[active] += reward[active]
+                if group:
+                    brain.group_reward[active] += group[0][active]
                 brain.steps[active] += 1
                 max_step = brain.spec.max_step
                 if max_step > 0:
@@ -442,7 +470,7 @@ class Academy:
         for brain in self.brains:
             if self.done:
                 brain.done[:] = True
-            brain.episode_reward += brain.reward
+            brain.episode_reward += brain.reward + brain.group_reward
             done_rows = np.flatnonzero(brain.done)
             if done_rows.size:
                 if self.record_episodes:
@@ -452,6 +480,7 @@ class Academy:
             if emit is not None and brain.subscribed:
                 emit(brain)
             brain.reward[:] = 0.0
+            brain.group_reward[:] = 0.0
             brain.done[:] = False
         return self.done
 
@@ -465,7 +494,7 @@ class Academy:
             "brain_name": brain.name,
             "agents": brain.ids,
             "states": np.round(self.scene.states(brain.name), 6).ravel().tolist(),
-            "rewards": brain.reward.tolist(),
+            "rewards": (brain.reward + brain.group_reward).tolist(),  # API-2 has no group reward
             "actions": brain.action.ravel().tolist(),
             "memories": brain.memory.ravel().tolist(),
             "dones": brain.done.tolist(),

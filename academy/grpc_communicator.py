@@ -19,7 +19,9 @@ made with the C# package 3.0.0 would (the Python end and its messages are descri
   for a decision every that many Academy steps and repeat their action in between; an episode's
   end is reported in the step it happens;
 * a scene's ``action_mask`` (GridWorld: moves into a wall) goes out as ``action_mask`` (true =
-  disabled);
+  disabled); its ``group_ids`` and group rewards as ``group_id``/``group_reward``; its ``asleep``
+  agents (members that left their group early) ask for no decision; its ``take_stats`` go to the
+  stats channel;
 * side channels: the engine configuration is accepted (and logged: a Python scene has no frame
   rate); environment parameters become the reset parameters of the next reset; one stat per
   finished episode, ``Academy/<brain> Episode Reward``, goes to the stats channel;
@@ -283,13 +285,16 @@ class ModernUnity:
                 self.step_count = 0
             for b in self.brains:
                 if self.step_count % self.period[b.name] == 0:
-                    reports[b.name] = (reports[b.name][0], np.arange(b.spec.n_agents))
+                    asleep = academy.scene.asleep(b.name)  # out until their group's next episode
+                    rows = np.arange(b.spec.n_agents) if asleep is None else np.flatnonzero(~asleep)
+                    reports[b.name] = (reports[b.name][0], rows)
             for b in academy.brains:
                 if b.config.kind != "external":  # not behaviours: Unity would not send them
                     done_rows = np.flatnonzero(b.done)
                     if done_rows.size:
                         academy._reset_agents(b, done_rows)
                     b.reward[:] = 0.0
+                    b.group_reward[:] = 0.0
                     b.done[:] = False
             if any(ending or rows.size for ending, rows in reports.values()):
                 return self._output(reports)
@@ -302,14 +307,16 @@ class ModernUnity:
         infos = []
         for k, row in enumerate(rows):
             reward = float(b.reward[row])
+            group_reward = float(b.group_reward[row])
             b.episode_reward[row] += reward
             interrupted = bool(forced[row]) or (max_step > 0 and b.steps[row] > max_step)
             infos.append({"row": int(row), "reward": reward, "done": True, "max_step_reached": interrupted,
-                          "sensors": sensors, "k": k})
+                          "sensors": sensors, "k": k, "group_reward": group_reward})
             self.stats.append(_frame(STATS_CHANNEL, _stat(f"Academy/{b.name} Episode Reward",
                                                           float(b.episode_reward[row]))))
             b.episode_reward[row] = 0.0
             b.reward[row] = 0.0
+            b.group_reward[row] = 0.0
         forced[rows] = False
         return infos
 
@@ -375,18 +382,25 @@ class ModernUnity:
             ending, deciding = reports.get(b.name, ([], np.zeros(0, np.int64)))
             infos = rl.agentInfos[name].value  # every known behaviour is listed, maybe empty
             ids = self.ids[b.name]
+            groups = self.academy.scene.group_ids(b.name)
             for info in ending:
                 proto = infos.add(reward=info["reward"], done=True, max_step_reached=info["max_step_reached"],
                                   id=int(ids[info["row"]]))
+                if groups is not None:
+                    proto.group_id, proto.group_reward = int(groups[info["row"]]), info["group_reward"]
                 self._write_observations(proto, b, info["k"], info["sensors"])
             if deciding.size:
                 masks = self.academy.scene.action_mask(b.name)
                 sensors = self._sensors(b, deciding)
                 rewards = b.reward[deciding].tolist()
+                group_rewards = b.group_reward[deciding].tolist()
                 b.episode_reward[deciding] += b.reward[deciding]
                 b.reward[deciding] = 0.0
+                b.group_reward[deciding] = 0.0
                 for k, row in enumerate(deciding):
                     info = infos.add(reward=rewards[k], id=int(ids[row]))
+                    if groups is not None:
+                        info.group_id, info.group_reward = int(groups[row]), group_rewards[k]
                     self._write_observations(info, b, k, sensors)
                     if masks is not None:
                         info.action_mask.extend(bool(m) for m in masks[row])
@@ -400,6 +414,7 @@ class ModernUnity:
                     params.action_spec.discrete_branch_sizes.append(b.spec.action_size)
                 else:
                     params.action_spec.num_continuous_actions = b.spec.action_size
+        self.stats += [_frame(STATS_CHANNEL, _stat(key, value)) for key, value in self.academy.scene.take_stats()]
         if self.stats:
             rl.side_channel = b"".join(self.stats)
             self.stats = []

@@ -172,9 +172,9 @@ BAD = {
         "behaviors.Ball3DBrain.self_play.play_against_latest_model_ratio: is a probability", "Use 0"),
     "memory": (R22_3DBALL.replace("num_layers: 2}", "num_layers: 2, memory: {sequence_length: 16}}"),
                "behaviors.Ball3DBrain.network_settings.memory:", "recurrent"),
-    "a trainer type not registered": (R22_3DBALL.replace("trainer_type: ppo", "trainer_type: poca"),
-                                      "behaviors.Ball3DBrain.trainer_type: 'poca' is a Release 22 trainer type",
-                                      "not built"),
+    "an unknown trainer type": (R22_3DBALL.replace("trainer_type: ppo", "trainer_type: pocaa"),
+                                "behaviors.Ball3DBrain.trainer_type: 'pocaa' is not a Release 22 trainer type",
+                                "Did you mean 'poca'?"),
 }
 
 

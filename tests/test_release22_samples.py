@@ -17,10 +17,8 @@ SAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "rele
 #: The samples that ask for a feature not built here, and the words their one error line says.
 NOT_BUILT = {
     "imitation/Hallway": "network_settings.memory",
-    "poca/DungeonEscape": "'poca' is a Release 22 trainer type that this project has not built",
-    "poca/PushBlockCollab": "'poca' is a Release 22 trainer type that this project has not built",
-    "poca/SoccerTwos": "'poca' is a Release 22 trainer type that this project has not built",
-    "poca/StrikersVsGoalie": "'poca' is a Release 22 trainer type that this project has not built",
+    "poca/SoccerTwos": "self_play: team self-play is built for trainer_type: ppo",
+    "poca/StrikersVsGoalie": "self_play: team self-play is built for trainer_type: ppo",
     "ppo/Hallway": "network_settings.memory",
     "ppo/Match3": "vis_encode_type: 'match3'",
     "ppo/VisualHallway": "network_settings.memory",

@@ -66,6 +66,18 @@ def linear_schedule(start: float, end: float, step: float, duration: float) -> f
     return start + (end - start) * fraction
 
 
+def step_rewards(info: BrainInfo) -> np.ndarray:
+    """Each agent's reward plus its group reward (modern protocol; 0 without groups).
+
+    A learner that knows nothing of groups (PPO, SAC) optimises both, as ML-Agents' do; MA-POCA
+    (``trainers.poca``) reads the two apart.
+    """
+    rewards = np.asarray(info.rewards, dtype=np.float64)
+    if len(info.group_rewards) == len(rewards) and len(rewards):
+        rewards = rewards + np.asarray(info.group_rewards, dtype=np.float64)
+    return rewards
+
+
 # ---------------------------------------------------------------------------------- acting
 @dataclass
 class PolicyOutput:
@@ -317,7 +329,7 @@ class OnPolicyTrainer(RLTrainer):
         if outputs is None:
             return
         info, outputs = self._with_late_decisions(info, next_info, outputs)
-        rewards = next_info[self.brain_name].rewards
+        rewards = step_rewards(next_info[self.brain_name])
         signal_fields = self._signal_input_fields(info, next_info) if self.reward_signals else None
         for i, j, agent in self._pairs(info, next_info):
             trajectory = self.training_buffer[agent]
@@ -723,7 +735,7 @@ class OffPolicyTrainer(RLTrainer):
         next_rows = np.asarray([j for _, j, _ in pairs])
         following = next_info[self.brain_name]
         transitions: Dict[str, np.ndarray] = {
-            "rewards": np.asarray(following.rewards, dtype=np.float32)[next_rows],
+            "rewards": step_rewards(following).astype(np.float32)[next_rows],
             "dones": np.asarray(following.local_done, dtype=np.float32)[next_rows],
         }
         for key, values in outputs.fields.items():
@@ -801,4 +813,5 @@ __all__ = [
     "discount_rewards",
     "get_gae",
     "linear_schedule",
+    "step_rewards",
 ]

@@ -438,7 +438,7 @@ def _looks_like_default(name: str) -> bool:
 
 
 def hyperparameters_markdown(registry: TrainerRegistry,
-                             names: Tuple[str, ...] = ("ppo", "sac", "ghost", "imitation")) -> str:
+                             names: Tuple[str, ...] = ("ppo", "sac", "poca", "ghost", "imitation")) -> str:
     """Reference tables of the built-in trainers' keys (``docs/configuration.md`` is this text)."""
     lines = [
         "# Trainer configuration reference",

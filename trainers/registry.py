@@ -31,6 +31,7 @@ _BUILTINS = {
     "ghost": "trainers.ghost_trainer:GhostTrainer",
     "imitation": "trainers.imitation_trainer:ImitationTrainer",
     "sac": "trainers.sac.trainer:SACTrainer",
+    "poca": "trainers.poca.trainer:POCATrainer",
 }
 
 

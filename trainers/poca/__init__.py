@@ -1,0 +1,4 @@
+"""MA-POCA (``trainer: poca``): decentralised policies, a centralised group critic with attention."""
+from .trainer import POCA_HYPERPARAMETERS, POCATrainer
+
+__all__ = ["POCATrainer", "POCA_HYPERPARAMETERS"]

@@ -1,0 +1,304 @@
+"""MA-POCA (``trainer: poca``): decentralised PPO policies trained with a centralised group critic.
+
+Agents are grouped by the ``group_id`` the environment sends (modern protocol; the group key is
+the environment and the id, so groups of several environments never mix). What differs from PPO:
+
+* **collection**: each environment step becomes one *group step* per group (``groups.py``); a
+  group's trajectory moves to the update buffer when the group's episode ends (every member done)
+  or when it reaches ``time_horizon`` steps (bootstrapped with V of the members in play);
+* **returns**: the team's lambda-returns over the group trajectory, from the team reward (every
+  member's reward plus the group reward), so a member that left early still gets the later rewards
+  of its group;
+* **critic**: ``models.POCACritic``, V over all members and a counterfactual baseline per member
+  (its own observation, its mates' observations and actions), through residual self-attention
+  over however many members are present; advantage = ``G_t - b_i``;
+* **loss**: PPO's clipped surrogate with those advantages, plus ``0.5 (L_V + 0.5 L_b)`` (both
+  clipped around their old estimates), plus half of the policy graph's own value loss towards the
+  same returns (it keeps the exported ``value_estimate`` meaningful), minus ``beta`` times the
+  entropy; one Adam step over the policy and the critic.
+
+The policy is PPO's graph (``create_agent_model``): each agent acts on its own observation, so the
+``.bytes`` and ONNX exports are those of an ordinary PPO policy. The critic reads vector states
+only (raw, not normalised), and there is neither LSTM nor reward-signal support here.
+
+A scene without groups (an agent reports group id 0) is refused at the first step: MA-POCA needs
+group ids. Train such a brain with ``trainer: ppo``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from trainers.bases import PolicyOutput
+from trainers.poca.groups import GroupTrajectory, MemberStep, finish, pad_rows, team_reward
+from trainers.poca.models import HEADS, POCACritic
+from trainers.ppo_trainer import PPO_HYPERPARAMETERS, PPOTrainer
+from trainers.tf_utils import tf
+from trainers.trainer import Param, TrainerConfigError, UnityTrainerException
+from unityagents.brain import CONTINUOUS_ACTION_CLIP, BrainInfo, BrainParameters
+
+POCA_HYPERPARAMETERS: Dict[str, Param] = {
+    key: param for key, param in PPO_HYPERPARAMETERS.items()
+    if key not in ("reward_signals", "behavioral_cloning", "sequence_length")
+}
+POCA_HYPERPARAMETERS["use_recurrent"] = Param(
+    bool, False, check=(lambda x: not x, "false (this MA-POCA has no recurrent policy or critic)"),
+    doc="must stay false: MA-POCA here trains feed-forward policies and critics only")
+POCA_HYPERPARAMETERS["hidden_units"] = Param(
+    int, 128, check=(lambda x: x > 0 and x % HEADS == 0, f"> 0 and a multiple of {HEADS} (the attention heads)"),
+    doc="units per hidden layer of the policy, value and critic (a multiple of 4 for the attention)")
+
+
+class POCATrainer(PPOTrainer):
+    """MA-POCA for one brain whose agents belong to groups (see the module docstring)."""
+
+    trainer_type = "poca"
+    hyperparameters = POCA_HYPERPARAMETERS
+
+    def __init__(self, sess, brains: Mapping[str, BrainParameters], brain_name: str,
+                 trainer_parameters: Dict[str, Any], training: bool, seed: int = 0):
+        super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
+        self._check_brain(self.brain)
+        branches = list(self.brain.action_branches)
+        self.action_code_size = self.brain.action_space_size if self.is_continuous else int(sum(branches))
+        with self.build_scope():
+            self.critic = POCACritic(self.brain.state_space_size, self.action_code_size,
+                                     int(self.hp["hidden_units"]), int(self.hp["num_layers"]))
+            self._create_poca_optimizer()
+        self.groups: Dict[Hashable, GroupTrajectory] = {}
+        self.rows: List[Dict[str, Any]] = []
+        self._critic_call: Optional[Callable[..., List[Any]]] = None
+        self._largest_group = 0
+
+    @staticmethod
+    def _check_brain(brain: BrainParameters) -> None:
+        if brain.number_observations or brain.state_space_type != "continuous" or brain.state_space_size <= 0:
+            raise UnityTrainerException(
+                f"Brain '{brain.brain_name}': the MA-POCA critic reads a continuous vector state only, but this brain "
+                f"has {brain.number_observations} camera(s) and a {brain.state_space_type} state of size "
+                f"{brain.state_space_size}. Train it with trainer: ppo.")
+
+    @classmethod
+    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
+        if params["batch_size"] > params["buffer_size"]:
+            raise TrainerConfigError(
+                f"brain '{brain_name}', key 'batch_size': {params['batch_size']} is larger than buffer_size "
+                f"{params['buffer_size']}, so no minibatch could ever be filled. "
+                "Lower batch_size or raise buffer_size.")
+
+    @classmethod
+    def check_environment(cls, brain_name: str, params: Dict[str, Any],
+                          brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
+        if brain_name in brains:
+            try:
+                cls._check_brain(brains[brain_name])
+            except UnityTrainerException as e:
+                raise TrainerConfigError(f"brain '{brain_name}', key 'trainer': {e}") from None
+
+    # ------------------------------------------------------------------ graph
+    def _create_poca_optimizer(self) -> None:
+        m, c = self.model, self.critic
+        with tf.name_scope("poca_loss"):
+            self.team_returns = m.returns  # the team's G_t, also the policy graph's value target
+            self.old_critic_value = tf.placeholder(tf.float32, [None], name="old_critic_value")
+            self.old_baseline = tf.placeholder(tf.float32, [None], name="old_baseline")
+            weights = m.masks
+            count = tf.maximum(tf.reduce_sum(weights), 1.0)
+
+            def clipped_loss(estimate: tf.Tensor, old: tf.Tensor) -> tf.Tensor:
+                clipped = old + tf.clip_by_value(estimate - old, -m.clip_epsilon, m.clip_epsilon)
+                error = tf.maximum(tf.square(estimate - self.team_returns), tf.square(clipped - self.team_returns))
+                return 0.5 * tf.reduce_sum(error * weights) / count
+
+            self.critic_value_loss = clipped_loss(c.value, self.old_critic_value)
+            self.baseline_loss = clipped_loss(c.baseline, self.old_baseline)
+            loss = (m.policy_loss + 0.5 * (self.critic_value_loss + 0.5 * self.baseline_loss)
+                    + 0.5 * m.value_loss - m.beta * m.mean_entropy)
+            variables = list(m.variables) + list(c.variables)
+            pairs = [(g, v) for g, v in zip(tf.gradients(loss, variables), variables) if g is not None]
+            gradients, _ = tf.clip_by_global_norm([g for g, _ in pairs], float(self.hp["max_grad_norm"]))
+            optimizer = tf.train.AdamOptimizer(m.learning_rate, epsilon=1e-5)
+            self.poca_update = optimizer.apply_gradients(list(zip(gradients, [v for _, v in pairs])))
+
+    # ------------------------------------------------------------------ acting
+    def act(self, info: BrainInfo) -> PolicyOutput:
+        """PPO's decision on each agent's own observation; the raw state is kept for the critic."""
+        out = super().act(info)
+        out.fields["critic_state"] = np.asarray(info.states, np.float32)
+        return out
+
+    def _action_code(self, action: Any) -> np.ndarray:
+        """An action as the critic reads it: continuous values as sent, discrete branches one-hot."""
+        if self.is_continuous:
+            return np.clip(np.asarray(action, np.float32), -CONTINUOUS_ACTION_CLIP,
+                           CONTINUOUS_ACTION_CLIP) / CONTINUOUS_ACTION_CLIP
+        code = np.zeros(self.action_code_size, np.float32)
+        offset = 0
+        for choice, size in zip(np.atleast_1d(action), self.brain.action_branches):
+            code[offset + int(choice)] = 1.0
+            offset += size
+        return code
+
+    # ------------------------------------------------------------------ collecting
+    def _group_key(self, agent: Hashable, group_id: int) -> Hashable:
+        """Group ids are per environment: agents merged from several are ``(environment, id)``."""
+        if group_id <= 0:
+            raise UnityTrainerException(
+                f"Brain '{self.brain_name}' is trained with trainer: poca, which needs the agents to belong to "
+                f"multi-agent groups, but agent {agent!r} reports group id {group_id} (no group). The scene must "
+                "register its agents in a group (SimpleMultiAgentGroup in Unity, Scene.group_ids here); a brain "
+                "without groups trains with trainer: ppo.")
+        return (agent[0], group_id) if isinstance(agent, tuple) else group_id
+
+    def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo],
+                        outputs: Optional[PolicyOutput]) -> None:
+        """One group step per group from the agents that acted; a group whose episode ended moves on."""
+        if outputs is None:
+            return
+        info, outputs = self._with_late_decisions(info, next_info, outputs)
+        current, following = info[self.brain_name], next_info[self.brain_name]
+        steps: Dict[Hashable, Dict[Hashable, MemberStep]] = {}
+        done: Dict[Hashable, List[Tuple[Hashable, bool]]] = {}
+        for i, j, agent in self._pairs(info, next_info):
+            key = self._group_key(agent, int(current.group_id[i]))
+            fields = {k: v[i] for k, v in outputs.fields.items() if k != "critic_state"}
+            reward, group_reward = float(following.rewards[j]), float(following.group_rewards[j])
+            steps.setdefault(key, {})[agent] = MemberStep(
+                fields, outputs.fields["critic_state"][i], self._action_code(fields["actions"]), reward, group_reward)
+            self._count_reward(agent, reward + group_reward)
+            if following.local_done[j]:
+                done.setdefault(key, []).append((agent, bool(following.max_reached[j])))
+        for key, step in steps.items():
+            group = self.groups.setdefault(key, GroupTrajectory())
+            group.add(step)
+            self._largest_group = max(self._largest_group, len(step))
+            for agent, _ in done.get(key, []):
+                group.left.add(agent)
+            if group.over():
+                interrupted = all(flag for _, flag in done.get(key, [(None, False)]))
+                value_next = self._group_value(following, [a for a, _ in done[key]]) if interrupted else 0.0
+                self._move(group, value_next)
+                if self.groups[key] is group:
+                    self.groups[key] = GroupTrajectory()
+
+    def _group_value(self, info: BrainInfo, agents: List[Hashable]) -> float:
+        """V of the members ``agents`` as the last observation of ``info`` shows them (its terminal
+        rows when the modern protocol sent them)."""
+        source = info.terminal_info if info.terminal_info is not None else info
+        where = {a: r for r, a in enumerate(source.agents)}
+        rows = [where[a] for a in agents if a in where]
+        if not rows:
+            return 0.0
+        states = np.asarray(source.states, np.float32)[rows]
+        mates = np.zeros((1, max(len(rows) - 1, 1), states.shape[1]), np.float32)
+        present = np.zeros((1, mates.shape[1]), np.float32)
+        mates[0, :len(rows) - 1], present[0, :len(rows) - 1] = states[1:], 1.0
+        actions = np.zeros(mates.shape[:2] + (self.action_code_size,), np.float32)
+        values, _ = self._critic({"own_state": states[:1], "mate_states": mates, "mate_actions": actions,
+                                  "mate_present": present})
+        return float(values[0])
+
+    def _critic(self, inputs: Dict[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
+        """``(V, b)`` of padded member rows, in one compiled call."""
+        c = self.critic
+        if self._critic_call is None:
+            self._critic_call = self.sess.make_callable(
+                [c.value, c.baseline], [c.own_state, c.mate_states, c.mate_actions, c.mate_present])
+        values, baselines = self._critic_call(inputs["own_state"], inputs["mate_states"], inputs["mate_actions"],
+                                              inputs["mate_present"])
+        return values, baselines
+
+    def _move(self, group: GroupTrajectory, value_next: float) -> None:
+        """Returns and advantages of the group's steps; its member-steps go to the update buffer."""
+        if self._largest_group:
+            self.sess.run(self.critic.raise_max_members, {self.critic.members_seen: float(self._largest_group)})
+        rows = finish(group.steps, value_next, float(self.hp["gamma"]), float(self.hp["lambd"]), self._critic)
+        group.episode_total += sum(team_reward(step) for step in group.steps)
+        if group.over():
+            self.add_environment_stat("Environment/Group Cumulative Reward", group.episode_total)
+        self.rows.extend(rows)
+        if rows:
+            self.add_signal_stat("Policy/Extrinsic Value Estimate", float(np.mean([r["critic_value"] for r in rows])))
+            self.add_signal_stat("Policy/Extrinsic Baseline Estimate",
+                                 float(np.mean([r["critic_baseline"] for r in rows])))
+        group.steps = []
+
+    def process_experiences(self, info: Mapping[str, BrainInfo]) -> None:
+        """Close the episodes that ended; cut group trajectories at ``time_horizon`` (bootstrapped)."""
+        current = info[self.brain_name]
+        in_play: Dict[Hashable, List[Hashable]] = {}
+        for j, agent in enumerate(current.agents):
+            if current.local_done[j]:
+                self._close_episode(agent)
+            if current.decision_requested[j] and int(current.group_id[j]) > 0:
+                in_play.setdefault(self._group_key(agent, int(current.group_id[j])), []).append(agent)
+        horizon = int(self.hp["time_horizon"])
+        for key, group in self.groups.items():
+            if len(group) >= horizon:
+                self._move(group, self._group_value_now(current, in_play.get(key, [])))
+
+    def _group_value_now(self, info: BrainInfo, agents: List[Hashable]) -> float:
+        where = {a: r for r, a in enumerate(info.agents)}
+        rows = [where[a] for a in agents]
+        if not rows:
+            return 0.0
+        view = BrainInfo([], np.asarray(info.states)[rows], agents=[info.agents[r] for r in rows])
+        return self._group_value(view, view.agents)
+
+    def end_episode(self, agents=None) -> None:
+        """After an environment reset: the group trajectories in progress are dropped."""
+        if agents is None:
+            self.groups.clear()
+        else:
+            gone = set(agents)
+            for key in [k for k, g in self.groups.items() if g.members & gone]:
+                del self.groups[key]
+        super().end_episode(agents)
+
+    # ------------------------------------------------------------------ updating
+    def update_buffer_steps(self) -> int:
+        return len(self.rows)
+
+    def update_arrays(self) -> Dict[str, np.ndarray]:
+        keys = ["actions", "log_probs", "value_estimates", "advantages", "discounted_returns", "masks",
+                "critic_value", "critic_baseline", "states"]
+        if getattr(self.model, "action_masks", None) is not None:
+            keys.append("action_masks")
+        return pad_rows(self.rows, keys)
+
+    def update_inputs(self) -> List[Tuple[tf.Tensor, str, bool]]:
+        if self._update_inputs is None:
+            inputs = list(super().update_inputs())
+            c = self.critic
+            inputs += [(c.own_state, "critic_own_state", True), (c.mate_states, "critic_mate_states", True),
+                       (c.mate_actions, "critic_mate_actions", True), (c.mate_present, "critic_mate_present", True),
+                       (self.old_critic_value, "critic_value", True), (self.old_baseline, "critic_baseline", True)]
+            self._update_inputs = inputs
+        return self._update_inputs
+
+    def _update_call(self, extra_feeds, extra_fetches) -> Callable[..., List[Any]]:
+        key = (tuple(id(t) for t in extra_feeds), tuple(id(t) for t in extra_fetches))
+        call = self._update_calls.get(key)
+        if call is None:
+            m = self.model
+            fetches = [m.policy_loss, self.critic_value_loss, m.mean_entropy, m.approx_kl, m.clip_fraction]
+            feeds = self._scalar_inputs() + [placeholder for placeholder, _, _ in self.update_inputs()]
+            call = self.sess.make_callable(fetches + list(extra_fetches) + [self.poca_update],
+                                           feeds + list(extra_feeds))
+            self._update_calls[key] = call
+        return call
+
+    def minibatch_extras(self, minibatch):
+        return {}, [self.baseline_loss], ["Losses/Baseline Loss"]
+
+    def minibatch_fields(self, batch) -> List[str]:
+        return []
+
+    def update_model(self) -> None:
+        """PPO's epochs over the member-steps with the POCA loss; the buffer is then emptied."""
+        self.update(self.update_arrays())
+        self.rows = []
+
+
+__all__ = ["POCATrainer", "POCA_HYPERPARAMETERS"]
