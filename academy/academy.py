@@ -214,7 +214,10 @@ class BrainRuntime:
         self.done = np.zeros(n, dtype=bool)
         self.steps = np.zeros(n, dtype=np.int64)
         self.action = np.zeros((n, spec.action_width))
-        self.memory = np.zeros((n, spec.memory_size))
+        # Unity's inference keeps as many memory floats per agent as the model file says (an ONNX
+        # policy's own memory_size); a .bytes policy and Python use the brain's memorySize.
+        own = getattr(config.policy, "memory_size", 0) if config.kind == "internal" else 0
+        self.memory = np.zeros((n, own if isinstance(own, int) and own > 0 else spec.memory_size))
         self.value = np.zeros(n)
         self.episode_reward = np.zeros(n)
         self.finished: list[float] = []
@@ -400,8 +403,8 @@ class Academy:
                 actions, memory = brain.config.policy.decide(self.scene.states(brain.name), observations,
                                                              brain.memory)
                 brain.action[:] = np.asarray(actions, dtype=float).reshape(brain.action.shape)
-                if brain.spec.memory_size:
-                    brain.memory[:] = memory
+                if brain.memory.shape[1]:
+                    brain.memory[:] = np.asarray(memory, dtype=float).reshape(brain.memory.shape)
 
     def advance(self) -> None:
         """Run the frames of one decision with the stored actions (``AcademyStep`` + ``AgentStep``)."""

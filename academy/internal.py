@@ -150,7 +150,9 @@ class OnnxInternalBrain:
     agent reset, as Unity drops it at the episode's end). Outputs: the stochastic
     ``continuous_actions``/``discrete_actions`` by default, the ``deterministic_*`` ones when
     ``deterministic`` is True (Unity's "Deterministic Inference" checkbox), copied into the
-    agents' actions without any scaling. ``M`` is the file's own ``memory_size`` constant.
+    agents' actions without any scaling. ``M`` is the file's own ``memory_size`` constant: the
+    academy keeps that many floats per agent for this brain (``BrainRuntime``), whatever the brain's
+    memorySize, as Unity's ``ModelRunner`` sizes its memories from the model.
     """
 
     def __init__(self, path: str, spec: BrainSpec, seed: int = 0, deterministic: bool = False) -> None:
@@ -187,10 +189,6 @@ class OnnxInternalBrain:
         if self.recurrent and ("recurrent_in" not in self.inputs or "recurrent_out" not in outputs):
             raise ValueError(f"Internal brain {spec.name}: {path!r} declares memory_size {self.memory_size} but lacks "
                              "recurrent_in or recurrent_out; export the brain again with trainers/onnx_export.py")
-        if self.recurrent and self.memory_size != spec.memory_size:  # the academy keeps memorySize floats per agent
-            raise ValueError(f"Internal brain {spec.name}: {path!r} carries {self.memory_size} floats of memory per "
-                             f"agent but the brain's memorySize is {spec.memory_size}; run it on a brain whose "
-                             "memorySize matches the file's memory_size")
 
     def _memory_size(self, path: str, outputs: set) -> int:
         """The file's ``memory_size`` constant (0 when absent), read by running it at batch 1 on zeros."""

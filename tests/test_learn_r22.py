@@ -137,8 +137,12 @@ BAD = {
                                     "curriculum[1].completion_criteria: the last lesson never ends", "Remove"),
     "a feature not built": (R22_3DBALL.replace("trainer_type: ppo", "trainer_type: ppo\n    self_play: {window: 5}"),
                             "behaviors.Ball3DBrain.self_play:", "team self-play"),
-    "memory": (R22_3DBALL.replace("num_layers: 2}", "num_layers: 2, memory: {sequence_length: 16}}"),
-               "behaviors.Ball3DBrain.network_settings.memory:", "recurrent"),
+    "memory on a trainer without one": (
+        R22_3DBALL.replace("num_layers: 2}", "num_layers: 2, memory: {sequence_length: 16}}").replace(
+            "trainer_type: ppo", "trainer_type: sac").replace(
+            "{batch_size: 256, buffer_size: 1536, learning_rate: 2.0e-4, beta: 1.0e-3, epsilon: 0.25,\n"
+            "                      lambd: 0.9, num_epoch: 10, learning_rate_schedule: constant}", "{batch_size: 64}"),
+        "behaviors.Ball3DBrain.network_settings.memory: the sac trainer has no recurrent policy", "trainer_type: ppo"),
     "a trainer type not registered": (R22_3DBALL.replace("trainer_type: ppo", "trainer_type: poca"),
                                       "behaviors.Ball3DBrain.trainer_type: 'poca' is a Release 22 trainer type",
                                       "not built"),

@@ -43,14 +43,27 @@ _LOG_2PI = math.log(2.0 * math.pi)
 def validate_memory_size(brain: BrainParameters, m_size: Optional[int]) -> int:
     """The LSTM memory size for ``brain``: ``m_size`` if given, else the brain's ``memorySize``.
 
-    The memory holds the LSTM's ``c`` and ``h`` halves, so it must be positive and even.
+    The memory holds the LSTM's ``c`` and ``h`` halves, so it must be positive and even. An API-2
+    scene stores ``memorySize`` floats per agent and sends them back, so a size set in the
+    configuration must equal it there; a modern-protocol brain reports no memory (the trainer
+    keeps it), so its size comes from the configuration.
     """
-    size = brain.memory_space_size if m_size is None else m_size
+    declared = brain.memory_space_size
+    if m_size is not None and declared and m_size != declared:
+        raise UnityTrainerException(
+            f"Brain '{brain.brain_name}' has memorySize {declared} in the scene, which stores that many floats per "
+            f"agent, but memory_size is {m_size}. Remove memory_size (the brain's memorySize is used) or set it "
+            f"to {declared}.")
+    size = declared if m_size is None else m_size
     if not isinstance(size, int) or isinstance(size, bool) or size <= 0 or size % 2:
+        fix = ("Set memory_size to an even number such as 128 (network_settings.memory.memory_size in a "
+               "Release 22 run config)" if not declared and m_size is None and
+               brain.continuous_action_contract == "unit" else
+               "Set the brain's Memory Size in the scene (or memory_size) to an even number such as 64")
         raise UnityTrainerException(
             f"Brain '{brain.brain_name}' uses a recurrent model (use_recurrent: true), which needs a positive, even "
-            f"memory size (the LSTM state c and h, half each), but its memorySize is {size!r}. Set the brain's "
-            "Memory Size in the scene to an even number such as 64, or set use_recurrent: false."
+            f"memory size (the LSTM state c and h, half each), but its memorySize is {size!r}. {fix}, or set "
+            "use_recurrent: false."
         )
     return size
 

@@ -9,7 +9,7 @@ ends build the same trainers from the same settings.
 Three kinds of key are told apart, and none is silently dropped:
 
 * a key of the schema that this project implements: translated;
-* a key of the schema that it does not implement (``gail``, ``memory``, ``self_play``, a trainer
+* a key of the schema that it does not implement (``self_play``, a ``memory`` for a trainer without one, a trainer
   type that is not registered, ...): an error naming the key path and the feature that is missing,
   unless its value is the one that changes nothing (``threaded: false``);
 * any other key: an error with a did-you-mean.
@@ -89,8 +89,6 @@ TOP: Spec = {"default_settings": ("dict?", None), "behaviors": ("dict?", None), 
 #: Values of schema keys that this project does not build, and what is missing. A key given with
 #: any other value than its harmless one is an error with this text.
 NOT_BUILT = {
-    "network_settings.memory": "a recurrent policy sized by the run config (learn.py's use_recurrent with an "
-                               "API-2 brain's memorySize is the only LSTM here)",
     "network_settings.deterministic": "deterministic (mean/argmax) actions",
     "hyperparameters.shared_critic": "a critic shared with the policy",
     "hyperparameters.beta_schedule": "a decaying entropy coefficient (beta is constant here)",
@@ -102,7 +100,7 @@ NOT_BUILT = {
     "checkpoint_settings.load_model": "--load (deprecated in Release 22: use --resume)",
 }
 #: The value of each NOT_BUILT key that asks for nothing missing.
-HARMLESS = {"network_settings.memory": None, "network_settings.deterministic": False,
+HARMLESS = {"network_settings.deterministic": False,
 "hyperparameters.shared_critic": False,
             "hyperparameters.beta_schedule": "constant", "hyperparameters.epsilon_schedule": "constant",
             "self_play": None, "init_path": None,
@@ -375,7 +373,11 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
     for key in ("init_path", "self_play"):
         _refuse_not_built(path, key, f"{where}.{key}", s[key])
     net, hp = s["network_settings"], s["hyperparameters"]
-    _refuse_not_built(path, "network_settings.memory", f"{where}.network_settings.memory", net["memory"])
+    memory = net["memory"]
+    if memory is not None and s["trainer_type"] != "ppo":
+        raise RunConfigError(f"{path}: {where}.network_settings.memory: the {s['trainer_type']} trainer has no "
+                             "recurrent policy here, so it cannot keep a memory. Remove the memory block, or use "
+                             "trainer_type: ppo.")
     _refuse_not_built(path, "network_settings.deterministic", f"{where}.network_settings.deterministic",
                       net["deterministic"])
     if net["vis_encode_type"] != "simple":
@@ -397,6 +399,9 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
                  "normalize": net["normalize"], "hidden_units": net["hidden_units"], "num_layers": net["num_layers"],
                  "max_steps": float(s["max_steps"]), "time_horizon": s["time_horizon"],
                  "summary_freq": s["summary_freq"]}
+        if memory is not None:  # an LSTM of memory_size floats per agent, trained on sequence_length steps
+            block.update(use_recurrent=True, memory_size=memory["memory_size"],
+                         sequence_length=memory["sequence_length"])
     if s["behavioral_cloning"] is not None:  # the same keys; None leaves the trainer's default
         block["behavioral_cloning"] = {k: v for k, v in s["behavioral_cloning"].items() if v is not None}
     signals = s["reward_signals"]
