@@ -177,6 +177,14 @@ class OnnxInternalBrain:
             raise ValueError(f"Internal brain {spec.name}: {path!r} has no output {name!r} (it has {sorted(outputs)}); "
                              f"the brain's actions are {kind}; export the brain again with trainers/onnx_export.py")
         self.action_output = name
+        #: A hybrid brain (continuous actions and branches) also reads the discrete output, after them.
+        self.branch_output = None
+        if spec.discrete_branches:
+            self.branch_output = ("deterministic_" if deterministic else "") + "discrete_actions"
+            if self.branch_output not in outputs:
+                raise ValueError(f"Internal brain {spec.name}: {path!r} has no output {self.branch_output!r} (it has "
+                                 f"{sorted(outputs)}); the brain's actions are hybrid (continuous and discrete "
+                                 f"branches {list(spec.discrete_branches)}); export the brain again")
         self.cameras = len(spec.cameras)
         expected = {f"obs_{k}" for k in range(self.cameras + (1 if spec.state_size else 0))}
         missing = sorted(expected - set(self.inputs))
@@ -218,13 +226,17 @@ class OnnxInternalBrain:
         if "action_masks" in self.inputs:
             feed["action_masks"] = np.ones((n, self.inputs["action_masks"].shape[1]), np.float32)
         fetches = [self.action_output] + (["recurrent_out"] if self.recurrent else [])
+        if self.branch_output is not None:
+            fetches.append(self.branch_output)
         if self.recurrent:
             feed["recurrent_in"] = np.asarray(memories, dtype=np.float32).reshape(n, 1, self.memory_size)
         try:
             outputs = self.session.run(fetches, feed)
         except Exception as exc:
             raise RuntimeError(f"Internal brain {self.spec.name}: running {self.action_output} failed: {exc}") from exc
-        actions = np.asarray(outputs[0], dtype=float).reshape(n, self.spec.action_width)
+        parts = [outputs[0]] + ([outputs[-1]] if self.branch_output is not None else [])
+        actions = np.concatenate([np.asarray(p, dtype=float).reshape(n, -1) for p in parts], axis=1)
+        actions = actions.reshape(n, self.spec.action_width)
         memory = np.asarray(outputs[1], dtype=float).reshape(n, -1) if self.recurrent else memories
         return actions, memory
 

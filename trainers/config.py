@@ -176,6 +176,14 @@ class TrainerConfig:
                 raise TrainerConfigError(f"{self.path}: {e}") from None
             if name in brains:
                 _check_brain_memory(self.path, name, settings.parameters, brains[name])
+                if getattr(brains[name], "is_hybrid", False) and not getattr(
+                        settings.trainer_class, "supports_hybrid_actions", False):
+                    brain = brains[name]
+                    raise TrainerConfigError(
+                        f"{self.path}: brain {name!r}, key 'trainer': the {settings.trainer_class.trainer_type} "
+                        f"trainer cannot act for hybrid actions ({brain.action_space_size} continuous and discrete "
+                        f"branches {brain.action_branches}). Train this brain with trainer: ppo, or give the "
+                        "behaviour only continuous actions or only discrete branches.")
             result[name] = settings
         return result
 

@@ -133,6 +133,8 @@ class PPOTrainer(OnPolicyTrainer):
 
     trainer_type = "ppo"
     hyperparameters = PPO_HYPERPARAMETERS
+    #: A hybrid brain (continuous actions and discrete branches) gets one policy over both parts.
+    supports_hybrid_actions = True
 
     def __init__(
         self,
@@ -538,6 +540,8 @@ class PPOTrainer(OnPolicyTrainer):
     # ------------------------------------------------------------------ export
     def export_nodes(self) -> List[str]:
         nodes = ["action", "value_estimate", "action_probs"]
+        if self.model.is_hybrid:  # the two parts of a hybrid action, for the ONNX outputs
+            nodes += ["continuous_action", "discrete_action"]
         return nodes + (["recurrent_out"] if self.use_recurrent else [])
 
 
