@@ -94,12 +94,16 @@ def test_one_policy_samples_both_parts_honours_masks_and_exports_both_outputs(tm
     assert np.abs(cont).max() <= 1.0 and not np.allclose(cont, mean), "the stochastic output samples"
 
 
-def test_non_ppo_trainers_and_the_api2_protocol_refuse_hybrid_actions(tmp_path):
+def test_non_ppo_trainers_learned_signals_and_the_api2_protocol_refuse_hybrid_actions(tmp_path):
     config = load_trainer_config(write(tmp_path / "sac.yaml", "Hybrid:\n  trainer: sac\n"), load_registry())
     with pytest.raises(TrainerConfigError) as error:
         config.settings_for_environment({"Hybrid": hybrid_brain()}, ["Hybrid"])
     message = str(error.value)
     assert "brain 'Hybrid', key 'trainer'" in message and "hybrid" in message and "trainer: ppo" in message, message
+    curious = "Hybrid:\n  reward_signals: {extrinsic: {}, curiosity: {strength: 0.01}}\n"
+    config = load_trainer_config(write(tmp_path / "curious.yaml", curious), load_registry())
+    with pytest.raises(TrainerConfigError, match="brain 'Hybrid', key 'reward_signals'.*hybrid.*curiosity"):
+        config.settings_for_environment({"Hybrid": hybrid_brain()}, ["Hybrid"])
     with pytest.raises(ValueError, match="InteractBrain.*hybrid actions.*--mlagents-port"):
         Academy(load_scene("Interact")(0)).academy_parameters()
 

@@ -24,6 +24,10 @@ every network (the acting graph reads placeholders, which the export contract fi
 What the update sees is exactly what the policy saw when acting: the stored action, its stored
 log-probability, the stored value, the stored normalised state, and for recurrent brains the
 stored memory at the start of each sequence. So the first minibatch of each update has ratio 1.
+
+Memories: an API-2 scene stores each agent's memory and sends it back; a modern-protocol
+environment stores none, so this trainer keeps them per agent key (``_memories``), the way Unity's
+inference carries an ONNX model's ``recurrent_out`` to its next ``recurrent_in``.
 """
 from __future__ import annotations
 
@@ -219,6 +223,16 @@ class PPOTrainer(OnPolicyTrainer):
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
                           brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
         """A recurrent brain needs a usable memorySize from the scene; BC's and GAIL's demonstrations must fit it."""
+        if brain_name in brains and getattr(brains[brain_name], "is_hybrid", False):
+            # The curiosity/GAIL networks and behavioral cloning read one kind of action.
+            learned = [k for k in (params.get("reward_signals") or {}) if k != "extrinsic"]
+            for key in (["reward_signals"] if learned else []) + (
+                    ["behavioral_cloning"] if params.get("behavioral_cloning") else []):
+                raise TrainerConfigError(
+                    f"brain '{brain_name}', key '{key}': the brain has hybrid actions (continuous and discrete "
+                    f"branches), which {', '.join(learned) if key == 'reward_signals' else 'behavioral cloning'} "
+                    "cannot read here. Remove the key (train on the extrinsic reward), or give the behaviour one "
+                    "kind of action.")
         if brain_name in brains:  # behavioral cloning hook (trainers/bc.py)
             bc.check_demonstrations(brain_name, params, brains[brain_name])
         if params["use_recurrent"]:
