@@ -115,11 +115,14 @@ def test_interact_needs_both_parts():
         scene.heuristic = lambda brain, full=scene.heuristic: policy(full(brain))
         return Academy(scene).run_episodes(200)["InteractBrain"]
 
+    rng = np.random.default_rng(0)
     both = mean_reward(lambda a: a)
     walk_only = mean_reward(lambda a: np.column_stack([a[:, :2], np.zeros(len(a))]))
     press_only = mean_reward(lambda a: np.column_stack([np.zeros((len(a), 2)), np.ones(len(a))]))
     wait_only = mean_reward(lambda a: np.zeros_like(a))
+    random_press = mean_reward(lambda a: np.column_stack([a[:, :2], rng.integers(0, 2, len(a))]))
     assert both >= 1.0 and max(walk_only, press_only, wait_only) <= 0.0, (both, walk_only, press_only, wait_only)
+    assert random_press <= 0.5, random_press  # the press must be chosen, not only available
 
 
 # ---------------------------------------------------------------- at the wire
@@ -194,12 +197,13 @@ def test_over_grpc_each_agent_gets_an_action_tuple_and_a_wrong_width_is_refused(
 # ---------------------------------------------------------------- PPO trains the scene
 INTERACT = {"InteractBrain": {"batch_size": 256, "buffer_size": 1024, "beta": 5.0e-3, "hidden_units": 64,
                               "learning_rate": 2.0e-3, "learning_rate_schedule": "constant", "normalize": False,
-                              "num_epoch": 6, "max_steps": 1.5e4, "summary_freq": 3000, "time_horizon": 64}}
+                              "num_epoch": 6, "max_steps": 1.8e4, "summary_freq": 3000, "time_horizon": 64}}
 
 
 @pytest.mark.slow
 def test_ppo_learns_to_walk_and_press_and_its_onnx_scores_the_same_in_the_academy(tmp_path):
-    """Walking only or pressing only scores at most 0 (``test_interact_needs_both_parts``)."""
+    """Walking only or pressing only scores at most 0, walking while pressing at random about 0.3
+    (``test_interact_needs_both_parts``); the trained policy passes 0.8 by 1.5e4 steps."""
     config = write(tmp_path / "interact.yaml", yaml.safe_dump(INTERACT))
     code, out = learn(tmp_path, "Interact", "--protocol", "grpc", "--train", "--trainer-config", config,
                       "--run-path", "hybrid", timeout=400)
