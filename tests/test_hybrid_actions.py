@@ -206,7 +206,7 @@ def test_ppo_learns_to_walk_and_press_and_its_onnx_scores_the_same_in_the_academ
     (``test_interact_needs_both_parts``); the trained policy passes 0.8 by 1.5e4 steps."""
     config = write(tmp_path / "interact.yaml", yaml.safe_dump(INTERACT))
     code, out = learn(tmp_path, "Interact", "--protocol", "grpc", "--train", "--trainer-config", config,
-                      "--run-path", "hybrid", timeout=400)
+                      "--run-path", "hybrid", timeout=900)
     assert code == 0, out[-3000:]
     rewards = mean_rewards(out, "InteractBrain\\?team=0")
     assert rewards and rewards[-1] >= 0.8, rewards

@@ -124,7 +124,7 @@ def test_recurrent_ppo_solves_hallway_over_grpc_and_its_onnx_runs_with_memory_as
     """
     config = write(tmp_path / "hallway.yaml", yaml.safe_dump(HALLWAY))
     code, out = learn(tmp_path, "Hallway", "--protocol", "grpc", "--train", "--trainer-config", config,
-                      "--run-path", "lstm", timeout=400)
+                      "--run-path", "lstm", timeout=900)
     assert code == 0, out[-3000:]
     rewards = mean_rewards(out, "HallwayBrain\\?team=0")
     assert rewards and rewards[-1] >= 0.9, rewards
