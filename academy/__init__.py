@@ -33,6 +33,7 @@ _REGISTRY = {
     "Basic": "academy.envs.basic:Basic",
     "GridWorld": "academy.envs.gridworld:GridWorld",
     "Hallway": "academy.envs.hallway:Hallway",
+    "Interact": "academy.envs.interact:Interact",
     "Tennis": "academy.envs.tennis:Tennis",
     "Push": "academy.envs.push:Push",
     "Pyramids": "academy.envs.pyramids:Pyramids",

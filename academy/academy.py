@@ -75,12 +75,19 @@ class BrainSpec:
     #: Modern protocol only (``--mlagents-port``): agents ask for a decision every this many
     #: Academy steps and repeat their action in between (Unity's ``DecisionRequester``).
     decision_period: int = 1
+    #: Modern protocol only: discrete branches next to the ``action_size`` continuous actions of a
+    #: continuous brain (a hybrid action spec). An action row is the continuous values, then one
+    #: index per branch.
+    discrete_branches: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         for field in ("state_space", "action_space"):
             if getattr(self, field) not in SPACE_TYPES:
                 raise ValueError(f"brain {self.name}: {field} must be one of {sorted(SPACE_TYPES)}, "
                                  f"got {getattr(self, field)!r}")
+        if self.discrete_branches and self.action_space != "continuous":
+            raise ValueError(f"brain {self.name}: discrete_branches make a hybrid action spec, which needs "
+                             f"action_space 'continuous' (its continuous part), got {self.action_space!r}")
         if self.brain_type not in ("external", "heuristic"):
             raise ValueError(f"brain {self.name}: a scene's default brain_type is 'external' or "
                              f"'heuristic', got {self.brain_type!r}")
@@ -92,12 +99,13 @@ class BrainSpec:
 
     @property
     def action_width(self) -> int:
-        """Floats per agent in an action: ``action_size``, or 1 (the index) when discrete."""
-        return self.action_size if self.action_space == "continuous" else 1
+        """Floats per agent in an action: ``action_size``, or 1 (the index) when discrete, plus one per
+        discrete branch of a hybrid spec."""
+        return self.action_size + len(self.discrete_branches) if self.action_space == "continuous" else 1
 
     def parameters_json(self) -> dict:
         """The ``brainParameters`` entry of AcademyParameters (C# ``BrainParameters`` field order)."""
-        return {
+        entry = {
             "stateSize": self.state_size,
             "actionSize": self.action_size,
             "memorySize": self.memory_size,
@@ -107,6 +115,9 @@ class BrainSpec:
             "actionSpaceType": SPACE_TYPES[self.action_space],
             "stateSpaceType": SPACE_TYPES[self.state_space],
         }
+        if self.discrete_branches:  # not API-2 (``Academy.academy_parameters`` refuses it): unityagents' key
+            entry["actionBranches"] = list(self.discrete_branches)
+        return entry
 
 
 class Scene(abc.ABC):
@@ -246,7 +257,10 @@ class BrainRuntime:
         self.done = np.zeros(n, dtype=bool)
         self.steps = np.zeros(n, dtype=np.int64)
         self.action = np.zeros((n, spec.action_width))
-        self.memory = np.zeros((n, spec.memory_size))
+        # Unity's inference keeps as many memory floats per agent as the model file says (an ONNX
+        # policy's own memory_size); a .bytes policy and Python use the brain's memorySize.
+        own = getattr(config.policy, "memory_size", 0) if config.kind == "internal" else 0
+        self.memory = np.zeros((n, own if isinstance(own, int) and own > 0 else spec.memory_size))
         self.value = np.zeros(n)
         self.episode_reward = np.zeros(n)
         self.finished: list[float] = []
@@ -305,6 +319,11 @@ class Academy:
     def academy_parameters(self, log_path: str = "") -> dict:
         """The handshake message, keys in C# ``AcademyParameters`` order."""
         subscribed = self.subscribed
+        hybrid = [b.name for b in subscribed if b.spec.discrete_branches]
+        if hybrid:
+            raise ValueError(f"brains {hybrid} of {type(self.scene).__name__} have hybrid actions (continuous and "
+                             "discrete branches), which the API-2 protocol cannot describe; serve the scene over the "
+                             "modern protocol (--mlagents-port) and train it with --protocol grpc.")
         return {
             "AcademyName": self.scene.academy_name,
             "apiNumber": "API-2",
@@ -433,8 +452,8 @@ class Academy:
                 actions, memory = brain.config.policy.decide(self.scene.states(brain.name), observations,
                                                              brain.memory)
                 brain.action[:] = np.asarray(actions, dtype=float).reshape(brain.action.shape)
-                if brain.spec.memory_size:
-                    brain.memory[:] = memory
+                if brain.memory.shape[1]:
+                    brain.memory[:] = np.asarray(memory, dtype=float).reshape(brain.memory.shape)
 
     def advance(self) -> None:
         """Run the frames of one decision with the stored actions (``AcademyStep`` + ``AgentStep``)."""

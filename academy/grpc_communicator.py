@@ -259,7 +259,20 @@ class ModernUnity:
                 if not ok or not np.all(np.isfinite(array)):
                     raise ActionError(f"behaviour {name!r}: continuous_actions {values[:4]}...; expected "
                                       f"{spec.action_size} finite floats per agent")
+                if spec.discrete_branches:  # hybrid: the branch indices follow the continuous values
+                    array = np.concatenate([array, self._branch_actions(name, spec.discrete_branches, entries)], 1)
             b.action[rows] = array
+
+    @staticmethod
+    def _branch_actions(name: str, branches: tuple[int, ...], entries: Any) -> np.ndarray:
+        """The discrete part of hybrid actions: one index per branch per agent, each in its branch."""
+        values = [list(e.discrete_actions) for e in entries]
+        ok = all(len(v) == len(branches) for v in values)
+        array = np.asarray(values, np.float64) if ok else None
+        if not ok or not np.all((array >= 0) & (array < np.asarray(branches))):
+            raise ActionError(f"behaviour {name!r}: discrete_actions {values[:4]}...; expected one index per branch "
+                              f"of {list(branches)} per agent, next to the continuous actions")
+        return array
 
     def _run_until_report(self) -> "pb.UnityMessageProto":
         """Academy steps with the stored actions until some agent reports (Unity sends only then)."""
@@ -414,6 +427,8 @@ class ModernUnity:
                     params.action_spec.discrete_branch_sizes.append(b.spec.action_size)
                 else:
                     params.action_spec.num_continuous_actions = b.spec.action_size
+                    params.action_spec.num_discrete_actions = len(b.spec.discrete_branches)
+                    params.action_spec.discrete_branch_sizes.extend(b.spec.discrete_branches)
         self.stats += [_frame(STATS_CHANNEL, _stat(key, value)) for key, value in self.academy.scene.take_stats()]
         if self.stats:
             rl.side_channel = b"".join(self.stats)

@@ -150,7 +150,9 @@ class OnnxInternalBrain:
     agent reset, as Unity drops it at the episode's end). Outputs: the stochastic
     ``continuous_actions``/``discrete_actions`` by default, the ``deterministic_*`` ones when
     ``deterministic`` is True (Unity's "Deterministic Inference" checkbox), copied into the
-    agents' actions without any scaling. ``M`` is the file's own ``memory_size`` constant.
+    agents' actions without any scaling. ``M`` is the file's own ``memory_size`` constant: the
+    academy keeps that many floats per agent for this brain (``BrainRuntime``), whatever the brain's
+    memorySize, as Unity's ``ModelRunner`` sizes its memories from the model.
     """
 
     def __init__(self, path: str, spec: BrainSpec, seed: int = 0, deterministic: bool = False) -> None:
@@ -175,6 +177,14 @@ class OnnxInternalBrain:
             raise ValueError(f"Internal brain {spec.name}: {path!r} has no output {name!r} (it has {sorted(outputs)}); "
                              f"the brain's actions are {kind}; export the brain again with trainers/onnx_export.py")
         self.action_output = name
+        #: A hybrid brain (continuous actions and branches) also reads the discrete output, after them.
+        self.branch_output = None
+        if spec.discrete_branches:
+            self.branch_output = ("deterministic_" if deterministic else "") + "discrete_actions"
+            if self.branch_output not in outputs:
+                raise ValueError(f"Internal brain {spec.name}: {path!r} has no output {self.branch_output!r} (it has "
+                                 f"{sorted(outputs)}); the brain's actions are hybrid (continuous and discrete "
+                                 f"branches {list(spec.discrete_branches)}); export the brain again")
         self.cameras = len(spec.cameras)
         expected = {f"obs_{k}" for k in range(self.cameras + (1 if spec.state_size else 0))}
         missing = sorted(expected - set(self.inputs))
@@ -187,10 +197,6 @@ class OnnxInternalBrain:
         if self.recurrent and ("recurrent_in" not in self.inputs or "recurrent_out" not in outputs):
             raise ValueError(f"Internal brain {spec.name}: {path!r} declares memory_size {self.memory_size} but lacks "
                              "recurrent_in or recurrent_out; export the brain again with trainers/onnx_export.py")
-        if self.recurrent and self.memory_size != spec.memory_size:  # the academy keeps memorySize floats per agent
-            raise ValueError(f"Internal brain {spec.name}: {path!r} carries {self.memory_size} floats of memory per "
-                             f"agent but the brain's memorySize is {spec.memory_size}; run it on a brain whose "
-                             "memorySize matches the file's memory_size")
 
     def _memory_size(self, path: str, outputs: set) -> int:
         """The file's ``memory_size`` constant (0 when absent), read by running it at batch 1 on zeros."""
@@ -220,13 +226,17 @@ class OnnxInternalBrain:
         if "action_masks" in self.inputs:
             feed["action_masks"] = np.ones((n, self.inputs["action_masks"].shape[1]), np.float32)
         fetches = [self.action_output] + (["recurrent_out"] if self.recurrent else [])
+        if self.branch_output is not None:
+            fetches.append(self.branch_output)
         if self.recurrent:
             feed["recurrent_in"] = np.asarray(memories, dtype=np.float32).reshape(n, 1, self.memory_size)
         try:
             outputs = self.session.run(fetches, feed)
         except Exception as exc:
             raise RuntimeError(f"Internal brain {self.spec.name}: running {self.action_output} failed: {exc}") from exc
-        actions = np.asarray(outputs[0], dtype=float).reshape(n, self.spec.action_width)
+        parts = [outputs[0]] + ([outputs[-1]] if self.branch_output is not None else [])
+        actions = np.concatenate([np.asarray(p, dtype=float).reshape(n, -1) for p in parts], axis=1)
+        actions = actions.reshape(n, self.spec.action_width)
         memory = np.asarray(outputs[1], dtype=float).reshape(n, -1) if self.recurrent else memories
         return actions, memory
 

@@ -182,11 +182,14 @@ def _check_brain(inputs: Dict[str, Any], constants: Dict[str, np.ndarray], memor
         if got != [width]:
             problems.append(f"{name} (the vector state) must be [b, {width}], found {got}")
     kind = "continuous" if brain.action_space_type == "continuous" else "discrete"
-    want = [float(brain.action_space_size)] if kind == "continuous" else [
-        float(b) for b in (getattr(brain, "action_branches", None) or [brain.action_space_size])]
-    shape = constants.get(f"{kind}_action_output_shape")
-    if shape is None or shape.reshape(-1).tolist() != want:
-        problems.append(f"{kind}_action_output_shape must be {want}, found {shape}")
+    branches = [float(b) for b in (getattr(brain, "action_branches", None) or [brain.action_space_size])]
+    wanted = {kind: [float(brain.action_space_size)] if kind == "continuous" else branches}
+    if getattr(brain, "is_hybrid", False):  # both parts: Behavior Parameters declares both
+        wanted["discrete"] = branches
+    for kind, want in wanted.items():
+        shape = constants.get(f"{kind}_action_output_shape")
+        if shape is None or shape.reshape(-1).tolist() != want:
+            problems.append(f"{kind}_action_output_shape must be {want}, found {shape}")
     return problems
 
 

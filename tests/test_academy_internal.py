@@ -209,8 +209,14 @@ def test_onnx_memory_is_sized_by_the_file_and_carried(tmp_path):
     _, memory = brain.decide(np.zeros((2, 2)), [], np.zeros((2, 4)))  # a new agent's memory is zeros
     _, memory = brain.decide(np.zeros((2, 2)), [], memory)
     assert memory.tolist() == [[2.0] * 4] * 2
-    with pytest.raises(ValueError, match="carries 4 floats of memory per agent but the brain's memorySize is 8"):
-        OnnxInternalBrain(path, BrainSpec(name="Hard", n_agents=2, state_size=2, action_size=2, memory_size=8))
+    # The academy keeps the file's 4 floats per agent whatever the brain's memorySize (a gRPC-trained
+    # model's memory_size need not match it), as Unity's ModelRunner sizes memories from the model.
+    from academy.academy import BrainConfig, BrainRuntime
+
+    for declared in (0, 8):
+        other = BrainSpec(name="Hard", n_agents=2, state_size=2, action_size=2, memory_size=declared)
+        runtime = BrainRuntime(other, 0, BrainConfig("internal", OnnxInternalBrain(path, other)))
+        assert runtime.memory.shape == (2, 4)
 
 
 def test_onnx_discrete_masks_are_all_ones(tmp_path):

@@ -23,7 +23,11 @@ def random_actions(rng: np.random.Generator, academy: Academy) -> dict:
     for brain in academy.brains:
         spec = brain.spec
         if spec.action_space == "continuous":
-            actions[brain.name] = rng.uniform(-1, 1, (spec.n_agents, spec.action_size)).ravel().tolist()
+            rows = rng.uniform(-1, 1, (spec.n_agents, spec.action_size))
+            if spec.discrete_branches:  # hybrid: one index per branch after the continuous values
+                picks = [rng.integers(0, b, (spec.n_agents, 1)) for b in spec.discrete_branches]
+                rows = np.concatenate([rows] + picks, axis=1)
+            actions[brain.name] = rows.ravel().tolist()
         else:
             actions[brain.name] = rng.integers(0, spec.action_size, spec.n_agents).tolist()
     return actions

@@ -16,16 +16,12 @@ SAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "rele
 
 #: The samples that ask for a feature not built here, and the words their one error line says.
 NOT_BUILT = {
-    "imitation/Hallway": "network_settings.memory",
     "poca/SoccerTwos": "self_play: team self-play is built for trainer_type: ppo",
     "poca/StrikersVsGoalie": "self_play: team self-play is built for trainer_type: ppo",
-    "ppo/Hallway": "network_settings.memory",
     "ppo/Match3": "vis_encode_type: 'match3'",
-    "ppo/VisualHallway": "network_settings.memory",
-    "ppo/VisualPushBlock": "network_settings.memory",
-    "sac/Hallway": "network_settings.memory",
-    "sac/VisualHallway": "network_settings.memory",
-    "sac/VisualPushBlock": "network_settings.memory",
+    "sac/Hallway": "network_settings.memory: the sac trainer has no recurrent policy",
+    "sac/VisualHallway": "network_settings.memory: the sac trainer has no recurrent policy",
+    "sac/VisualPushBlock": "network_settings.memory: the sac trainer has no recurrent policy",
 }
 
 

@@ -41,6 +41,8 @@ logger = logging.getLogger("unityagents")
 
 #: Keys the controller adds; a user setting them would be overwritten, so they are refused.
 INJECTED_KEYS = ("graph_scope", "summary_path")
+#: The recurrent-policy keys: a trainer that does not declare them has no memory to size.
+RECURRENT_KEYS = ("use_recurrent", "memory_size", "sequence_length")
 
 #: Largest value of any integer key: TensorFlow feeds batch sizes, sequence lengths and step
 #: counters as int32, so a larger value cannot work anywhere.
@@ -174,6 +176,14 @@ class TrainerConfig:
                 raise TrainerConfigError(f"{self.path}: {e}") from None
             if name in brains:
                 _check_brain_memory(self.path, name, settings.parameters, brains[name])
+                if getattr(brains[name], "is_hybrid", False) and not getattr(
+                        settings.trainer_class, "supports_hybrid_actions", False):
+                    brain = brains[name]
+                    raise TrainerConfigError(
+                        f"{self.path}: brain {name!r}, key 'trainer': the {settings.trainer_class.trainer_type} "
+                        f"trainer cannot act for hybrid actions ({brain.action_space_size} continuous and discrete "
+                        f"branches {brain.action_branches}). Train this brain with trainer: ppo, or give the "
+                        "behaviour only continuous actions or only discrete branches.")
             result[name] = settings
         return result
 
@@ -326,6 +336,11 @@ def _resolve(path: str, raw: Dict[str, Any], name: str, registry: TrainerRegistr
     for key, value in block.items():
         if key in INJECTED_KEYS:
             raise TrainerConfigError(f"{path}: brain {name!r}, key {key!r}: set by learn.py, remove it.")
+        if key not in declared and key in RECURRENT_KEYS and value not in (False, None):
+            raise TrainerConfigError(
+                f"{path}: brain {name!r}, key {key!r}: the {trainer_type} trainer has no recurrent policy (no "
+                "memory), so it cannot use this setting. Remove use_recurrent, memory_size and sequence_length "
+                "from this brain, or train it with trainer: ppo, which keeps an LSTM memory per agent.")
         if key not in declared:
             raise TrainerConfigError(
                 f"{path}: brain {name!r}, key {key!r}: unknown hyperparameter for the {trainer_type} trainer."

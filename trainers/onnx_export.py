@@ -31,6 +31,10 @@ outputs                             ``continuous_actions`` = clip(a, -3, 3) / 3 
                                     ``deterministic_discrete_actions``: int64
                                     ``[b, branches]``, per branch the index sampled from (the
                                     argmax of) the masked policy;
+                                    a hybrid brain has both the continuous and the
+                                    discrete outputs (and ``action_masks`` for its
+                                    branches), from its graph's ``continuous_action``
+                                    and ``discrete_action``;
                                     ``recurrent_out`` ``[b, 1, M]``; ``value_estimate`` (Unity
                                     ignores it; kept so that tools and tests can compare values).
 ==================================  ===========================================================
@@ -76,7 +80,7 @@ DEFAULT_OPSET = 9
 CONTINUOUS_CLIP = 3.0
 PRODUCER_NAME = "unityagents"
 #: Outputs of the frozen graph (relative to the brain's scope) worth exporting when they exist.
-OPTIONAL_OUTPUTS = ("action_probs", "value_estimate", "recurrent_out")
+OPTIONAL_OUTPUTS = ("action_probs", "value_estimate", "recurrent_out", "continuous_action", "discrete_action")
 _LOOP_OPS = {"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"}
 
 
@@ -328,11 +332,16 @@ def _contract_graph(frozen: Any, prefix: str, brain: BrainParameters, outputs: L
             plan["inputs"].append(memory_in.op.name)
             input_map[f"{prefix}recurrent_in:0"] = tf.reshape(memory_in, [-1, memory])
         continuous = brain.action_space_type == "continuous"
+        hybrid = bool(getattr(brain, "is_hybrid", False))  # continuous actions and discrete branches
         n_actions = brain.action_space_size
         noise = mask = None
         branches = list(getattr(brain, "action_branches", None) or [n_actions])
         graph_masks = prefix + "action_masks" in nodes  # a modern brain's policy applies masks itself
-        if not continuous:
+        if hybrid and not (graph_masks and "continuous_action" in outputs and "discrete_action" in outputs):
+            raise UnityTrainerException(
+                f"ONNX export of brain '{brain.brain_name}': it has hybrid actions, but its graph lacks "
+                "action_masks, continuous_action or discrete_action; build it with trainers/ppo_models.py.")
+        if not continuous or hybrid:
             mask = tf.placeholder(tf.float32, [None, int(sum(branches))], name="action_masks")
             plan["inputs"].append(mask.op.name)
             if graph_masks:
@@ -357,6 +366,8 @@ def _contract_graph(frozen: Any, prefix: str, brain: BrainParameters, outputs: L
         output(tf.constant([float(memory)], tf.float32), "memory_size")
         action = imported["action"]
         if continuous:
+            if hybrid:  # the continuous part of the action row
+                action = imported["continuous_action"]
             mean = action if noise is None or "deterministic_continuous_actions" in declared \
                 else _noise_free_term(action, noise, brain.brain_name)
             output(tf.constant([float(n_actions)], tf.float32), "continuous_action_output_shape")
@@ -365,7 +376,9 @@ def _contract_graph(frozen: Any, prefix: str, brain: BrainParameters, outputs: L
                     output(imported[declared[name]], name)
                 else:
                     output(tf.clip_by_value(value, -CONTINUOUS_CLIP, CONTINUOUS_CLIP) / CONTINUOUS_CLIP, name)
-        elif graph_masks:  # the graph masks and samples per branch; argmax of each branch's probabilities
+        if hybrid or (not continuous and graph_masks):
+            # The graph masks and samples per branch; argmax of each branch's probabilities.
+            action = imported["discrete_action"] if hybrid else action
             probs = imported.get("action_probs")
             greedy = action
             if probs is not None:
@@ -374,12 +387,12 @@ def _contract_graph(frozen: Any, prefix: str, brain: BrainParameters, outputs: L
                                                              output_type=tf.int64), 1)
                                     for start, size in zip(starts, branches)], axis=1)
             sampled = tf.cast(action, tf.int64) if _samples(action) else greedy
-        else:
+        elif not continuous:
             logits = _logits_of(imported, brain.brain_name)
             masked = logits * mask - 1e8 * (1.0 - mask)
             greedy = tf.expand_dims(tf.argmax(masked, axis=1, output_type=tf.int64), 1)
             sampled = tf.multinomial(masked, 1, output_dtype=tf.int64) if _samples(action) else greedy
-        if not continuous:
+        if not continuous or hybrid:
             output(tf.constant([[float(b) for b in branches]], tf.float32), "discrete_action_output_shape")
             output(sampled, "discrete_actions")
             output(greedy, "deterministic_discrete_actions")

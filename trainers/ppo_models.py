@@ -16,7 +16,9 @@ Nature-CNN trunk), concatenated with the vector state (one-hot if discrete, runn
 ``normalize``); with ``use_recurrent`` that concatenation feeds one LSTM whose state is the brain's
 memory, and the LSTM output is appended to it (so the small memory adds history rather than
 replacing the present input). Policy and value then have separate ``num_layers`` x ``h_size`` tanh
-MLPs (separate networks learn faster on simple control tasks).
+MLPs (separate networks learn faster on simple control tasks). The policy head is a Gaussian
+(continuous), one masked softmax per branch (discrete), or both for a hybrid brain
+(``_create_hybrid_policy``: its ``action`` row is the continuous sample then the branch indices).
 
 The update differs from the original ML-Agents 0.3 PPO on purpose: the
 ratio is evaluated at the *stored* action against the stored log-probability of the whole action
@@ -43,14 +45,27 @@ _LOG_2PI = math.log(2.0 * math.pi)
 def validate_memory_size(brain: BrainParameters, m_size: Optional[int]) -> int:
     """The LSTM memory size for ``brain``: ``m_size`` if given, else the brain's ``memorySize``.
 
-    The memory holds the LSTM's ``c`` and ``h`` halves, so it must be positive and even.
+    The memory holds the LSTM's ``c`` and ``h`` halves, so it must be positive and even. An API-2
+    scene stores ``memorySize`` floats per agent and sends them back, so a size set in the
+    configuration must equal it there; a modern-protocol brain reports no memory (the trainer
+    keeps it), so its size comes from the configuration.
     """
-    size = brain.memory_space_size if m_size is None else m_size
+    declared = brain.memory_space_size
+    if m_size is not None and declared and m_size != declared:
+        raise UnityTrainerException(
+            f"Brain '{brain.brain_name}' has memorySize {declared} in the scene, which stores that many floats per "
+            f"agent, but memory_size is {m_size}. Remove memory_size (the brain's memorySize is used) or set it "
+            f"to {declared}.")
+    size = declared if m_size is None else m_size
     if not isinstance(size, int) or isinstance(size, bool) or size <= 0 or size % 2:
+        fix = ("Set memory_size to an even number such as 128 (network_settings.memory.memory_size in a "
+               "Release 22 run config)" if not declared and m_size is None and
+               brain.continuous_action_contract == "unit" else
+               "Set the brain's Memory Size in the scene (or memory_size) to an even number such as 64")
         raise UnityTrainerException(
             f"Brain '{brain.brain_name}' uses a recurrent model (use_recurrent: true), which needs a positive, even "
-            f"memory size (the LSTM state c and h, half each), but its memorySize is {size!r}. Set the brain's "
-            "Memory Size in the scene to an even number such as 64, or set use_recurrent: false."
+            f"memory size (the LSTM state c and h, half each), but its memorySize is {size!r}. {fix}, or set "
+            "use_recurrent: false."
         )
     return size
 
@@ -120,7 +135,10 @@ class PPOModel:
         hidden_policy = mlp(encoded, h_size, num_layers, "policy")
         hidden_value = mlp(encoded, h_size, num_layers, "value")
         self.value = tf.identity(dense(hidden_value, 1, "value_head", gain=1.0), name="value_estimate")
-        if self.is_continuous:
+        self.is_hybrid = bool(getattr(brain, "is_hybrid", False))
+        if self.is_hybrid:
+            self._create_hybrid_policy(hidden_policy, brain.action_space_size, brain.action_branches)
+        elif self.is_continuous:
             self._create_gaussian_policy(hidden_policy, brain.action_space_size)
         else:
             self._create_categorical_policy(hidden_policy, brain.action_space_size)
@@ -210,6 +228,57 @@ class PPOModel:
             new_log_prob += tf.reduce_sum(branch_log_probs * tf.one_hot(taken[:, k], size), axis=1)
             entropy += -tf.reduce_sum(branch_probs * branch_log_probs, axis=1)
         self.output = tf.identity(tf.concat(outputs, axis=1), name="action")
+        self.probs = tf.identity(tf.concat(probs, axis=1), name="action_probs")
+        self.log_prob, self._new_log_prob, self.entropy = log_prob, new_log_prob, entropy
+
+    def _create_hybrid_policy(self, hidden: tf.Tensor, n_continuous: int, branches: Sequence[int]) -> None:
+        """A diagonal Gaussian for the continuous actions and one masked softmax per discrete branch.
+
+        The two parts are independent given the state, so log-probabilities and entropies add.
+        ``output`` (``action``) is float ``[N, n_continuous + len(branches)]``: the Gaussian sample
+        then each branch's index, the layout of an action row of a hybrid brain; the parts are also
+        ``continuous_action`` (mean + sigma * epsilon) and ``discrete_action`` (int64), which the
+        ONNX export turns into ``continuous_actions`` and ``discrete_actions``. ``action_probs``
+        holds the branches' probabilities; ``taken_actions`` is an action row.
+        """
+        self.mu = dense(hidden, n_continuous, "policy_head", gain=0.01)
+        self.log_sigma = tf.get_variable("log_sigma", [n_continuous], initializer=tf.zeros_initializer())
+        sigma = tf.exp(self.log_sigma)
+        self.epsilon = tf.placeholder_with_default(tf.zeros([1]), None, name="epsilon")
+        sampled = self.mu + sigma * self.epsilon
+        sampled.set_shape(self.mu.shape)
+        self.continuous_output = tf.identity(sampled, name="continuous_action")
+        total = int(sum(branches))
+        self.action_masks = tf.placeholder_with_default(
+            tf.ones(tf.stack([tf.shape(hidden)[0], total])), [None, total], name="action_masks")
+        width = n_continuous + len(branches)
+        self.taken_actions = tf.placeholder(tf.float32, [None, width], name="taken_actions")
+        taken_indices = tf.cast(tf.round(self.taken_actions[:, n_continuous:]), tf.int32)
+
+        def gaussian_log_prob(x):
+            per_dim = -0.5 * tf.square((x - self.mu) / sigma) - self.log_sigma - 0.5 * _LOG_2PI
+            return tf.reduce_sum(per_dim, axis=1)
+
+        log_prob = gaussian_log_prob(tf.stop_gradient(self.continuous_output))
+        new_log_prob = gaussian_log_prob(self.taken_actions[:, :n_continuous])
+        entropy = tf.reduce_sum(self.log_sigma + 0.5 * (_LOG_2PI + 1.0)) * tf.ones_like(self.mu[:, 0])
+        samples, probs, offset = [], [], 0
+        for k, size in enumerate(branches):
+            logits = dense(hidden, size, f"policy_head_{k}", gain=0.01)
+            allowed = self.action_masks[:, offset:offset + size]
+            offset += size
+            logits = logits - (1.0 - allowed) * 1e9
+            branch_log_probs = tf.nn.log_softmax(logits)
+            branch_probs = tf.nn.softmax(logits)
+            sample = tf.multinomial(logits, 1)
+            samples.append(sample)
+            probs.append(branch_probs)
+            log_prob += tf.reduce_sum(branch_log_probs * tf.one_hot(sample[:, 0], size), axis=1)
+            new_log_prob += tf.reduce_sum(branch_log_probs * tf.one_hot(taken_indices[:, k], size), axis=1)
+            entropy += -tf.reduce_sum(branch_probs * branch_log_probs, axis=1)
+        self.discrete_output = tf.identity(tf.concat(samples, axis=1), name="discrete_action")
+        self.output = tf.identity(
+            tf.concat([self.continuous_output, tf.cast(self.discrete_output, tf.float32)], axis=1), name="action")
         self.probs = tf.identity(tf.concat(probs, axis=1), name="action_probs")
         self.log_prob, self._new_log_prob, self.entropy = log_prob, new_log_prob, entropy
 

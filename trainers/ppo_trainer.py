@@ -24,6 +24,10 @@ every network (the acting graph reads placeholders, which the export contract fi
 What the update sees is exactly what the policy saw when acting: the stored action, its stored
 log-probability, the stored value, the stored normalised state, and for recurrent brains the
 stored memory at the start of each sequence. So the first minibatch of each update has ratio 1.
+
+Memories: an API-2 scene stores each agent's memory and sends it back; a modern-protocol
+environment stores none, so this trainer keeps them per agent key (``_memories``), the way Unity's
+inference carries an ONNX model's ``recurrent_out`` to its next ``recurrent_in``.
 """
 from __future__ import annotations
 
@@ -90,6 +94,9 @@ PPO_HYPERPARAMETERS: Dict[str, Param] = {
     "sequence_length": Param(int, 32, check=(positive, "> 0"), doc="steps per training sequence when use_recurrent"),
     "use_recurrent": Param(bool, False,
                            doc="LSTM whose state round-trips through the brain's memory (memorySize: even, > 0)"),
+    "memory_size": Param(int, 0, check=(lambda x: x >= 0 and x % 2 == 0, "even and >= 0"),
+                         doc="LSTM memory floats per agent when use_recurrent; 0 takes the brain's memorySize "
+                             "(API-2); modern-protocol brains need it (e.g. 128), their memories kept per agent here"),
     "max_grad_norm": Param(float, 0.5, check=(positive, "> 0"), doc="global norm the gradients are clipped to"),
     "vf_coef": Param(float, 0.5, check=(non_negative, ">= 0"), doc="weight of the value loss"),
     "clip_value": Param(bool, True, doc="clip the value loss around the old value predictions (PPO2)"),
@@ -140,6 +147,8 @@ class PPOTrainer(OnPolicyTrainer):
 
     trainer_type = "ppo"
     hyperparameters = PPO_HYPERPARAMETERS
+    #: A hybrid brain (continuous actions and discrete branches) gets one policy over both parts.
+    supports_hybrid_actions = True
 
     def __init__(
         self,
@@ -160,6 +169,9 @@ class PPOTrainer(OnPolicyTrainer):
             self.signal_names = self.build_reward_signals()
             self.bc = bc.create_behavioral_cloning(self)  # behavioral cloning hook (trainers/bc.py)
         self.memory_size = self.model.m_size
+        #: The environment keeps no memory (modern protocol: memorySize 0): agent key -> next memory.
+        self._memories_here = self.use_recurrent and not self.brain.memory_space_size
+        self._agent_memories: Dict[Any, np.ndarray] = {}
         # The fields each transition carries to the update buffer ('rewards' stays behind).
         self.update_fields = (
             (["states"] if self.model.state_in is not None else [])
@@ -194,6 +206,7 @@ class PPOTrainer(OnPolicyTrainer):
             beta=float(hp("beta")), normalize=bool(hp("normalize")), use_recurrent=bool(hp("use_recurrent")),
             num_layers=int(hp("num_layers")), vf_coef=float(hp("vf_coef")),
             max_grad_norm=float(hp("max_grad_norm")), clip_value=bool(hp("clip_value")),
+            m_size=int(hp("memory_size")) or None,
         )
 
     # ------------------------------------------------------------------ configuration checks
@@ -209,6 +222,10 @@ class PPOTrainer(OnPolicyTrainer):
                 f"brain '{brain_name}', key 'batch_size': {params['batch_size']} is larger than buffer_size "
                 f"{params['buffer_size']}, so no minibatch could ever be filled. "
                 "Lower batch_size or raise buffer_size.")
+        if params["memory_size"] and not params["use_recurrent"]:
+            raise TrainerConfigError(
+                f"brain '{brain_name}', key 'memory_size': {params['memory_size']} sizes a memory, but use_recurrent "
+                "is false, so the policy has none. Set use_recurrent: true, or remove memory_size.")
         if params["use_recurrent"] and params["sequence_length"] > params["batch_size"]:
             raise TrainerConfigError(
                 f"brain '{brain_name}', key 'sequence_length': {params['sequence_length']} is longer than "
@@ -221,13 +238,24 @@ class PPOTrainer(OnPolicyTrainer):
         from trainers.team_trainer import check_team_behaviour
 
         check_team_behaviour(brain_name, params, brains, external_brain_names)
+        if brain_name in brains and getattr(brains[brain_name], "is_hybrid", False):
+            # The curiosity/GAIL networks and behavioral cloning read one kind of action.
+            learned = [k for k in (params.get("reward_signals") or {}) if k != "extrinsic"]
+            for key in (["reward_signals"] if learned else []) + (
+                    ["behavioral_cloning"] if params.get("behavioral_cloning") else []):
+                raise TrainerConfigError(
+                    f"brain '{brain_name}', key '{key}': the brain has hybrid actions (continuous and discrete "
+                    f"branches), which {', '.join(learned) if key == 'reward_signals' else 'behavioral cloning'} "
+                    "cannot read here. Remove the key (train on the extrinsic reward), or give the behaviour one "
+                    "kind of action.")
         if brain_name in brains:  # behavioral cloning hook (trainers/bc.py)
             bc.check_demonstrations(brain_name, params, brains[brain_name])
         if params["use_recurrent"]:
+            key = "memory_size" if params["memory_size"] else "use_recurrent"
             try:
-                validate_memory_size(brains[brain_name], None)
+                validate_memory_size(brains[brain_name], params["memory_size"] or None)
             except UnityTrainerException as e:
-                raise TrainerConfigError(f"brain '{brain_name}', key 'use_recurrent': {e}") from None
+                raise TrainerConfigError(f"brain '{brain_name}', key '{key}': {e}") from None
 
     # ------------------------------------------------------------------ schedules
     def current_learning_rate(self) -> float:
@@ -260,8 +288,26 @@ class PPOTrainer(OnPolicyTrainer):
                                                             else None)))
 
     def _memories(self, info: BrainInfo) -> np.ndarray:
-        """``info.memories``, or zeros when the environment sent none (e.g. the very first step)."""
+        """The memory each agent of ``info`` starts its decision from.
+
+        An API-2 scene stores the memories and sends them back (``info.memories``; zeros on the very
+        first step). A modern-protocol environment keeps none, so this trainer keeps them, per agent
+        key (``(environment, agent)`` with several environments), as Unity's own inference does:
+        zeros for an agent it has not seen and for one whose row starts a new episode (done and
+        asking for its next decision); the memory the last decision returned otherwise, which is
+        also the memory of a row that only reports its episode's end.
+        """
         n, size = len(info.agents), self.model.m_size
+        if self._memories_here:
+            memories = np.zeros((n, size), dtype=np.float32)
+            kept = self._agent_memories
+            for r, agent in enumerate(info.agents):
+                if info.local_done[r] and info.decision_requested[r]:
+                    continue
+                memory = kept.get(agent)
+                if memory is not None:
+                    memories[r] = memory
+            return memories
         memories = info.memories
         if memories is None or np.size(memories) == 0:
             return np.zeros((n, size), dtype=np.float32)
@@ -272,6 +318,25 @@ class PPOTrainer(OnPolicyTrainer):
                 f"environment sent {memories.shape}."
             )
         return memories
+
+    def _remember(self, info: BrainInfo, memory_out: np.ndarray) -> None:
+        """Keep each agent's next memory (modern protocol); forget those whose episode just ended."""
+        kept = self._agent_memories
+        for r, agent in enumerate(info.agents):
+            if info.decision_requested[r]:
+                kept[agent] = memory_out[r].copy()
+            else:
+                kept.pop(agent, None)
+
+    def end_episode(self, agents=None) -> None:
+        """The base's bookkeeping, and the kept memories of ``agents`` (None: all) are dropped."""
+        if agents is None:
+            self._agent_memories.clear()
+        else:
+            agents = list(agents)
+            for agent in agents:
+                self._agent_memories.pop(agent, None)
+        super().end_episode(agents)
 
     def _act_program(self) -> Tuple[Callable[..., List[Any]], List[str]]:
         """The compiled acting call of this brain and the names of what it returns, in order.
@@ -359,6 +424,8 @@ class PPOTrainer(OnPolicyTrainer):
             fields["action_masks"] = action_masks  # rows of the preallocated ones are only read
         if self.use_recurrent:
             fields["memory"] = memories
+            if self._memories_here:
+                self._remember(info, out["memory_out"])
         return PolicyOutput(actions, fields, memories=out.get("memory_out"), values=values)
 
     # ------------------------------------------------------------------ trajectories
@@ -533,6 +600,8 @@ class PPOTrainer(OnPolicyTrainer):
     # ------------------------------------------------------------------ export
     def export_nodes(self) -> List[str]:
         nodes = ["action", "value_estimate", "action_probs"]
+        if self.model.is_hybrid:  # the two parts of a hybrid action, for the ONNX outputs
+            nodes += ["continuous_action", "discrete_action"]
         return nodes + (["recurrent_out"] if self.use_recurrent else [])
 
 

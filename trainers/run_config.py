@@ -9,8 +9,8 @@ ends build the same trainers from the same settings.
 Three kinds of key are told apart, and none is silently dropped:
 
 * a key of the schema that this project implements: translated;
-* a key of the schema that it does not implement (``memory``, ``init_path``, a trainer
-  type that is not registered, ...): an error naming the key path and the feature that is missing,
+* a key of the schema that it does not implement (``init_path``, a ``memory`` for a trainer without one,
+  a trainer type that is not registered, ...): an error naming the key path and the feature that is missing,
   unless its value is the one that changes nothing (``threaded: false``);
 * any other key: an error with a did-you-mean.
 
@@ -90,8 +90,6 @@ TOP: Spec = {"default_settings": ("dict?", None), "behaviors": ("dict?", None), 
 #: Values of schema keys that this project does not build, and what is missing. A key given with
 #: any other value than its harmless one is an error with this text.
 NOT_BUILT = {
-    "network_settings.memory": "a recurrent policy sized by the run config (learn.py's use_recurrent with an "
-                               "API-2 brain's memorySize is the only LSTM here)",
     "network_settings.deterministic": "deterministic (mean/argmax) actions",
     "hyperparameters.shared_critic": "a critic shared with the policy",
     "init_path": "per-behaviour initialization (use --initialize-from for the whole run)",
@@ -100,7 +98,7 @@ NOT_BUILT = {
     "checkpoint_settings.load_model": "--load (deprecated in Release 22: use --resume)",
 }
 #: The value of each NOT_BUILT key that asks for nothing missing.
-HARMLESS = {"network_settings.memory": None, "network_settings.deterministic": False,
+HARMLESS = {"network_settings.deterministic": False,
 "hyperparameters.shared_critic": False,
             "init_path": None,
             "env_settings.num_areas": 1, "engine_settings.no_graphics_monitor": False,
@@ -376,7 +374,11 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
         raise RunConfigError(f"{path}: {where}.self_play: team self-play is built for trainer_type: ppo, not "
                              f"{s['trainer_type']!r}. Use ppo for this behaviour, or remove self_play.")
     net, hp = s["network_settings"], s["hyperparameters"]
-    _refuse_not_built(path, "network_settings.memory", f"{where}.network_settings.memory", net["memory"])
+    memory = net["memory"]
+    if memory is not None and s["trainer_type"] != "ppo":
+        raise RunConfigError(f"{path}: {where}.network_settings.memory: the {s['trainer_type']} trainer has no "
+                             "recurrent policy here, so it cannot keep a memory. Remove the memory block, or use "
+                             "trainer_type: ppo.")
     _refuse_not_built(path, "network_settings.deterministic", f"{where}.network_settings.deterministic",
                       net["deterministic"])
     if net["vis_encode_type"] != "simple":
@@ -399,6 +401,9 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
                  "normalize": net["normalize"], "hidden_units": net["hidden_units"], "num_layers": net["num_layers"],
                  "max_steps": float(s["max_steps"]), "time_horizon": s["time_horizon"],
                  "summary_freq": s["summary_freq"]}
+        if memory is not None:  # an LSTM of memory_size floats per agent, trained on sequence_length steps
+            block.update(use_recurrent=True, memory_size=memory["memory_size"],
+                         sequence_length=memory["sequence_length"])
     if s["self_play"] is not None:  # the same keys, checked and completed
         block["self_play"] = dict(s["self_play"])
     if s["behavioral_cloning"] is not None:  # the same keys; None leaves the trainer's default

@@ -6,7 +6,8 @@ brain (its agents in the order Unity sent them).
 
 The modern (gRPC) protocol maps onto the same two classes (``grpc_communicator.py``): a behaviour
 becomes a brain, its vector observations one continuous state, its cameras ``[N, H, W, C]``
-observations, its discrete branches ``action_branches``. It adds per-agent fields that API-2 did
+observations, its discrete branches ``action_branches`` (a hybrid behaviour is a continuous
+brain with branches: ``is_hybrid``). It adds per-agent fields that API-2 did
 not have (``max_reached``, ``action_masks``, ``group_id``, ``group_rewards``,
 ``decision_requested``, ``terminal_info``); for API-2 they hold their neutral defaults.
 
@@ -53,7 +54,8 @@ class BrainParameters:
         self.action_space_type = SPACE_TYPES[int(brain_param.get("actionSpaceType", 0))]
         self.state_space_type = SPACE_TYPES[int(brain_param.get("stateSpaceType", 1))]
         #: Sizes of the discrete action branches: one action per branch per agent. API-2 discrete
-        #: brains have one branch of ``actionSize``; continuous brains have none.
+        #: brains have one branch of ``actionSize``; continuous brains have none, unless hybrid
+        #: (modern protocol: ``actionSize`` continuous actions and these branches).
         default_branches = [self.action_space_size] if self.action_space_type == "discrete" else []
         self.action_branches: List[int] = [int(b) for b in brain_param.get("actionBranches", default_branches)]
         #: The environment may mask discrete actions (modern protocol): trainers then honour
@@ -73,10 +75,18 @@ class BrainParameters:
         return self.state_space_size if self.state_space_type == "continuous" else 1
 
     @property
+    def is_hybrid(self) -> bool:
+        """Continuous actions and discrete branches in one behaviour (modern protocol only): the
+        ``actionSize`` continuous actions come first in each action row, then one index per branch."""
+        return self.action_space_type == "continuous" and bool(self.action_branches)
+
+    @property
     def action_width(self) -> int:
         """Floats per agent in an action message: ``actionSize`` if continuous, one per branch
-        (1 for API-2) if discrete."""
-        return self.action_space_size if self.action_space_type == "continuous" else len(self.action_branches)
+        (1 for API-2) if discrete, both (continuous first) if hybrid."""
+        if self.action_space_type == "continuous":
+            return self.action_space_size + len(self.action_branches)
+        return len(self.action_branches)
 
     def environment_actions(self, actions: np.ndarray, bounded: bool = False) -> np.ndarray:
         """What the environment receives when the policy decided ``actions`` (``[N, action_width]``).
@@ -90,6 +100,11 @@ class BrainParameters:
         if self.action_space_type != "continuous" or self.continuous_action_contract == "raw":
             return actions
         clip = 1.0 if bounded else CONTINUOUS_ACTION_CLIP
+        if self.is_hybrid:  # only the continuous columns are scaled; the branch indices pass as they are
+            out = np.array(actions, dtype=np.float32)
+            n = self.action_space_size
+            out[:, :n] = np.clip(out[:, :n], -clip, clip) / np.float32(clip)
+            return out
         return np.clip(np.asarray(actions, dtype=np.float32), -clip, clip) / np.float32(clip)
 
     def to_dict(self) -> Dict[str, Any]:

@@ -320,7 +320,11 @@ class UnityEnvironment:
             expected = n * params.action_width
             if self.protocol == "grpc" and deciding != n and np.size(action[b]) == deciding * params.action_width:
                 expected = deciding * params.action_width  # only the rows that asked for a decision
-            actions[b] = self._checked(action[b], expected, "action", b, f"{n} agents x {params.action_width}")
+            layout = f"{n} agents x {params.action_width}"
+            if params.is_hybrid:  # say how a row is laid out, which a wrong width most likely missed
+                layout += (f": {params.action_space_size} continuous values, then one index per discrete branch "
+                           f"{params.action_branches}")
+            actions[b] = self._checked(action[b], expected, "action", b, layout)
             m = memory.get(b)
             if self.protocol == "grpc":  # the modern protocol carries no memories: keep them here
                 self._keep_memories(b, m, n)

@@ -24,8 +24,11 @@ An agent that ended its episode and asks for its next decision in the same step 
 with API-2: the terminal reward and done flag, and the first observation of its next episode; its
 last observation is kept in ``BrainInfo.terminal_info``.
 
-Not supported (clear errors): hybrid (continuous + discrete) action specs and variable-length
-observations (we tell Unity so through the capabilities).
+A hybrid behaviour (continuous actions and discrete branches) is one continuous brain with
+``action_branches``: its action rows are the continuous values then one index per branch, sent as
+both ``continuous_actions`` and ``discrete_actions`` of one ``AgentActionProto`` (ML-Agents'
+``ActionTuple``). Not supported (a clear error): variable-length observations (we tell Unity so
+through the capabilities).
 
 The server binds 127.0.0.1 only (Unity's own binds all interfaces). Requests are handed to the
 caller's thread as raw bytes and parsed there, so a malformed message is an exception in the
@@ -413,17 +416,24 @@ class GrpcCommunicator(Communicator):
             if behaviour is None or not behaviour.decision_ids:
                 continue
             ids = behaviour.decision_ids
-            width = behaviour.parameters.action_width
-            rows = np.asarray(flat, dtype=np.float64).reshape(-1, width)[: len(ids)]
+            rows = self._action_rows(behaviour, flat, len(ids))
             entry = agent_actions[name].value
+            n_continuous = behaviour.continuous
             if behaviour.branches:
-                ints = rows.astype(np.int64)
-                bad = (ints < 0) | (ints >= np.asarray(behaviour.branches)) | (ints != rows)
+                picks = rows[:, n_continuous:]
+                ints = picks.astype(np.int64)
+                bad = (ints < 0) | (ints >= np.asarray(behaviour.branches)) | (ints != picks)
                 if bad.any():
                     i, k = map(int, np.argwhere(bad)[0])
                     raise UnityActionException(
-                        f"Brain {name!r}: agent {ids[i]} chose {rows[i, k]!r} on discrete branch {k}, which has "
+                        f"Brain {name!r}: agent {ids[i]} chose {picks[i, k]!r} on discrete branch {k}, which has "
                         f"{behaviour.branches[k]} actions: expected an integer in 0..{behaviour.branches[k] - 1}.")
+            if behaviour.branches and n_continuous:  # hybrid: ActionTuple(continuous, discrete) per agent
+                continuous = rows[:, :n_continuous].astype(np.float32)
+                for agent, floats, row in zip(ids, continuous.tolist(), ints.tolist()):
+                    entry.add(continuous_actions=floats, discrete_actions=row)
+                    behaviour.last_actions[agent] = np.asarray(floats + row, np.float32)
+            elif behaviour.branches:
                 for agent, row in zip(ids, ints.tolist()):
                     entry.add(discrete_actions=row, vector_actions_deprecated=row)
                     behaviour.last_actions[agent] = np.asarray(row, np.float32)
@@ -433,6 +443,26 @@ class GrpcCommunicator(Communicator):
                     entry.add(continuous_actions=as_list, vector_actions_deprecated=as_list)
                     behaviour.last_actions[agent] = row
         self._reply(message)
+
+    @staticmethod
+    def _action_rows(behaviour: _Behaviour, flat: Any, n_agents: int) -> np.ndarray:
+        """``[n_agents, action_width]`` float64 actions, or an error naming the width the spec asks for.
+
+        A row is the continuous actions then one index per discrete branch (hybrid: both).
+        """
+        width = behaviour.parameters.action_width
+        array = np.asarray(flat, dtype=np.float64)
+        given = array.shape[-1] if array.ndim >= 2 else None
+        if (given is not None and given != width) or array.size < n_agents * width or array.size % max(width, 1):
+            parts = ([f"{behaviour.continuous} continuous"] if behaviour.continuous else []) + (
+                [f"{len(behaviour.branches)} discrete branches {behaviour.branches}"] if behaviour.branches else [])
+            received = f"rows of {given} values" if given is not None else f"{array.size} values"
+            raise UnityActionException(
+                f"Brain {behaviour.name!r}: the actions for its {n_agents} deciding agents are {received} "
+                f"(shape {array.shape}), but its action spec is {' + '.join(parts) or 'empty'} = {width} values "
+                f"per agent. Send an array of shape ({n_agents}, {width}): the continuous actions first, then one "
+                "action index per discrete branch.")
+        return array.reshape(-1, width)[:n_agents]
 
     # ---------------------------------------------------------------- receiving
     def receive(self) -> Tuple[Dict[str, BrainInfo], bool]:
@@ -502,9 +532,9 @@ class GrpcCommunicator(Communicator):
                 size = int(np.prod(shape))
                 observations.append(_ObservationSpec(shape, False, size=size))
                 state_size += size
-        if branches:
+        if branches and not continuous:
             action_type, action_size = 0, int(sum(branches))
-        else:
+        else:  # continuous, or hybrid: a continuous brain with branches (BrainParameters.is_hybrid)
             action_type, action_size = 1, continuous
         parameters = BrainParameters(name, {
             "stateSize": state_size, "actionSize": action_size, "memorySize": 0,
@@ -515,7 +545,8 @@ class GrpcCommunicator(Communicator):
         self.brains[name] = parameters
         logger.info("Connected new brain: %s (state %d, cameras %s, %s)", name, state_size,
                     [tuple(o.hwc) for o in observations if o.visual],
-                    f"discrete branches {list(branches)}" if branches else f"{continuous} continuous actions")
+                    ", ".join(([f"{continuous} continuous actions"] if continuous else [])
+                              + ([f"discrete branches {list(branches)}"] if branches else [])))
 
     def _decode(self, behaviour: _Behaviour, info: "pb.AgentInfoProto") -> Tuple[List[float], List[np.ndarray]]:
         """One agent's observations: its vector values (concatenated) and its camera frames."""

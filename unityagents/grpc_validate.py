@@ -35,7 +35,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .communicator import MAX_AGENTS, MAX_BRAIN_SIZE, MAX_CAMERA_SIDE, STATS_AGGREGATIONS, png_size
-from .exception import UnityEnvironmentException, UnityMessageException, UnityObservationException
+from .exception import UnityMessageException, UnityObservationException
 from .protos import communicator_objects_pb2 as pb
 
 logger = logging.getLogger("unityagents")
@@ -125,11 +125,6 @@ def action_sizes(name: str, params: "pb.BrainParametersProto", log_path: Optiona
         raise bad("the action sizes are out of range.", log_path, brain=name, field="action_spec",
                   expected=f"0 to {MAX_BRAIN_SIZE} continuous actions, at most {MAX_BRANCHES} branches of 1 to "
                   f"{MAX_BRAIN_SIZE} actions", received=f"{continuous} continuous, branches {branches[:8]}")
-    if continuous and branches:
-        raise UnityEnvironmentException(
-            f"Behaviour {name!r} has {continuous} continuous actions and discrete branches {branches}: "
-            "hybrid action spaces are not supported by these trainers. Give the behaviour either "
-            "continuous actions or discrete branches.")
     return continuous, branches
 
 
