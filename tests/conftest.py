@@ -40,6 +40,49 @@ def learn(cwd, *args, timeout=600, port=None):
     return proc.returncode, proc.stdout + proc.stderr
 
 
+def learn_in_process(cwd, *args, port=None):
+    """Run ``learn.main`` in this process with ``cwd`` as working directory; return (exit code, output).
+
+    For runs that end before training (option, configuration and scene checks): they skip the
+    ~7 s TensorFlow import of a new interpreter. The output is what learn.py would print (its log
+    records and docopt's usage); the signal handlers, log level and working directory are put back.
+    """
+    import contextlib
+    import io
+    import logging
+    import signal
+
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    import learn as module
+
+    assert os.path.abspath(module.__file__) == LEARN, f"imported {module.__file__}, expected {LEARN}"
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    root = logging.getLogger()
+    level, handlers = root.level, {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    here = os.getcwd()
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            try:
+                code = module.main([*map(str, args), "--base-port", str(port or free_port())])
+            except SystemExit as e:  # docopt's usage errors, --help
+                if e.code is not None and not isinstance(e.code, int):
+                    print(e.code)
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        os.chdir(here)
+        root.removeHandler(handler)
+        root.setLevel(level)
+        for signum, previous in handlers.items():
+            signal.signal(signum, previous)
+    return code, out.getvalue()
+
+
 def run_academy(*args, timeout=300) -> float:
     """Run ``python -m academy`` stand-alone (it must exit 0); return its last ``mean_reward``."""
     out = subprocess.run([sys.executable, "-m", "academy", *args], cwd=ROOT, capture_output=True,

@@ -9,7 +9,7 @@ import time
 
 import pytest
 import yaml
-from conftest import LEARN, find_academy_process, free_port, learn, mean_rewards, run_academy
+from conftest import LEARN, find_academy_process, free_port, learn, learn_in_process, mean_rewards, run_academy
 
 
 def write_config(tmp_path, text: str) -> str:
@@ -43,14 +43,14 @@ def test_usage_lists_every_builtin_scene():
 
 
 def test_bad_options_are_clear_errors(tmp_path):
-    code, out = learn(tmp_path, "Basic", "--train", "--save-freq", "often")
+    code, out = learn_in_process(tmp_path, "Basic", "--train", "--save-freq", "often")
     assert code == 1 and "--save-freq expects an integer, got 'often'" in out
-    code, out = learn(tmp_path, "Basic", "--train", "--load", "--run-path", "nothing-here")
+    code, out = learn_in_process(tmp_path, "Basic", "--train", "--load", "--run-path", "nothing-here")
     assert code == 1 and "no checkpoint was found in models/nothing-here" in out
-    code, out = learn(tmp_path, "NoSuchScene", "--train")
+    code, out = learn_in_process(tmp_path, "NoSuchScene", "--train")
     assert code == 1 and "Built-in scenes:" in out
     config = write_config(tmp_path, "BasicBrain:\n  gama: 0.9\n")
-    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config)
+    code, out = learn_in_process(tmp_path, "Basic", "--train", "--trainer-config", config)
     assert code == 1 and "brain 'BasicBrain', key 'gama'" in out and "Did you mean 'gamma'" in out
 
 

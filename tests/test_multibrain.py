@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, free_port, learn, write
+from conftest import ROOT, free_port, learn, learn_in_process, write
 
 SHIPPED_CONFIG = os.path.join(ROOT, "trainer_configurations.yaml")
 PUSH_CURRICULUM = os.path.join(ROOT, "curricula", "push.json")
@@ -85,7 +85,7 @@ def assert_stopped_before_training(code: int, output: str, cwd, message: str):
 def test_a_ghost_of_a_brain_that_is_not_external_stops_before_training(tmp_path):
     """The shipped ghost-TennisBrain block, in a build whose TennisBrain is a Heuristic brain."""
     build = fake_build(tmp_path, "TennisHeuristic", "Tennis", "--brain", "TennisBrain=heuristic")
-    code, out = learn(tmp_path, build, "--train", "--trainer-config", SHIPPED_CONFIG)
+    code, out = learn_in_process(tmp_path, build, "--train", "--trainer-config", SHIPPED_CONFIG)
     assert_stopped_before_training(
         code, out, tmp_path,
         r"TrainerConfigError: .*trainer_configurations.yaml: brain 'ghost-TennisBrain', key 'brain_to_copy': "
@@ -95,7 +95,7 @@ def test_a_ghost_of_a_brain_that_is_not_external_stops_before_training(tmp_path)
 def test_an_imitation_of_a_teacher_that_does_not_broadcast_stops_before_training(tmp_path):
     """The shipped Student block, in a 3DBallIL build whose Teacher has broadcast off."""
     build = fake_build(tmp_path, "3DBallILSilent", "3DBallIL", "--no-broadcast", "Teacher")
-    code, out = learn(tmp_path, build, "--train", "--trainer-config", SHIPPED_CONFIG)
+    code, out = learn_in_process(tmp_path, build, "--train", "--trainer-config", SHIPPED_CONFIG)
     assert_stopped_before_training(
         code, out, tmp_path,
         r"TrainerConfigError: .*brain 'Student', key 'brain_to_imitate': the teacher 'Teacher' does not broadcast")
@@ -107,7 +107,7 @@ def test_a_curriculum_parameter_the_scene_lacks_stops_before_training(tmp_path):
     curriculum["parameters"]["wall_height"] = curriculum["parameters"].pop("goal_size")
     path = tmp_path / "wall.json"
     path.write_text(json.dumps(curriculum))
-    code, out = learn(tmp_path, "Push", "--train", "--curriculum", str(path))
+    code, out = learn_in_process(tmp_path, "Push", "--train", "--curriculum", str(path))
     assert_stopped_before_training(
         code, out, tmp_path,
         r"CurriculumError: The parameter wall_height in Curriculum .*wall.json is not present in the "

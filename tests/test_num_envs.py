@@ -13,6 +13,7 @@ from conftest import (
     find_academy_process,
     free_port,
     learn,
+    learn_in_process,
     mean_rewards,
     run_academy,
     write,
@@ -63,7 +64,7 @@ def test_bad_num_envs_and_restart_limits_are_errors_before_launch(tmp_path):
                           (["--restarts-rate-limit-n", "-5"], "--restarts-rate-limit-n must be >= -1"),
                           (["--restarts-rate-limit-period-s", "inf"], "must be a finite number > 0"),
                           (["--num-envs", "3", "--worker-id", "65534"], "past 65535")]:
-        code, out = learn(tmp_path, "Basic", "--train", *args, port=1)
+        code, out = learn_in_process(tmp_path, "Basic", "--train", *args, port=1)
         assert code == 1 and message in out, out
         assert "Launching" not in out  # nothing was started
 
@@ -75,7 +76,7 @@ def test_a_busy_port_of_one_environment_names_it_and_leaves_nothing_running(tmp_
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", port + 1))
         busy.listen(1)
-        code, out = learn(tmp_path, "Basic", "--train", "--num-envs", "2", port=port)
+        code, out = learn_in_process(tmp_path, "Basic", "--train", "--num-envs", "2", port=port)
     assert code == 1, out
     assert f"127.0.0.1:{port + 1}" in out and "--base-port" in out and "Environment 1 of 2" in out
     with pytest.raises(AssertionError):
@@ -220,7 +221,7 @@ def test_engine_options_need_the_modern_protocol(tmp_path):
                           (["--protocol", "http"], "--protocol 'http': expected api2"),
                           (["--protocol", "grpc", "--time-scale", "nan"], "--time-scale must be a finite number"),
                           (["--protocol", "grpc", "--width", "84"], "needs width and height together")]:
-        code, out = learn(tmp_path, "Basic", "--train", *args, port=1)
+        code, out = learn_in_process(tmp_path, "Basic", "--train", *args, port=1)
         assert code == 1 and message in out, out
 
 
