@@ -8,7 +8,15 @@ import time
 
 import numpy as np
 import pytest
-from conftest import LEARN, assert_export_is_the_latest_checkpoint, find_academy_process, free_port, run_academy, write
+from conftest import (
+    LEARN,
+    assert_export_is_the_latest_checkpoint,
+    find_academy_process,
+    free_port,
+    learn_in_process,
+    run_academy,
+    write,
+)
 from test_environment_set import ScriptedWorker
 from test_learn import BASIC_SHORT
 
@@ -131,9 +139,8 @@ def test_resumes_keep_the_checkpoint_history(tmp_path):
 
 @pytest.mark.parametrize("run_path", ["../outside", "/tmp/abs", "a/../../b", "~/x"])
 def test_run_paths_outside_models_are_refused(tmp_path, run_path):
-    proc = subprocess.run([sys.executable, LEARN, "Basic", "--train", "--run-path", run_path], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1 and "must be a relative path inside models/" in proc.stdout + proc.stderr
+    code, out = learn_in_process(tmp_path, "Basic", "--train", "--run-path", run_path)
+    assert code == 1 and "must be a relative path inside models/" in out, out
     assert not (tmp_path / "models").exists()
 
 
