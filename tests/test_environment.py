@@ -681,6 +681,7 @@ sys.exit(main(sys.argv[1:]))
 '''
 
 
+@pytest.mark.slow
 def test_learn_stops_on_an_environment_sending_non_finite_states_with_a_finite_checkpoint(tmp_path):
     """The environment is named as the cause, it is not restarted past --max-lifetime-restarts 0,
     and the latest checkpoint (saved before the bad state) holds only finite numbers."""

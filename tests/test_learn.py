@@ -54,6 +54,7 @@ def test_bad_options_are_clear_errors(tmp_path):
     assert code == 1 and "brain 'BasicBrain', key 'gama'" in out and "Did you mean 'gamma'" in out
 
 
+@pytest.mark.slow
 def test_train_save_export_and_load_continues(tmp_path):
     config = write_config(tmp_path, BASIC_SHORT)
     code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config, "--save-freq", "1000")
@@ -78,6 +79,7 @@ def test_train_save_export_and_load_continues(tmp_path):
     assert (model / "model-6000.cptk.index").is_file()
 
 
+@pytest.mark.slow
 def test_environment_death_exits_non_zero_and_keeps_the_checkpoint(tmp_path):
     config = write_config(tmp_path, BASIC_SHORT.replace("max_steps: 3000", "max_steps: 1.0e6"))
     port = free_port()
@@ -110,6 +112,7 @@ def _latest_state(tmp_path):
     return max((tmp_path / "models" / "ppo").glob("*.state.json"), key=lambda p: p.stat().st_mtime)
 
 
+@pytest.mark.slow
 def test_sigint_saves_and_exports(tmp_path):
     config = write_config(tmp_path, BASIC_SHORT.replace("max_steps: 3000", "max_steps: 1.0e6"))
     proc = subprocess.Popen([sys.executable, LEARN, "Basic", "--train", "--trainer-config", config,

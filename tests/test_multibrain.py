@@ -150,6 +150,7 @@ TENNIS_SHORT = """
 """
 
 
+@pytest.mark.slow
 def test_a_tennis_ghost_run_ends_at_max_steps_and_exports_only_the_learner(tmp_path):
     config = write(tmp_path / "tennis.yaml", TENNIS_SHORT)
     code, out = learn(tmp_path, "Tennis", "--train", "--trainer-config", config, "--run-path", "t", timeout=120)
@@ -172,6 +173,7 @@ def test_a_tennis_ghost_run_ends_at_max_steps_and_exports_only_the_learner(tmp_p
     assert code != 0 and "the node ghost-TennisBrain/action could not be found" in text, text
 
 
+@pytest.mark.slow
 def test_the_graph_does_not_grow_while_the_ghost_snapshots_and_swaps(tmp_path, monkeypatch):
     """The controller finalizes the graph after set-up: the op count then stays put, and any op
     creation during the loop would raise (the ghost's pool works with ops built once)."""
@@ -206,6 +208,7 @@ def test_the_graph_does_not_grow_while_the_ghost_snapshots_and_swaps(tmp_path, m
             tf.constant(0.0)
 
 
+@pytest.mark.slow
 def test_two_learners_share_one_export_with_a_scope_each(tmp_path):
     """Tennis with both sides trained by PPO: one .bytes, two scopes, each playable by the academy."""
     config = write(tmp_path / "two.yaml", """
@@ -246,6 +249,7 @@ PUSH_SHORT = """
 LESSON_TAG = "Environment/Lesson Number/goal_size"
 
 
+@pytest.mark.slow
 def test_push_lessons_advance_on_global_resets_and_load_keeps_the_lesson(tmp_path):
     """Push's Academy resets globally every 3000 decisions = 24000 agent steps of its 8 agents.
 

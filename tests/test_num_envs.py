@@ -83,6 +83,7 @@ def test_a_busy_port_of_one_environment_names_it_and_leaves_nothing_running(tmp_
         find_academy_process(f"--port {port} ")
 
 
+@pytest.mark.slow
 def test_a_killed_environment_restarts_and_past_the_limit_the_run_saves_and_exits_1(tmp_path):
     config = write(tmp_path / "basic.yaml", BASIC_SHORT.replace("max_steps: 3000", "max_steps: 1.0e6"))
     port = free_port()
@@ -142,6 +143,7 @@ def test_3dball_learns_with_two_environments(tmp_path):
     assert run_academy("3DBall", "--brain", f"Ball3DBrain=internal:{bytes_path}", "--episodes", "12") >= 80
 
 
+@pytest.mark.slow
 def test_tennis_with_its_ghost_runs_with_two_environments(tmp_path):
     config = write(tmp_path / "tennis.yaml", TENNIS_SHORT)
     code, out = learn(tmp_path, "Tennis", "--train", "--trainer-config", config, "--run-path", "t",
@@ -154,6 +156,7 @@ def test_tennis_with_its_ghost_runs_with_two_environments(tmp_path):
     assert state["trainers"]["ghost-TennisBrain"]["n_snapshots"] >= 2
 
 
+@pytest.mark.slow
 def test_3dball_imitation_runs_with_two_environments(tmp_path):
     config = write(tmp_path / "il.yaml", IMITATION_SHORT)
     code, out = learn(tmp_path, "3DBallIL", "--train", "--trainer-config", config, "--run-path", "il",
@@ -163,6 +166,7 @@ def test_3dball_imitation_runs_with_two_environments(tmp_path):
     assert "Imitating Teacher" in out, out
 
 
+@pytest.mark.slow
 def test_a_one_environment_run_loads_into_two(tmp_path):
     config = write(tmp_path / "basic.yaml", BASIC_SHORT)
     code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config)
@@ -178,6 +182,7 @@ def test_a_one_environment_run_loads_into_two(tmp_path):
     assert "Training finished after 4000 environment steps" in out, out
 
 
+@pytest.mark.slow
 def test_timers_and_onnx_files_account_for_the_run(tmp_path):
     config = write(tmp_path / "basic.yaml", BASIC_SHORT)
     started = time.time()
@@ -198,6 +203,7 @@ def test_timers_and_onnx_files_account_for_the_run(tmp_path):
     assert sorted(p.name for p in model.glob("BasicBrain-*.onnx")) == ["BasicBrain-1000.onnx", "BasicBrain-1500.onnx"]
 
 
+@pytest.mark.slow
 def test_two_modern_protocol_environments_and_their_stats_reach_tensorboard(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -225,6 +231,7 @@ def test_engine_options_need_the_modern_protocol(tmp_path):
         assert code == 1 and message in out, out
 
 
+@pytest.mark.slow
 def test_curriculum_lessons_advance_over_the_modern_protocol_which_has_no_global_done(tmp_path):
     from test_multibrain import PUSH_CURRICULUM, PUSH_SHORT
 
@@ -238,6 +245,7 @@ def test_curriculum_lessons_advance_over_the_modern_protocol_which_has_no_global
     assert "Restarting" not in out
 
 
+@pytest.mark.slow
 def test_a_yaml_written_for_api2_names_trains_modern_behaviours_with_their_ghost(tmp_path):
     config = write(tmp_path / "tennis.yaml", TENNIS_SHORT)
     code, out = learn(tmp_path, "Tennis", "--train", "--trainer-config", config, "--run-path", "t",

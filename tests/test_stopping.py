@@ -61,6 +61,7 @@ def training(tmp_path):
     return list((tmp_path / "summaries").glob("ppo/events*"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 0)])
 def test_a_signal_during_training_saves_and_exports_once(tmp_path, signum, code):
     rc, out = stop_when(tmp_path, training, signum)
@@ -75,6 +76,7 @@ def test_a_signal_during_training_saves_and_exports_once(tmp_path, signum, code)
     run_academy("Basic", "--brain", f"BasicBrain=internal:{model / 'Basic.bytes'}", "--episodes", "2")
 
 
+@pytest.mark.slow
 def test_a_second_signal_during_the_save_waits_for_it(tmp_path):
     rc, out = stop_when(tmp_path, training, signal.SIGTERM, signal.SIGTERM, signal.SIGINT, pause=0.02)
     assert rc == 143, out
@@ -94,6 +96,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_at_start_up_says_nothing_was_saved(tmp_path, signum, code):
     # A "Unity build" that starts and never connects: the signal comes while the trainer waits for
@@ -117,6 +120,7 @@ def test_a_signal_at_start_up_says_nothing_was_saved(tmp_path, signum, code):
     assert not saved, saved
 
 
+@pytest.mark.slow
 def test_resumes_keep_the_checkpoint_history(tmp_path):
     from trainers.tf_utils import tf
 

@@ -13,6 +13,7 @@ import subprocess
 import time
 import urllib.request
 
+import pytest
 from conftest import free_port, learn
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from test_learn import write_config
@@ -47,6 +48,7 @@ def written_tags(event_file: str) -> dict:
     return counts
 
 
+@pytest.mark.slow
 def test_tensorboard_reads_every_tag_the_run_wrote(tmp_path):
     code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", write_config(tmp_path, SHORT), timeout=300)
     assert code == 0, out
