@@ -150,11 +150,49 @@ TENNIS_SHORT = """
 """
 
 
+@pytest.fixture(scope="module")
+def tennis_ghost_run(tmp_path_factory):
+    """One TENNIS_SHORT run of the controller in this process (the learn.py path of a ghost run is
+    ``test_num_envs``'s): its folder, its log, the controller, and the op count right after set-up."""
+    import logging
+
+    from trainers.config import load_trainer_config
+    from trainers.registry import load_registry
+    from trainers.trainer_controller import TrainerController
+    from unityagents import UnityEnvironment
+
+    tmp_path = tmp_path_factory.mktemp("tennis")
+    records = []
+    handler = logging.Handler()
+    handler.emit = lambda record: records.append(record.getMessage())
+    root = logging.getLogger()
+    level = root.level
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.chdir(tmp_path)
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+        try:
+            config = load_trainer_config(write(tmp_path / "tennis.yaml", TENNIS_SHORT), load_registry())
+            env = UnityEnvironment("Tennis", base_port=free_port(), seed=0)
+            controller = TrainerController(env, config, env_name="Tennis", run_path="t", save_freq=200)
+            after_setup = []
+            build = controller._build
+
+            def build_and_count():
+                build()
+                after_setup.append(len(controller.graph.get_operations()))
+
+            monkeypatch.setattr(controller, "_build", build_and_count)
+            controller.start_learning()
+        finally:
+            root.removeHandler(handler)
+            root.setLevel(level)
+    return tmp_path, "\n".join(records), controller, after_setup[0]
+
+
 @pytest.mark.slow
-def test_a_tennis_ghost_run_ends_at_max_steps_and_exports_only_the_learner(tmp_path):
-    config = write(tmp_path / "tennis.yaml", TENNIS_SHORT)
-    code, out = learn(tmp_path, "Tennis", "--train", "--trainer-config", config, "--run-path", "t", timeout=120)
-    assert code == 0, out
+def test_a_tennis_ghost_run_ends_at_max_steps_and_exports_only_the_learner(tennis_ghost_run):
+    tmp_path, out, _, _ = tennis_ghost_run
     # 8 learner agents per environment step: 4000 agent steps are 500 environment steps.
     assert "Training finished after 500 environment steps" in out, out
     state = checkpoint_state(tmp_path / "models" / "t")
@@ -174,35 +212,18 @@ def test_a_tennis_ghost_run_ends_at_max_steps_and_exports_only_the_learner(tmp_p
 
 
 @pytest.mark.slow
-def test_the_graph_does_not_grow_while_the_ghost_snapshots_and_swaps(tmp_path, monkeypatch):
+def test_the_graph_does_not_grow_while_the_ghost_snapshots_and_swaps(tennis_ghost_run):
     """The controller finalizes the graph after set-up: the op count then stays put, and any op
     creation during the loop would raise (the ghost's pool works with ops built once)."""
-    from trainers.config import load_trainer_config
-    from trainers.registry import load_registry
     from trainers.tf_utils import tf
-    from trainers.trainer_controller import TrainerController
-    from unityagents import UnityEnvironment
 
-    monkeypatch.chdir(tmp_path)
-    config = load_trainer_config(write(tmp_path / "tennis.yaml", TENNIS_SHORT), load_registry())
-    env = UnityEnvironment("Tennis", base_port=free_port(), seed=0)
-    controller = TrainerController(env, config, env_name="Tennis", run_path="t", save_freq=200)
-    after_setup = []
-    build = controller._build
-
-    def build_and_count():
-        build()
-        after_setup.append(len(controller.graph.get_operations()))
-
-    monkeypatch.setattr(controller, "_build", build_and_count)
-    controller.start_learning()
-
+    _, _, controller, after_setup = tennis_ghost_run
     ghost = controller.trainers["ghost-TennisBrain"]
     assert ghost.n_snapshots > ghost.max_num_models  # every slot was written, some twice
     # The ghost's console ETA counts down to its learner's end, not to the default block's max_steps.
     assert ghost.get_max_steps == controller.trainers["TennisBrain"].get_max_steps == 4000
     assert controller.graph.finalized
-    assert len(controller.graph.get_operations()) == after_setup[0]
+    assert len(controller.graph.get_operations()) == after_setup
     with pytest.raises(RuntimeError, match="finalized"):
         with controller.graph.as_default():
             tf.constant(0.0)
