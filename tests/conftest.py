@@ -201,6 +201,41 @@ def descendants(root: int):
     return out
 
 
+#: Basic in 3000 steps (a few seconds): too short to learn, long enough for checkpoints, summaries and exports.
+BASIC_SHORT = """
+BasicBrain:
+    max_steps: 3000
+    summary_freq: 1000
+    batch_size: 32
+    buffer_size: 256
+    time_horizon: 3
+    hidden_units: 16
+    num_layers: 1
+"""
+
+
+@pytest.fixture(scope="session")
+def basic_short_run(tmp_path_factory):
+    """``learn.py Basic --train`` with BASIC_SHORT and ``--save-freq 1000``, run once per session:
+    ``(folder, console output)``. Tests copy its models/ and summaries/ (``copy_run``) before
+    changing anything."""
+    import pathlib
+
+    folder = pathlib.Path(tmp_path_factory.mktemp("basic_short"))
+    config = write(folder / "config.yaml", BASIC_SHORT)
+    code, out = learn(folder, "Basic", "--train", "--trainer-config", config, "--save-freq", "1000")
+    assert code == 0, out
+    return folder, out
+
+
+def copy_run(folder, tmp_path) -> None:
+    """Copy the models/ and summaries/ of a finished run in ``folder`` into ``tmp_path``."""
+    import shutil
+
+    for part in ("models", "summaries"):
+        shutil.copytree(os.path.join(folder, part), os.path.join(tmp_path, part))
+
+
 @pytest.fixture(scope="session")
 def ray_cluster():
     """A head and one more node (4 CPUs each), both real raylets on 127.0.0.1; one per test session."""

@@ -10,6 +10,7 @@ import pytest
 from conftest import (
     LEARN,
     assert_export_is_the_latest_checkpoint,
+    copy_run,
     find_academy_process,
     free_port,
     learn,
@@ -167,10 +168,8 @@ def test_3dball_imitation_runs_with_two_environments(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_one_environment_run_loads_into_two(tmp_path):
-    config = write(tmp_path / "basic.yaml", BASIC_SHORT)
-    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config)
-    assert code == 0, out
+def test_a_one_environment_run_loads_into_two(tmp_path, basic_short_run):
+    copy_run(basic_short_run[0], tmp_path)  # one environment, 3000 steps
     config = write(tmp_path / "more.yaml", BASIC_SHORT.replace("max_steps: 3000", "max_steps: 5000"))
     code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config, "--load", "--num-envs", "2")
     assert code == 0, out
