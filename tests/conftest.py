@@ -248,6 +248,28 @@ def ray_cluster():
     cluster.shutdown()
 
 
+#: Cases of parametrized tests (and of a parametrized fixture) that build the largest graphs: marked
+#: ``slow`` here, by id, so that ``-m "not slow"`` keeps their smaller siblings and stays short.
+SLOW_CASES = (
+    "[recurrent-two-cameras-vector-discrete]",  # test_onnx_export's ``exported`` fixture
+    "test_trainer_collects_processes_and_updates[recurrent-visual-discrete]",
+    "test_trainer_collects_processes_and_updates[recurrent]",
+    "test_update_gives_the_weights_of_a_plain_minibatch_loop[recurrent-visual-discrete]",
+    "test_discriminator_rewards_the_recordings_steps_over_the_agents[True-True]",
+    "test_exported_graph_runs_in_the_internal_brain_like_the_trained_graph[two-cameras-vector-recurrent-continuous]",
+    "test_exported_graph_runs_in_the_internal_brain_like_the_trained_graph[camera-discrete-state-recurrent-discrete]",
+    "test_visual_vector_combination_builds_runs_and_trains[True]",
+    "test_a_disk_that_fills_during_a_save_leaves_the_previous_files_whole[export]",
+    "test_a_disk_that_fills_during_a_save_leaves_the_previous_files_whole[tensorflow files]",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(case in item.nodeid for case in SLOW_CASES):
+            item.add_marker(pytest.mark.slow)
+
+
 class HalfWrittenFile:
     """A file on a disk that fills: a write puts half its bytes in, then fails with ENOSPC."""
 

@@ -257,6 +257,7 @@ def test_the_ghost_is_not_a_learner_and_exports_nothing():
     assert {"step", "n_snapshots", "current_slot", "elo", "slot_ratings"} <= set(state)
 
 
+@pytest.mark.slow
 def test_a_ghost_of_a_non_ppo_brain_or_a_mismatched_memory_is_refused():
     with pytest.raises(UnityTrainerException,
                        match="trained by the 'imitation' trainer.*only copy a brain trained by the 'ppo'"):

@@ -152,6 +152,7 @@ def test_run_paths_outside_models_are_refused(tmp_path, run_path):
     assert not (tmp_path / "models").exists()
 
 
+@pytest.mark.slow
 def test_a_poisoned_model_is_never_saved_and_the_last_good_checkpoint_stays(tmp_path):
     from trainers.config import load_trainer_config
     from trainers.registry import load_registry
