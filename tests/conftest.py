@@ -40,6 +40,49 @@ def learn(cwd, *args, timeout=600, port=None):
     return proc.returncode, proc.stdout + proc.stderr
 
 
+def learn_in_process(cwd, *args, port=None):
+    """Run ``learn.main`` in this process with ``cwd`` as working directory; return (exit code, output).
+
+    For runs that end before training (option, configuration and scene checks): they skip the
+    ~7 s TensorFlow import of a new interpreter. The output is what learn.py would print (its log
+    records and docopt's usage); the signal handlers, log level and working directory are put back.
+    """
+    import contextlib
+    import io
+    import logging
+    import signal
+
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    import learn as module
+
+    assert os.path.abspath(module.__file__) == LEARN, f"imported {module.__file__}, expected {LEARN}"
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    root = logging.getLogger()
+    level, handlers = root.level, {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    here = os.getcwd()
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            try:
+                code = module.main([*map(str, args), "--base-port", str(port or free_port())])
+            except SystemExit as e:  # docopt's usage errors, --help
+                if e.code is not None and not isinstance(e.code, int):
+                    print(e.code)
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        os.chdir(here)
+        root.removeHandler(handler)
+        root.setLevel(level)
+        for signum, previous in handlers.items():
+            signal.signal(signum, previous)
+    return code, out.getvalue()
+
+
 def run_academy(*args, timeout=300) -> float:
     """Run ``python -m academy`` stand-alone (it must exit 0); return its last ``mean_reward``."""
     out = subprocess.run([sys.executable, "-m", "academy", *args], cwd=ROOT, capture_output=True,
@@ -158,6 +201,41 @@ def descendants(root: int):
     return out
 
 
+#: Basic in 3000 steps (a few seconds): too short to learn, long enough for checkpoints, summaries and exports.
+BASIC_SHORT = """
+BasicBrain:
+    max_steps: 3000
+    summary_freq: 1000
+    batch_size: 32
+    buffer_size: 256
+    time_horizon: 3
+    hidden_units: 16
+    num_layers: 1
+"""
+
+
+@pytest.fixture(scope="session")
+def basic_short_run(tmp_path_factory):
+    """``learn.py Basic --train`` with BASIC_SHORT and ``--save-freq 1000``, run once per session:
+    ``(folder, console output)``. Tests copy its models/ and summaries/ (``copy_run``) before
+    changing anything."""
+    import pathlib
+
+    folder = pathlib.Path(tmp_path_factory.mktemp("basic_short"))
+    config = write(folder / "config.yaml", BASIC_SHORT)
+    code, out = learn(folder, "Basic", "--train", "--trainer-config", config, "--save-freq", "1000")
+    assert code == 0, out
+    return folder, out
+
+
+def copy_run(folder, tmp_path) -> None:
+    """Copy the models/ and summaries/ of a finished run in ``folder`` into ``tmp_path``."""
+    import shutil
+
+    for part in ("models", "summaries"):
+        shutil.copytree(os.path.join(folder, part), os.path.join(tmp_path, part))
+
+
 @pytest.fixture(scope="session")
 def ray_cluster():
     """A head and one more node (4 CPUs each), both real raylets on 127.0.0.1; one per test session."""
@@ -168,6 +246,29 @@ def ray_cluster():
     cluster.wait_for_nodes()
     yield cluster
     cluster.shutdown()
+
+
+#: Cases of parametrized tests (and of a parametrized fixture) that build the largest graphs: marked
+#: ``slow`` here, by id, so that ``-m "not slow"`` keeps their smaller siblings and stays short.
+SLOW_CASES = (
+    "[recurrent-two-cameras-vector-discrete]",  # test_onnx_export's ``exported`` fixture
+    "test_trainer_collects_processes_and_updates[recurrent-visual-discrete]",
+    "test_trainer_collects_processes_and_updates[recurrent]",
+    "test_update_gives_the_weights_of_a_plain_minibatch_loop[recurrent-visual-discrete]",
+    "test_discriminator_rewards_the_recordings_steps_over_the_agents[True-True]",
+    "test_exported_graph_runs_in_the_internal_brain_like_the_trained_graph[two-cameras-vector-recurrent-continuous]",
+    "test_exported_graph_runs_in_the_internal_brain_like_the_trained_graph[camera-discrete-state-recurrent-discrete]",
+    "test_visual_vector_combination_builds_runs_and_trains[True]",
+    "test_a_disk_that_fills_during_a_save_leaves_the_previous_files_whole[export]",
+    "test_a_disk_that_fills_during_a_save_leaves_the_previous_files_whole[tensorflow files]",
+    "test_exports_keep_tanh_actions_unclipped_and_pass_the_onnx_contract[branches]",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(case in item.nodeid for case in SLOW_CASES):
+            item.add_marker(pytest.mark.slow)
 
 
 class HalfWrittenFile:

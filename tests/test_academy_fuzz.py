@@ -337,6 +337,7 @@ def test_unmutated_sessions_end_with_exit_0(academy_log):
         assert result["status"] == 0, [r.getMessage() for r in result["log"]]
 
 
+@pytest.mark.slow
 def test_seeded_mutations_end_with_the_status_their_bytes_require(academy_log):
     """Each session's exit status is the one API-2's rules (restated above) give its mutated message:
     0 for a string that is no command or a message the Academy accepts, 1 for a message that never

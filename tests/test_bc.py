@@ -59,6 +59,7 @@ def test_bc_loss_falls_and_the_policy_takes_the_experts_actions(tmp_path):
     assert agree_after > max(0.7, agree_before + 0.2), (agree_before, agree_after)
 
 
+@pytest.mark.slow
 def test_bc_respects_action_masks_and_clones_continuous_actions(tmp_path):
     grid = BrainParameters("GridWorldBrain", {**_brain("GridWorld").to_dict(), "actionBranches": [4],
                                               "actionMasks": True})

@@ -526,6 +526,7 @@ def test_an_unmutated_session_succeeds_with_exactly_what_was_sent(monkeypatch):
     assert sorted(peer.sent_states) == [(s, b) for s in range(3) for b in ("Cam", "Grid")]
 
 
+@pytest.mark.slow
 def test_seeded_mutations_end_as_their_class_requires_before_the_deadline(monkeypatch):
     """Each mutation's expected outcome comes from API-2's rules restated above (``expected_outcome``):
     a size lie raises UnityObservationException, a NaN or a float32 overflow UnityMessageException,

@@ -120,6 +120,7 @@ def test_gail_block_errors_name_the_key_or_file(tmp_path):
     assert ball in str(error.value)
 
 
+@pytest.mark.slow
 def test_ppo_with_gail_moves_the_done_flag_to_its_updates(tmp_path):
     params = {"graph_scope": "", "summary_path": "", "batch_size": 32, "buffer_size": 64, "hidden_units": 16,
               "reward_signals": {"extrinsic": {}, "gail": {"demo_path": _demo(tmp_path), "use_actions": True}}}

@@ -102,7 +102,8 @@ def step_infos(learner_rewards=None, ghost_rewards=None, learner_done=None, ghos
             GHOST: brain_info(rewards=ghost_rewards, done=ghost_done, seed=seed + 1, memory=memory)}
 
 
-@pytest.mark.parametrize("action_type, recurrent", [(1, False), (0, False), (1, True)],
+@pytest.mark.parametrize("action_type, recurrent",
+                         [(1, False), (0, False), pytest.param(1, True, marks=pytest.mark.slow)],
                          ids=["continuous", "discrete", "recurrent"])
 def test_snapshot_and_load_copy_the_learner_into_the_acting_network(action_type, recurrent):
     run = Run(action_type=action_type, recurrent=recurrent)
@@ -142,6 +143,7 @@ def test_the_pool_holds_the_acting_weights_only_and_matches_them_by_name():
     assert all(v.shape[0] == 3 for v in run.ghost.pool.variables)
 
 
+@pytest.mark.slow
 def test_many_snapshot_cycles_leave_the_graph_unchanged():
     run = Run(recurrent=True)
     ops_after_setup = len(run.graph.get_operations())
@@ -174,6 +176,7 @@ def test_no_snapshots_without_training_after_the_first():
     assert run.ghost.n_snapshots == 1
 
 
+@pytest.mark.slow
 def test_saver_round_trip_restores_the_pool_and_its_bookkeeping(tmp_path):
     run = Run()
     rng = np.random.default_rng(2)
@@ -254,6 +257,7 @@ def test_the_ghost_is_not_a_learner_and_exports_nothing():
     assert {"step", "n_snapshots", "current_slot", "elo", "slot_ratings"} <= set(state)
 
 
+@pytest.mark.slow
 def test_a_ghost_of_a_non_ppo_brain_or_a_mismatched_memory_is_refused():
     with pytest.raises(UnityTrainerException,
                        match="trained by the 'imitation' trainer.*only copy a brain trained by the 'ppo'"):

@@ -467,6 +467,7 @@ def test_an_unmutated_session_succeeds_with_both_behaviours(monkeypatch):
     assert sorted(seen) == [0, 1, 2, 3]
 
 
+@pytest.mark.slow
 def test_seeded_mutations_end_as_each_class_expects(monkeypatch):
     results: Dict[str, Counter] = {}
     failures = []

@@ -106,6 +106,7 @@ def test_curriculum_lessons_reach_the_scene_through_environment_parameters(tmp_p
     assert "reset with environment parameters {'goal_size': 1.0, 'block_size': 1.0, 'x_variation': 2.5}" in log
 
 
+@pytest.mark.slow
 def test_gridworld_trains_with_its_wall_masks_over_grpc(tmp_path):
     """A short run: PPO acts with the masks the scene sends and updates with them (two updates).
 

@@ -294,6 +294,7 @@ def test_an_observation_of_the_wrong_size_and_actions_of_the_wrong_size(fake_bui
     assert env._peer.process.poll() is not None, "the process must be reaped"
 
 
+@pytest.mark.slow
 def test_an_api2_listener_names_a_modern_build(fake_build, tmp_path):
     fake_build("worked")
     with pytest.raises(UnityProtocolException) as e:

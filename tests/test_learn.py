@@ -9,7 +9,17 @@ import time
 
 import pytest
 import yaml
-from conftest import LEARN, find_academy_process, free_port, learn, mean_rewards, run_academy
+from conftest import (
+    BASIC_SHORT,
+    LEARN,
+    copy_run,
+    find_academy_process,
+    free_port,
+    learn,
+    learn_in_process,
+    mean_rewards,
+    run_academy,
+)
 
 
 def write_config(tmp_path, text: str) -> str:
@@ -22,18 +32,6 @@ def steps(output: str, brain: str):
     return [int(m) for m in re.findall(rf"{brain}: Step: (\d+)\.", output)]
 
 
-BASIC_SHORT = """
-BasicBrain:
-    max_steps: 3000
-    summary_freq: 1000
-    batch_size: 32
-    buffer_size: 256
-    time_horizon: 3
-    hidden_units: 16
-    num_layers: 1
-"""
-
-
 def test_usage_lists_every_builtin_scene():
     import academy
     import learn
@@ -43,21 +41,21 @@ def test_usage_lists_every_builtin_scene():
 
 
 def test_bad_options_are_clear_errors(tmp_path):
-    code, out = learn(tmp_path, "Basic", "--train", "--save-freq", "often")
+    code, out = learn_in_process(tmp_path, "Basic", "--train", "--save-freq", "often")
     assert code == 1 and "--save-freq expects an integer, got 'often'" in out
-    code, out = learn(tmp_path, "Basic", "--train", "--load", "--run-path", "nothing-here")
+    code, out = learn_in_process(tmp_path, "Basic", "--train", "--load", "--run-path", "nothing-here")
     assert code == 1 and "no checkpoint was found in models/nothing-here" in out
-    code, out = learn(tmp_path, "NoSuchScene", "--train")
+    code, out = learn_in_process(tmp_path, "NoSuchScene", "--train")
     assert code == 1 and "Built-in scenes:" in out
     config = write_config(tmp_path, "BasicBrain:\n  gama: 0.9\n")
-    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config)
+    code, out = learn_in_process(tmp_path, "Basic", "--train", "--trainer-config", config)
     assert code == 1 and "brain 'BasicBrain', key 'gama'" in out and "Did you mean 'gamma'" in out
 
 
-def test_train_save_export_and_load_continues(tmp_path):
-    config = write_config(tmp_path, BASIC_SHORT)
-    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config, "--save-freq", "1000")
-    assert code == 0, out
+@pytest.mark.slow
+def test_train_save_export_and_load_continues(tmp_path, basic_short_run):
+    folder, out = basic_short_run  # BASIC_SHORT with --save-freq 1000
+    copy_run(folder, tmp_path)
     model = tmp_path / "models" / "ppo"
     assert (model / "Basic.bytes").is_file()
     assert "\taction" in out and "\tvalue_estimate" in out  # the exported nodes are listed
@@ -78,6 +76,7 @@ def test_train_save_export_and_load_continues(tmp_path):
     assert (model / "model-6000.cptk.index").is_file()
 
 
+@pytest.mark.slow
 def test_environment_death_exits_non_zero_and_keeps_the_checkpoint(tmp_path):
     config = write_config(tmp_path, BASIC_SHORT.replace("max_steps: 3000", "max_steps: 1.0e6"))
     port = free_port()
@@ -108,27 +107,6 @@ def test_environment_death_exits_non_zero_and_keeps_the_checkpoint(tmp_path):
 
 def _latest_state(tmp_path):
     return max((tmp_path / "models" / "ppo").glob("*.state.json"), key=lambda p: p.stat().st_mtime)
-
-
-def test_sigint_saves_and_exports(tmp_path):
-    config = write_config(tmp_path, BASIC_SHORT.replace("max_steps: 3000", "max_steps: 1.0e6"))
-    proc = subprocess.Popen([sys.executable, LEARN, "Basic", "--train", "--trainer-config", config,
-                             "--base-port", str(free_port())],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.time() + 120
-        while not list((tmp_path / "summaries").glob("ppo/events*")) and time.time() < deadline:
-            time.sleep(0.2)
-        time.sleep(2)
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-    assert proc.returncode == 0, out
-    assert "Learning was interrupted" in out
-    model = tmp_path / "models" / "ppo"
-    assert (model / "Basic.bytes").is_file()
-    assert run_academy("Basic", "--brain", f"BasicBrain=internal:{model / 'Basic.bytes'}", "--episodes", "3") > -10
 
 
 @pytest.mark.slow

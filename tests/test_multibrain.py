@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, free_port, learn, write
+from conftest import ROOT, free_port, learn, learn_in_process, write
 
 SHIPPED_CONFIG = os.path.join(ROOT, "trainer_configurations.yaml")
 PUSH_CURRICULUM = os.path.join(ROOT, "curricula", "push.json")
@@ -85,7 +85,7 @@ def assert_stopped_before_training(code: int, output: str, cwd, message: str):
 def test_a_ghost_of_a_brain_that_is_not_external_stops_before_training(tmp_path):
     """The shipped ghost-TennisBrain block, in a build whose TennisBrain is a Heuristic brain."""
     build = fake_build(tmp_path, "TennisHeuristic", "Tennis", "--brain", "TennisBrain=heuristic")
-    code, out = learn(tmp_path, build, "--train", "--trainer-config", SHIPPED_CONFIG)
+    code, out = learn_in_process(tmp_path, build, "--train", "--trainer-config", SHIPPED_CONFIG)
     assert_stopped_before_training(
         code, out, tmp_path,
         r"TrainerConfigError: .*trainer_configurations.yaml: brain 'ghost-TennisBrain', key 'brain_to_copy': "
@@ -95,7 +95,7 @@ def test_a_ghost_of_a_brain_that_is_not_external_stops_before_training(tmp_path)
 def test_an_imitation_of_a_teacher_that_does_not_broadcast_stops_before_training(tmp_path):
     """The shipped Student block, in a 3DBallIL build whose Teacher has broadcast off."""
     build = fake_build(tmp_path, "3DBallILSilent", "3DBallIL", "--no-broadcast", "Teacher")
-    code, out = learn(tmp_path, build, "--train", "--trainer-config", SHIPPED_CONFIG)
+    code, out = learn_in_process(tmp_path, build, "--train", "--trainer-config", SHIPPED_CONFIG)
     assert_stopped_before_training(
         code, out, tmp_path,
         r"TrainerConfigError: .*brain 'Student', key 'brain_to_imitate': the teacher 'Teacher' does not broadcast")
@@ -107,7 +107,7 @@ def test_a_curriculum_parameter_the_scene_lacks_stops_before_training(tmp_path):
     curriculum["parameters"]["wall_height"] = curriculum["parameters"].pop("goal_size")
     path = tmp_path / "wall.json"
     path.write_text(json.dumps(curriculum))
-    code, out = learn(tmp_path, "Push", "--train", "--curriculum", str(path))
+    code, out = learn_in_process(tmp_path, "Push", "--train", "--curriculum", str(path))
     assert_stopped_before_training(
         code, out, tmp_path,
         r"CurriculumError: The parameter wall_height in Curriculum .*wall.json is not present in the "
@@ -150,10 +150,49 @@ TENNIS_SHORT = """
 """
 
 
-def test_a_tennis_ghost_run_ends_at_max_steps_and_exports_only_the_learner(tmp_path):
-    config = write(tmp_path / "tennis.yaml", TENNIS_SHORT)
-    code, out = learn(tmp_path, "Tennis", "--train", "--trainer-config", config, "--run-path", "t", timeout=120)
-    assert code == 0, out
+@pytest.fixture(scope="module")
+def tennis_ghost_run(tmp_path_factory):
+    """One TENNIS_SHORT run of the controller in this process (the learn.py path of a ghost run is
+    ``test_num_envs``'s): its folder, its log, the controller, and the op count right after set-up."""
+    import logging
+
+    from trainers.config import load_trainer_config
+    from trainers.registry import load_registry
+    from trainers.trainer_controller import TrainerController
+    from unityagents import UnityEnvironment
+
+    tmp_path = tmp_path_factory.mktemp("tennis")
+    records = []
+    handler = logging.Handler()
+    handler.emit = lambda record: records.append(record.getMessage())
+    root = logging.getLogger()
+    level = root.level
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.chdir(tmp_path)
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+        try:
+            config = load_trainer_config(write(tmp_path / "tennis.yaml", TENNIS_SHORT), load_registry())
+            env = UnityEnvironment("Tennis", base_port=free_port(), seed=0)
+            controller = TrainerController(env, config, env_name="Tennis", run_path="t", save_freq=200)
+            after_setup = []
+            build = controller._build
+
+            def build_and_count():
+                build()
+                after_setup.append(len(controller.graph.get_operations()))
+
+            monkeypatch.setattr(controller, "_build", build_and_count)
+            controller.start_learning()
+        finally:
+            root.removeHandler(handler)
+            root.setLevel(level)
+    return tmp_path, "\n".join(records), controller, after_setup[0]
+
+
+@pytest.mark.slow
+def test_a_tennis_ghost_run_ends_at_max_steps_and_exports_only_the_learner(tennis_ghost_run):
+    tmp_path, out, _, _ = tennis_ghost_run
     # 8 learner agents per environment step: 4000 agent steps are 500 environment steps.
     assert "Training finished after 500 environment steps" in out, out
     state = checkpoint_state(tmp_path / "models" / "t")
@@ -172,40 +211,25 @@ def test_a_tennis_ghost_run_ends_at_max_steps_and_exports_only_the_learner(tmp_p
     assert code != 0 and "the node ghost-TennisBrain/action could not be found" in text, text
 
 
-def test_the_graph_does_not_grow_while_the_ghost_snapshots_and_swaps(tmp_path, monkeypatch):
+@pytest.mark.slow
+def test_the_graph_does_not_grow_while_the_ghost_snapshots_and_swaps(tennis_ghost_run):
     """The controller finalizes the graph after set-up: the op count then stays put, and any op
     creation during the loop would raise (the ghost's pool works with ops built once)."""
-    from trainers.config import load_trainer_config
-    from trainers.registry import load_registry
     from trainers.tf_utils import tf
-    from trainers.trainer_controller import TrainerController
-    from unityagents import UnityEnvironment
 
-    monkeypatch.chdir(tmp_path)
-    config = load_trainer_config(write(tmp_path / "tennis.yaml", TENNIS_SHORT), load_registry())
-    env = UnityEnvironment("Tennis", base_port=free_port(), seed=0)
-    controller = TrainerController(env, config, env_name="Tennis", run_path="t", save_freq=200)
-    after_setup = []
-    build = controller._build
-
-    def build_and_count():
-        build()
-        after_setup.append(len(controller.graph.get_operations()))
-
-    monkeypatch.setattr(controller, "_build", build_and_count)
-    controller.start_learning()
-
+    _, _, controller, after_setup = tennis_ghost_run
     ghost = controller.trainers["ghost-TennisBrain"]
     assert ghost.n_snapshots > ghost.max_num_models  # every slot was written, some twice
     # The ghost's console ETA counts down to its learner's end, not to the default block's max_steps.
     assert ghost.get_max_steps == controller.trainers["TennisBrain"].get_max_steps == 4000
     assert controller.graph.finalized
-    assert len(controller.graph.get_operations()) == after_setup[0]
+    assert len(controller.graph.get_operations()) == after_setup
     with pytest.raises(RuntimeError, match="finalized"):
         with controller.graph.as_default():
             tf.constant(0.0)
 
 
+@pytest.mark.slow
 def test_two_learners_share_one_export_with_a_scope_each(tmp_path):
     """Tennis with both sides trained by PPO: one .bytes, two scopes, each playable by the academy."""
     config = write(tmp_path / "two.yaml", """
@@ -246,6 +270,7 @@ PUSH_SHORT = """
 LESSON_TAG = "Environment/Lesson Number/goal_size"
 
 
+@pytest.mark.slow
 def test_push_lessons_advance_on_global_resets_and_load_keeps_the_lesson(tmp_path):
     """Push's Academy resets globally every 3000 decisions = 24000 agent steps of its 8 agents.
 
@@ -298,8 +323,19 @@ def test_3dball_student_reaches_70_percent_of_the_teacher_and_its_export_balance
 
 @pytest.mark.slow
 def test_shipped_push_curriculum_changes_lesson_three_times(tmp_path):
+    """The shipped PushBrain block and curriculum, with max_steps cut from 2.4e5 to 1.5e5 (the lessons
+    move on progress, steps done / max_steps, not on reward). Progress is checked at the first reset
+    and at each global one (every 24000 agent steps), and a lesson is left at its second check at
+    the soonest (min_lesson_length 1): lessons 1, 2 and 3 at 24000, 72000 and 120000 steps."""
+    import yaml
+
+    with open(SHIPPED_CONFIG) as f:
+        shipped = yaml.safe_load(f)
+    shipped["PushBrain"]["max_steps"] = 150000
+    config = tmp_path / "push.yaml"
+    config.write_text(yaml.safe_dump(shipped))
     code, out = learn(tmp_path, "Push", "--train", "--curriculum", PUSH_CURRICULUM, "--run-path", "push",
-                      "--trainer-config", SHIPPED_CONFIG, timeout=240)
+                      "--trainer-config", str(config))
     assert code == 0, out
     changes = lesson_changes(out)
     assert changes[:3] == [1, 2, 3], out

@@ -10,9 +10,11 @@ import pytest
 from conftest import (
     LEARN,
     assert_export_is_the_latest_checkpoint,
+    copy_run,
     find_academy_process,
     free_port,
     learn,
+    learn_in_process,
     mean_rewards,
     run_academy,
     write,
@@ -63,7 +65,7 @@ def test_bad_num_envs_and_restart_limits_are_errors_before_launch(tmp_path):
                           (["--restarts-rate-limit-n", "-5"], "--restarts-rate-limit-n must be >= -1"),
                           (["--restarts-rate-limit-period-s", "inf"], "must be a finite number > 0"),
                           (["--num-envs", "3", "--worker-id", "65534"], "past 65535")]:
-        code, out = learn(tmp_path, "Basic", "--train", *args, port=1)
+        code, out = learn_in_process(tmp_path, "Basic", "--train", *args, port=1)
         assert code == 1 and message in out, out
         assert "Launching" not in out  # nothing was started
 
@@ -75,13 +77,14 @@ def test_a_busy_port_of_one_environment_names_it_and_leaves_nothing_running(tmp_
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", port + 1))
         busy.listen(1)
-        code, out = learn(tmp_path, "Basic", "--train", "--num-envs", "2", port=port)
+        code, out = learn_in_process(tmp_path, "Basic", "--train", "--num-envs", "2", port=port)
     assert code == 1, out
     assert f"127.0.0.1:{port + 1}" in out and "--base-port" in out and "Environment 1 of 2" in out
     with pytest.raises(AssertionError):
         find_academy_process(f"--port {port} ")
 
 
+@pytest.mark.slow
 def test_a_killed_environment_restarts_and_past_the_limit_the_run_saves_and_exits_1(tmp_path):
     config = write(tmp_path / "basic.yaml", BASIC_SHORT.replace("max_steps: 3000", "max_steps: 1.0e6"))
     port = free_port()
@@ -141,6 +144,7 @@ def test_3dball_learns_with_two_environments(tmp_path):
     assert run_academy("3DBall", "--brain", f"Ball3DBrain=internal:{bytes_path}", "--episodes", "12") >= 80
 
 
+@pytest.mark.slow
 def test_tennis_with_its_ghost_runs_with_two_environments(tmp_path):
     config = write(tmp_path / "tennis.yaml", TENNIS_SHORT)
     code, out = learn(tmp_path, "Tennis", "--train", "--trainer-config", config, "--run-path", "t",
@@ -153,6 +157,7 @@ def test_tennis_with_its_ghost_runs_with_two_environments(tmp_path):
     assert state["trainers"]["ghost-TennisBrain"]["n_snapshots"] >= 2
 
 
+@pytest.mark.slow
 def test_3dball_imitation_runs_with_two_environments(tmp_path):
     config = write(tmp_path / "il.yaml", IMITATION_SHORT)
     code, out = learn(tmp_path, "3DBallIL", "--train", "--trainer-config", config, "--run-path", "il",
@@ -162,10 +167,9 @@ def test_3dball_imitation_runs_with_two_environments(tmp_path):
     assert "Imitating Teacher" in out, out
 
 
-def test_a_one_environment_run_loads_into_two(tmp_path):
-    config = write(tmp_path / "basic.yaml", BASIC_SHORT)
-    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config)
-    assert code == 0, out
+@pytest.mark.slow
+def test_a_one_environment_run_loads_into_two(tmp_path, basic_short_run):
+    copy_run(basic_short_run[0], tmp_path)  # one environment, 3000 steps
     config = write(tmp_path / "more.yaml", BASIC_SHORT.replace("max_steps: 3000", "max_steps: 5000"))
     code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config, "--load", "--num-envs", "2")
     assert code == 0, out
@@ -177,6 +181,7 @@ def test_a_one_environment_run_loads_into_two(tmp_path):
     assert "Training finished after 4000 environment steps" in out, out
 
 
+@pytest.mark.slow
 def test_timers_and_onnx_files_account_for_the_run(tmp_path):
     config = write(tmp_path / "basic.yaml", BASIC_SHORT)
     started = time.time()
@@ -197,6 +202,7 @@ def test_timers_and_onnx_files_account_for_the_run(tmp_path):
     assert sorted(p.name for p in model.glob("BasicBrain-*.onnx")) == ["BasicBrain-1000.onnx", "BasicBrain-1500.onnx"]
 
 
+@pytest.mark.slow
 def test_two_modern_protocol_environments_and_their_stats_reach_tensorboard(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -220,10 +226,11 @@ def test_engine_options_need_the_modern_protocol(tmp_path):
                           (["--protocol", "http"], "--protocol 'http': expected api2"),
                           (["--protocol", "grpc", "--time-scale", "nan"], "--time-scale must be a finite number"),
                           (["--protocol", "grpc", "--width", "84"], "needs width and height together")]:
-        code, out = learn(tmp_path, "Basic", "--train", *args, port=1)
+        code, out = learn_in_process(tmp_path, "Basic", "--train", *args, port=1)
         assert code == 1 and message in out, out
 
 
+@pytest.mark.slow
 def test_curriculum_lessons_advance_over_the_modern_protocol_which_has_no_global_done(tmp_path):
     from test_multibrain import PUSH_CURRICULUM, PUSH_SHORT
 
@@ -237,6 +244,7 @@ def test_curriculum_lessons_advance_over_the_modern_protocol_which_has_no_global
     assert "Restarting" not in out
 
 
+@pytest.mark.slow
 def test_learn_py_trains_the_modern_tennis_teams_by_self_play_from_one_flat_block(tmp_path):
     """Over gRPC Tennis is one behaviour in two teams; learn.py's block for the base name serves both."""
     config = write(tmp_path / "tennis.yaml", """

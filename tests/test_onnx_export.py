@@ -351,6 +351,7 @@ def scene_reward(scene: str, brain: str, path: str, episodes: int, wrap=None) ->
     return Academy(load_scene(scene)(0), configs).run_episodes(episodes)[brain]
 
 
+@pytest.mark.slow
 def test_3dball_plays_the_onnx_as_the_trainer_acts_over_grpc(tmp_path):
     """Unity copies ``continuous_actions`` into the agent; over gRPC the trainer sends the policy's
     actions as clamp(a, -3, 3) / 3. With sigma ~1e-13 the two are the same numbers, so the ONNX brain
@@ -365,6 +366,7 @@ def test_3dball_plays_the_onnx_as_the_trainer_acts_over_grpc(tmp_path):
         pytest.approx(over_grpc, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_basic_scores_the_same_with_the_onnx_and_the_bytes(tmp_path):
     """Discrete actions are sampled by both files; logits scaled up make the policy all but greedy,
     so the two runs take the same actions and must score the same."""
@@ -376,6 +378,7 @@ def test_basic_scores_the_same_with_the_onnx_and_the_bytes(tmp_path):
     assert scene_reward("Basic", spec.name, onnx_path, 20) == pytest.approx(with_bytes, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_one_file_per_exporting_brain_of_a_multi_brain_graph(tmp_path):
     """Brains under their graph scopes in one graph (as the controller builds them), a ghost-like
     trainer without a scope skipped: each file holds one brain with bare names and its own numbers."""

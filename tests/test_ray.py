@@ -11,6 +11,7 @@ from conftest import (
     assert_export_is_the_latest_checkpoint,
     descendants,
     free_port,
+    learn_in_process,
     listening_sockets,
     mean_rewards,
     run_academy,
@@ -33,17 +34,10 @@ def worker_node(cluster):
     return [n for n in cluster.list_all_nodes() if n is not cluster.head_node][0]
 
 
-def test_without_ray_the_option_says_what_to_install(tmp_path):
-    code = ("import sys, builtins; real = builtins.__import__\n"
-            "def fake(name, *a, **k):\n"
-            "    if name == 'ray' or name.startswith('ray.'): raise ImportError(name)\n"
-            "    return real(name, *a, **k)\n"
-            "builtins.__import__ = fake\n"
-            f"sys.argv = ['learn.py', 'Basic', '--train', '--ray-address', 'auto']\n"
-            f"import runpy; runpy.run_path({LEARN!r}, run_name='__main__')\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 1, out
+def test_without_ray_the_option_says_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError, as where it is missing
+    code, out = learn_in_process(tmp_path, "Basic", "--train", "--ray-address", "auto")
+    assert code == 1, out
     assert "pip install -e .[ray]" in out and "Traceback" not in out
 
 
@@ -65,6 +59,7 @@ def test_3dball_trains_through_four_actors_spread_over_two_nodes(tmp_path, ray_c
     assert run_academy("3DBall", "--brain", f"Ball3DBrain=internal:{bytes_path}", "--episodes", "12") >= 80
 
 
+@pytest.mark.slow
 def test_nothing_the_cluster_started_listens_beyond_loopback(ray_cluster):
     ours = descendants(os.getpid())
     listening = [(pid, where, loopback) for pid, where, loopback in listening_sockets() if pid in ours]
@@ -103,6 +98,7 @@ def test_a_lost_node_s_environments_restart_on_the_other_and_the_run_finishes(tm
     assert checkpoint_state(tmp_path / "models" / "ppo")["trainers"]["BasicBrain"]["step"] >= 12000
 
 
+@pytest.mark.slow
 def test_past_the_restart_limit_a_lost_node_ends_the_run_with_a_save(tmp_path, ray_cluster):
     code, out = _run_and_remove_the_worker_node(tmp_path, ray_cluster, "--max-lifetime-restarts", "0")
     assert code == 1, out
@@ -114,6 +110,7 @@ def test_past_the_restart_limit_a_lost_node_ends_the_run_with_a_save(tmp_path, r
     run_academy("Basic", "--brain", f"BasicBrain=internal:{model / 'Basic.bytes'}", "--episodes", "2")
 
 
+@pytest.mark.slow
 def test_ghost_self_play_runs_through_actors(tmp_path, ray_cluster):
     config = write(tmp_path / "tennis.yaml", TENNIS_SHORT)
     code, out = learn(tmp_path, ray_cluster, "Tennis", "--train", "--trainer-config", config, "--run-path", "t",
@@ -123,6 +120,7 @@ def test_ghost_self_play_runs_through_actors(tmp_path, ray_cluster):
     assert checkpoint_state(tmp_path / "models" / "t")["trainers"]["ghost-TennisBrain"]["n_snapshots"] >= 2
 
 
+@pytest.mark.slow
 def test_imitation_runs_through_actors(tmp_path, ray_cluster):
     config = write(tmp_path / "il.yaml", IMITATION_SHORT)
     code, out = learn(tmp_path, ray_cluster, "3DBallIL", "--train", "--trainer-config", config, "--run-path", "il",

@@ -14,7 +14,7 @@ from typing import List
 import numpy as np
 import pytest
 import yaml
-from conftest import learn, mean_rewards, run_academy
+from conftest import learn, learn_in_process, mean_rewards, run_academy
 from test_ppo import BRAINS, FakeStream, collect_until_ready, make_trainer
 
 from academy.academy import BrainSpec, Camera
@@ -144,7 +144,7 @@ def test_exported_graph_runs_in_the_internal_brain_like_the_trained_graph(tmp_pa
 def test_recurrent_brain_without_memory_is_a_clear_error_from_learn(tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text("Ball3DBrain:\n  use_recurrent: true\n  sequence_length: 8\n")
-    code, out = learn(tmp_path, "3DBall", "--train", "--trainer-config", str(config), timeout=120)
+    code, out = learn_in_process(tmp_path, "3DBall", "--train", "--trainer-config", str(config))
     assert code == 1, out
     assert "brain 'Ball3DBrain', key 'use_recurrent'" in out and "memorySize is 0" in out, out
     assert "positive, even" in out and "Traceback" not in out, out

@@ -259,6 +259,7 @@ def run_trainer(params, steps=12, seed=0, initial=None):
     return trainer, values
 
 
+@pytest.mark.slow
 def test_an_extrinsic_only_block_trains_exactly_like_no_block():
     plain, plain_values = run_trainer({})
     block, block_values = run_trainer({"reward_signals": {"extrinsic": {"strength": 1.0, "gamma": 0.99}}})
@@ -268,6 +269,7 @@ def test_an_extrinsic_only_block_trains_exactly_like_no_block():
         np.testing.assert_allclose(block_values[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
+@pytest.mark.slow
 def test_ppo_with_rnd_and_curiosity_trains_them_saves_them_and_exports_without_them(tmp_path):
     signals = {"extrinsic": {"strength": 1.0, "gamma": 0.99},
                "rnd": {"strength": 0.01, "gamma": 0.9, "encoding_size": 8, "learning_rate": 1e-3},

@@ -97,6 +97,7 @@ def test_targets_start_as_copies_then_move_by_tau():
         before_online = online_after
 
 
+@pytest.mark.slow
 def test_entropy_coefficient_moves_towards_the_target_entropy():
     """Branches of 3 and 2 actions: all allowed, the near-uniform policy's entropy (ln 3 + ln 2) is
     above the target (0.2 ln 3, 0.2 ln 2), so alpha falls; one action left per branch, the entropy is 0,
@@ -171,6 +172,7 @@ def test_discrete_actions_respect_the_masks_and_the_replay_keeps_the_next_masks(
     np.testing.assert_array_equal(trainer.replay.fields["next_action_masks"][:n], next_masks)
 
 
+@pytest.mark.slow
 def test_saved_replay_buffer_makes_the_next_update_identical(tmp_path):
     """A checkpoint (weights, Adam, state JSON with the replay) restored in a fresh graph takes exactly
     the gradient step the uninterrupted trainer takes next; without save_replay_buffer it starts empty."""

@@ -13,23 +13,13 @@ import subprocess
 import time
 import urllib.request
 
-from conftest import free_port, learn
+import pytest
+from conftest import copy_run, free_port
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-from test_learn import write_config
 
 from trainers.tf_utils import tf
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHORT = """
-BasicBrain:
-    max_steps: 1500
-    summary_freq: 500
-    batch_size: 32
-    buffer_size: 256
-    time_horizon: 3
-    hidden_units: 16
-    num_layers: 1
-"""
 #: What every PPO brain writes at each summary (README, "TensorBoard").
 #: ML-Agents Release 22's names where it has the same quantity.
 PPO_TAGS = {"Environment/Cumulative Reward", "Environment/Episode Length", "Policy/Extrinsic Value Estimate",
@@ -48,9 +38,9 @@ def written_tags(event_file: str) -> dict:
     return counts
 
 
-def test_tensorboard_reads_every_tag_the_run_wrote(tmp_path):
-    code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", write_config(tmp_path, SHORT), timeout=300)
-    assert code == 0, out
+@pytest.mark.slow
+def test_tensorboard_reads_every_tag_the_run_wrote(tmp_path, basic_short_run):
+    copy_run(basic_short_run[0], tmp_path)  # 3000 steps, a summary every 1000
     (run_dir,) = glob.glob(str(tmp_path / "summaries" / "*"))
     (event_file,) = glob.glob(os.path.join(run_dir, "events.out.tfevents.*"))
     written = written_tags(event_file)
