@@ -19,6 +19,8 @@ the first minute (a third of the run if shorter) and at the end, the mean episod
 the last third of the run's episodes, and the environment steps done; then the RSS every
 ``--rss-every`` seconds, to show whether it is flat after the warm-up.
 
+3DBall's ``max_steps`` is raised (``--max-steps``) so that both runs learn until their deadline.
+
     python bench/soak.py [--minutes 60] [--envs 8] [--kill-every 180] [--rss-every 60] [--sequential]
 """
 from __future__ import annotations
@@ -33,6 +35,8 @@ import sys
 import threading
 import time
 from typing import Dict, Hashable, List, Tuple
+
+import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -107,13 +111,29 @@ class TimedController(TrainerController):
         return now < self.deadline
 
 
+def trainer_config_path(workdir: str, max_steps: float) -> str:
+    """The repository's trainer configuration with 3DBall's ``max_steps`` raised to ``max_steps``.
+
+    The run ends at its deadline, not at ``max_steps``; with the file's 1.5e5 agent steps the
+    trainer would stop learning after a minute and act with a frozen policy for the rest.
+    """
+    with open(os.path.join(ROOT, "trainer_configurations.yaml"), encoding="utf-8") as f:
+        raw = yaml.safe_load(f)
+    raw["Ball3DBrain"]["max_steps"] = float(max_steps)
+    path = os.path.join(workdir, "trainer_config.yaml")
+    with open(path, "w", encoding="utf-8") as f:
+        yaml.safe_dump(raw, f)
+    return path
+
+
 def run(minutes: float, n_envs: int, kill_every: float, kill: bool, base_port: int, workdir: str,
-        rss_every: float = 60.0) -> Dict:
+        rss_every: float = 60.0, max_steps: float = 1e9) -> Dict:
     policy = RestartPolicy(max_lifetime_restarts=-1, rate_limit_n=-1)
     envs = CountingSet(lambda i: UnityEnvironment("3DBall", base_port=base_port, worker_id=i, seed=i,
                                                   log_dir=os.path.join(workdir, "logs")),
                        n_envs, restart_policy=policy)
-    config = load_trainer_config(os.path.join(ROOT, "trainer_configurations.yaml"), load_registry())
+    os.makedirs(workdir, exist_ok=True)
+    config = load_trainer_config(trainer_config_path(workdir, max_steps), load_registry())
     controller = TimedController(envs, config, env_name="3DBall", run_path="killed" if kill else "unkilled",
                                  model_dir=os.path.join(workdir, "models"),
                                  summary_dir=os.path.join(workdir, "summaries"), save_freq=0)
@@ -153,7 +173,8 @@ def child(args: argparse.Namespace, kill: bool) -> "subprocess.Popen[str]":
     """One run in a process of its own; it prints its result as the JSON line ``RESULT {...}``."""
     command = [sys.executable, os.path.abspath(__file__), "--only", "killed" if kill else "unkilled",
                "--minutes", str(args.minutes), "--envs", str(args.envs), "--kill-every", str(args.kill_every),
-               "--base-port", str(args.base_port), "--workdir", args.workdir, "--rss-every", str(args.rss_every)]
+               "--base-port", str(args.base_port), "--workdir", args.workdir, "--rss-every", str(args.rss_every),
+               "--max-steps", str(args.max_steps)]
     return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
 
 
@@ -174,6 +195,9 @@ def main() -> None:
     parser.add_argument("--base-port", type=int, default=6200)
     parser.add_argument("--workdir", default="/tmp/soak")
     parser.add_argument("--rss-every", type=float, default=60.0, help="seconds between RSS samples")
+    parser.add_argument("--max-steps", type=float, default=1e9,
+                        help="3DBall's max_steps (agent steps): high, so that the trainer learns until the deadline "
+                             "(the learning rate decays linearly to 0 at max_steps)")
     parser.add_argument("--sequential", action="store_true",
                         help="run the unkilled run, then the killed one (default: both at once)")
     parser.add_argument("--only", choices=("killed", "unkilled"), help=argparse.SUPPRESS)
@@ -182,7 +206,7 @@ def main() -> None:
     if args.only:
         kill = args.only == "killed"
         result = run(args.minutes, args.envs, args.kill_every, kill, args.base_port + (100 if kill else 0),
-                     os.path.join(args.workdir, args.only), args.rss_every)
+                     os.path.join(args.workdir, args.only), args.rss_every, args.max_steps)
         print("RESULT " + json.dumps(result), flush=True)
         return
     started = time.strftime("%H:%M:%S")
