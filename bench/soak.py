@@ -15,9 +15,10 @@ share the machine's load alike and the benchmark takes ``--minutes``, not twice 
 
 Printed per run: kills, restarts, the steps lost (the agent steps of the trajectories that the
 killed environments left unfinished, which the trainers drop), the trainer process's RSS after
-the first minute (a third of the run if shorter) and at the end, the mean episode return over
-the last third of the run's episodes, and the environment steps done; then the RSS every
-``--rss-every`` seconds, to show whether it is flat after the warm-up.
+the first minute (a third of the run if shorter), at the training loop's end and after the
+final save and export (which load the ONNX exporter: tens of MiB once), the mean episode return
+over the last third of the run's episodes, and the environment steps done; then the loop's RSS
+every ``--rss-every`` seconds, to show whether it is flat after the warm-up.
 
 3DBall's ``max_steps`` is raised (``--max-steps``) so that both runs learn until their deadline.
 
@@ -99,6 +100,7 @@ class TimedController(TrainerController):
     started = 0.0
     warm_up = 60.0
     rss_every = 60.0
+    rss_end = float("nan")
 
     def _keep_going(self) -> bool:
         now = time.monotonic()
@@ -108,7 +110,11 @@ class TimedController(TrainerController):
             self.rss_series: List[Tuple[float, float]] = []
         if now - self.started >= len(self.rss_series) * self.rss_every:
             self.rss_series.append((round(now - self.started), round(rss_mib(), 1)))
-        return now < self.deadline
+        if now < self.deadline:
+            return True
+        self.rss_end = rss_mib()  # the training loop's last; the final save and export come after
+        self.rss_series.append((round(now - self.started), round(self.rss_end, 1)))
+        return False
 
 
 def trainer_config_path(workdir: str, max_steps: float) -> str:
@@ -164,9 +170,8 @@ def run(minutes: float, n_envs: int, kill_every: float, kill: bool, base_port: i
     return {"kills": len(kills), "restarts": envs.restarts(), "steps_lost": envs.steps_lost,
             "env_steps": envs.env_steps, "episodes": len(envs.returns),
             "reward_last_third": sum(last) / len(last) if last else float("nan"),
-            "rss_start_mib": controller.rss_start, "rss_end_mib": rss_mib(),
-            "rss_series": getattr(controller, "rss_series", []) + [(round(time.monotonic() - controller.started),
-                                                                    round(rss_mib(), 1))]}
+            "rss_start_mib": controller.rss_start, "rss_end_mib": controller.rss_end,
+            "rss_after_save_mib": rss_mib(), "rss_series": getattr(controller, "rss_series", [])}
 
 
 def child(args: argparse.Namespace, kill: bool) -> "subprocess.Popen[str]":
@@ -222,12 +227,12 @@ def main() -> None:
           f"{'one run after the other' if args.sequential else 'both runs at once'}, "
           f"from {started} to {time.strftime('%H:%M:%S')}")
     print(f"{'':10} {'kills':>6} {'restarts':>8} {'steps lost':>10} {'env steps':>9} {'episodes':>8} "
-          f"{'reward (last third)':>19} {'RSS start':>9} {'RSS end':>8}")
+          f"{'reward (last third)':>19} {'RSS start':>9} {'RSS end':>8} {'after save':>10}")
     for name, r in results.items():
         print(f"{name:10} {r['kills']:>6} {r['restarts']:>8} {r['steps_lost']:>10} {r['env_steps']:>9} "
               f"{r['episodes']:>8} {r['reward_last_third']:>19.2f} {r['rss_start_mib']:>8.0f}M "
-              f"{r['rss_end_mib']:>7.0f}M")
-    print(f"\nRSS (MiB) every {args.rss_every:g} s:")
+              f"{r['rss_end_mib']:>7.0f}M {r['rss_after_save_mib']:>9.0f}M")
+    print(f"\nRSS (MiB) of the training loop every {args.rss_every:g} s, and at its end:")
     for name, r in results.items():
         print(f"{name:10} " + " ".join(f"{mib:.0f}" for _, mib in r["rss_series"]))
 
