@@ -381,12 +381,18 @@ class OnPolicyTrainer(RLTrainer):
                 self._finish_trajectory(current.agents[j], value)
 
     def _finish_trajectory(self, agent: Any, value_next: Union[float, Dict[str, float]]) -> None:
+        """Move the agent's trajectory to the update buffer, or drop it when no update will come.
+
+        A trainer that acts without learning (not training, or past its ``max_steps`` while
+        another brain keeps the run going) never empties the update buffer, so it must not fill it.
+        """
         trajectory = self.training_buffer[agent]
-        self.process_trajectory(trajectory, value_next)
-        self.training_buffer.append_update_buffer(
-            agent, key_list=self.update_fields,
-            training_length=self.sequence_length if self.sequence_length > 1 else None,
-        )
+        if self.is_training and self.should_still_train:
+            self.process_trajectory(trajectory, value_next)
+            self.training_buffer.append_update_buffer(
+                agent, key_list=self.update_fields,
+                training_length=self.sequence_length if self.sequence_length > 1 else None,
+            )
         trajectory.reset_agent()
 
     def end_episode(self, agents: Optional[Iterable[Hashable]] = None) -> None:
