@@ -12,7 +12,8 @@ whatever the trainer sends next:
 
 How behaviours become brains: a behaviour is a brain named by its fully-qualified name
 (``"3DBall?team=0"``); its vector observations are concatenated, in wire order, into one
-continuous state; its rank-3 observations are cameras, delivered as ``[N, H, W, C]`` floats in
+continuous state, and ``BrainParameters.sensors`` keeps each sensor's name, shape and place in
+that order (what the ONNX export's ``obs_k`` inputs follow); its rank-3 observations are cameras, delivered as ``[N, H, W, C]`` floats in
 0..1 whatever the wire layout ([H,W,C] before C# package 3.0, [C,H,W] from 3.0, chosen from the
 package version in call #1); continuous actions and discrete branches map onto
 ``BrainParameters``, whose ``continuousActionContract`` is ``"unit"``: a trainer sends Unity
@@ -158,6 +159,7 @@ class _ObservationSpec:
     visual: bool
     hwc: Tuple[int, ...] = ()       # visual: (H, W, C) whatever the wire layout
     size: int = 0                   # vector: number of floats
+    name: str = ""                  # the sensor's name, for errors
 
 
 @dataclasses.dataclass
@@ -487,20 +489,30 @@ class GrpcCommunicator(Communicator):
         if self._handshaken:
             logger.warning("Behaviour %r connected after the run started; no trainer was built for it, so its "
                            "agents get no actions.", name)
-        self._add_behaviour(name, spec, list(params.action_spec.action_descriptions))
+        self._add_behaviour(name, spec, list(params.action_spec.action_descriptions),
+                            [(o.name, int(o.observation_type)) for o in infos[0].observations])
 
-    def _add_behaviour(self, name: str, spec: Spec, descriptions: List[str]) -> None:
+    def _add_behaviour(self, name: str, spec: Spec, descriptions: List[str],
+                       sensor_names: Sequence[Tuple[str, int]] = ()) -> None:
+        """A new brain: vector sensors concatenated into its state, cameras in order, and its
+        ``sensors`` list keeping each one's name, shape and place, in the wire order."""
         continuous, branches, shapes = spec
-        observations, cameras, state_size = [], [], 0
-        for shape in shapes:
+        observations, cameras, state_size, sensors = [], [], 0, []
+        for k, shape in enumerate(shapes):
+            sensor_name, observation_type = sensor_names[k] if k < len(sensor_names) else ("", 0)
+            sensor_name = sensor_name or f"sensor_{k}"
             if len(shape) == 3:
                 hwc = (shape[1], shape[2], shape[0]) if self.channels_last else shape
-                observations.append(_ObservationSpec(shape, True, hwc))
+                observations.append(_ObservationSpec(shape, True, hwc, name=sensor_name))
+                sensors.append({"name": sensor_name, "shape": [hwc[2], hwc[0], hwc[1]], "camera": len(cameras),
+                                "observationType": observation_type})
                 cameras.append({"width": hwc[1], "height": hwc[0], "blackAndWhite": hwc[2] == 1,
                                 "channels": hwc[2]})
             else:
                 size = int(np.prod(shape))
-                observations.append(_ObservationSpec(shape, False, size=size))
+                observations.append(_ObservationSpec(shape, False, size=size, name=sensor_name))
+                sensors.append({"name": sensor_name, "shape": list(shape), "offset": state_size,
+                                "observationType": observation_type})
                 state_size += size
         if branches:
             action_type, action_size = 0, int(sum(branches))
@@ -510,7 +522,7 @@ class GrpcCommunicator(Communicator):
             "stateSize": state_size, "actionSize": action_size, "memorySize": 0,
             "cameraResolutions": cameras, "actionDescriptions": descriptions,
             "actionSpaceType": action_type, "stateSpaceType": 1, "actionBranches": list(branches),
-            "actionMasks": bool(branches), "continuousActionContract": "unit"})
+            "actionMasks": bool(branches), "continuousActionContract": "unit", "sensors": sensors})
         self._behaviours[name] = _Behaviour(name, observations, continuous, list(branches), parameters, spec=spec)
         self.brains[name] = parameters
         logger.info("Connected new brain: %s (state %d, cameras %s, %s)", name, state_size,
@@ -530,15 +542,16 @@ class GrpcCommunicator(Communicator):
         vector: List[float] = []
         frames = []
         for k, (spec, obs) in enumerate(zip(specs, observations)):
+            sensor = f"sensor {spec.name!r}: "
             if tuple(obs.shape) != spec.shape:
-                raise observation_error("the shape differs from its ObservationSpec.", log, name, agent, k,
+                raise observation_error(sensor + "the shape differs from its ObservationSpec.", log, name, agent, k,
                                         spec.shape, tuple(obs.shape)[:8], ".shape")
             if obs.compression_type == pb.NONE:
                 data = obs.float_data.data
                 expected = spec.size if not spec.visual else int(np.prod(spec.shape))
                 if len(data) != expected:
-                    raise observation_error(f"it has {len(data)} values; expected {expected}.", log, name, agent, k,
-                                            f"{expected} values (shape {spec.shape})", f"{len(data)} values",
+                    raise observation_error(sensor + f"it has {len(data)} values; expected {expected}.", log, name,
+                                            agent, k, f"{expected} values (shape {spec.shape})", f"{len(data)} values",
                                             ".float_data")
                 if spec.visual:
                     array = np.asarray(data, dtype=np.float32).reshape(spec.shape)
@@ -546,10 +559,10 @@ class GrpcCommunicator(Communicator):
                 else:
                     vector.extend(data)
             elif obs.compression_type != pb.PNG:
-                raise observation_error("the compression type is unknown.", log, name, agent, k,
+                raise observation_error(sensor + "the compression type is unknown.", log, name, agent, k,
                                         "0 (none) or 1 (PNG)", obs.compression_type, ".compression_type")
             elif not spec.visual:
-                raise observation_error("only rank-3 (visual) observations may be PNG.", log, name, agent, k,
+                raise observation_error(sensor + "only rank-3 (visual) observations may be PNG.", log, name, agent, k,
                                         "float_data for a vector observation", f"PNG data for shape {spec.shape}",
                                         ".compression_type")
             else:
@@ -558,8 +571,8 @@ class GrpcCommunicator(Communicator):
                                                          list(obs.compressed_channel_mapping)))
                 except Exception as e:  # Pillow raises several types for bad images
                     raise observation_error(
-                        "it is not a readable PNG observation. Check the camera sensor's compression, and the "
-                        f"layout: a C# 2.x build sends [H,W,C], 3.x [C,H,W] (package version "
+                        sensor + "it is not a readable PNG observation. Check the camera sensor's compression, and "
+                        f"the layout: a C# 2.x build sends [H,W,C], 3.x [C,H,W] (package version "
                         f"{self.package_version!r}).", log, name, agent, k, f"PNG images of shape {spec.shape}",
                         f"{type(e).__name__}: {e}", ".compressed_data") from None
         return vector, frames
