@@ -153,7 +153,8 @@ class OnnxInternalBrain:
     by default, the ``deterministic_*`` ones when ``deterministic`` is True (Unity's
     "Deterministic Inference" checkbox), copied into the agents' actions without any scaling.
     ``M`` is the file's own ``memory_size`` constant. A file whose ``obs_k`` do not match the
-    sensors (count or shape) is refused at load, naming the sensor, as Unity's inspector does.
+    sensors (count or shape) is refused at load, naming the sensor, as Unity's inspector does; an
+    API-2 export of a discrete state (``obs_0`` ``[b, 1]``, the index) is fed the index.
     """
 
     #: The Academy hands this brain every sensor's values (``decide_sensors``), as Unity feeds them.
@@ -204,11 +205,15 @@ class OnnxInternalBrain:
         names = [f"obs_{k}" for k in range(len(self.sensors))]
         extra = sorted(n for n in self.inputs if n.startswith("obs_") and n not in names)
         layout = ", ".join(f"obs_{k} = {s.name} {self._sensor_shape(s)}" for k, s in enumerate(self.sensors))
+        #: An API-2 export of a discrete state reads the index ``[b, 1]``, not the modern one-hot.
+        self.index_state = False
         for name, sensor in zip(names, self.sensors):
             want = self._sensor_shape(sensor)
             value = self.inputs.get(name)
             got = None if value is None else list(value.shape[1:])
-            if got != want:
+            if got == [1] and self.spec.state_space == "discrete" and not isinstance(sensor, CameraSensor):
+                self.index_state = True
+            elif got != want:
                 raise ValueError(
                     f"Internal brain {self.spec.name}: {path!r} has {name} of shape {got or 'none'} but sensor "
                     f"{name[4:]} ({sensor.name}) gives {want}; the brain's sensors are {layout}. Was it exported "
@@ -243,6 +248,9 @@ class OnnxInternalBrain:
             elif not sensor.from_state:
                 raise ValueError(f"Internal brain {self.spec.name}: sensor {sensor.name} is not part of the state; "
                                  "call decide_sensors with every sensor's values (the Academy does)")
+            elif self.spec.state_space == "discrete":  # the index; decide_sensors takes the one-hot
+                index = np.asarray(states, dtype=np.int64).reshape(-1)
+                values.append(np.eye(self.spec.state_size, dtype=np.float32)[index])
             else:
                 state = np.asarray(states, dtype=np.float32).reshape(len(states), -1)
                 values.append(state[:, sensor.start:sensor.start + sensor.size])
@@ -258,6 +266,8 @@ class OnnxInternalBrain:
                 if self.spec.cameras[sensor.camera].black_and_white:
                     pixels = pixels.mean(axis=3, keepdims=True)
                 feed[f"obs_{k}"] = np.ascontiguousarray(pixels.transpose(0, 3, 1, 2))
+            elif self.index_state:
+                feed[f"obs_{k}"] = np.argmax(value, axis=1).astype(np.float32).reshape(n, 1)
             else:
                 feed[f"obs_{k}"] = np.asarray(value, dtype=np.float32).reshape(n, sensor.size)
         if "action_masks" in self.inputs:
