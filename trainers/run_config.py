@@ -378,9 +378,6 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
     _refuse_not_built(path, "network_settings.memory", f"{where}.network_settings.memory", net["memory"])
     _refuse_not_built(path, "network_settings.deterministic", f"{where}.network_settings.deterministic",
                       net["deterministic"])
-    if net["vis_encode_type"] != "simple":
-        raise RunConfigError(f"{path}: {where}.network_settings.vis_encode_type: {net['vis_encode_type']!r} asks for "
-                             "a visual encoder this project does not build (only 'simple'). Use simple.")
     for key in ("shared_critic", "beta_schedule", "epsilon_schedule"):
         if key in hp:
             _refuse_not_built(path, f"hyperparameters.{key}", f"{where}.hyperparameters.{key}", hp[key])
@@ -397,6 +394,8 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
                  "normalize": net["normalize"], "hidden_units": net["hidden_units"], "num_layers": net["num_layers"],
                  "max_steps": float(s["max_steps"]), "time_horizon": s["time_horizon"],
                  "summary_freq": s["summary_freq"]}
+    if net["vis_encode_type"] != "simple":  # the trainer's declaration refuses it if it has no such key
+        block["vis_encode_type"] = net["vis_encode_type"]
     if s["behavioral_cloning"] is not None:  # the same keys; None leaves the trainer's default
         block["behavioral_cloning"] = {k: v for k, v in s["behavioral_cloning"].items() if v is not None}
     signals = s["reward_signals"]
