@@ -77,7 +77,7 @@ class CameraSensor:
     camera: int = 0
 
 
-def _default_sensors(spec: "BrainSpec") -> tuple:
+def default_sensors(spec: "BrainSpec") -> tuple:
     """One ``CameraSensor_<k>`` per camera and one ``VectorSensor_size<n>`` over the whole state."""
     sensors: list = [CameraSensor(f"CameraSensor_{k}", k) for k in range(len(spec.cameras))]
     if spec.state_size:
@@ -113,7 +113,7 @@ class BrainSpec:
 
     def modern_sensors(self) -> tuple:
         """The sensors as a modern Unity agent reports them: sorted by name (``SensorUtils.SortSensors``)."""
-        return tuple(sorted(self.sensors or _default_sensors(self), key=lambda s: s.name))
+        return tuple(sorted(self.sensors or default_sensors(self), key=lambda s: s.name))
 
     def _check_sensors(self) -> None:
         """State-backed vector sensors tile the state exactly; each camera is one sensor; names unique."""
@@ -228,15 +228,17 @@ class Scene(abc.ABC):
         """The scripted decision for every agent, ``[n_agents, action_width]``; may read hidden state."""
 
 
-def modern_observations(scene: Scene, spec: BrainSpec, rows: np.ndarray | None = None) -> list[np.ndarray]:
-    """What a modern Unity agent's sensors read, in ``spec.modern_sensors()`` order, for ``rows`` (all if None).
+def modern_observations(scene: Scene, spec: BrainSpec, rows: np.ndarray | None = None,
+                        sensors: tuple | None = None) -> list[np.ndarray]:
+    """What a modern Unity agent's sensors read, in ``spec.modern_sensors()`` order (or that of
+    ``sensors``), for ``rows`` (all if None).
 
     A camera gives uint8 RGB ``[n, H, W, 3]``; a vector sensor float32 ``[n, size]`` (a discrete
     state, which the modern protocol does not have, is its one-hot vector).
     """
     states = None
     out = []
-    for sensor in spec.modern_sensors():
+    for sensor in spec.modern_sensors() if sensors is None else sensors:
         if isinstance(sensor, CameraSensor):
             values = np.asarray(scene.render(spec.name, sensor.camera))
         elif not sensor.from_state:
@@ -485,7 +487,8 @@ class Academy:
             elif kind == "internal":
                 policy = brain.config.policy
                 if getattr(policy, "reads_sensors", False):  # an .onnx: one input per sensor, as modern Unity
-                    actions, memory = policy.decide_sensors(modern_observations(self.scene, brain.spec), brain.memory)
+                    values = modern_observations(self.scene, brain.spec, sensors=policy.sensors)
+                    actions, memory = policy.decide_sensors(values, brain.memory)
                 else:
                     observations = [self.scene.render(brain.name, i) for i in range(len(brain.spec.cameras))]
                     actions, memory = policy.decide(self.scene.states(brain.name), observations, brain.memory)

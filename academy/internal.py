@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from .academy import BrainSpec, CameraSensor
+from .academy import BrainSpec, CameraSensor, default_sensors
 
 log = logging.getLogger("academy.internal")
 
@@ -153,8 +153,9 @@ class OnnxInternalBrain:
     by default, the ``deterministic_*`` ones when ``deterministic`` is True (Unity's
     "Deterministic Inference" checkbox), copied into the agents' actions without any scaling.
     ``M`` is the file's own ``memory_size`` constant. A file whose ``obs_k`` do not match the
-    sensors (count or shape) is refused at load, naming the sensor, as Unity's inspector does; an
-    API-2 export of a discrete state (``obs_0`` ``[b, 1]``, the index) is fed the index.
+    sensors (count or shape) is refused at load, naming the sensor, as Unity's inspector does. A
+    file exported from the scene's API-2 brain (its cameras, then its whole state; a discrete
+    state as its index ``[b, 1]``) is fed that layout.
     """
 
     #: The Academy hands this brain every sensor's values (``decide_sensors``), as Unity feeds them.
@@ -183,6 +184,8 @@ class OnnxInternalBrain:
                              f"the brain's actions are {kind}; export the brain again with trainers/onnx_export.py")
         self.action_output = name
         self.sensors = spec.modern_sensors()
+        if spec.sensors and self._fits(default_sensors(spec)) and not self._fits(self.sensors):
+            self.sensors = default_sensors(spec)  # exported from the API-2 brain: its cameras, then its state
         self._check_observations(path)
         self.memory_size = self._memory_size(path, outputs)
         self.recurrent = self.memory_size > 0
@@ -199,6 +202,13 @@ class OnnxInternalBrain:
             camera = self.spec.cameras[sensor.camera]
             return [1 if camera.black_and_white else 3, camera.height, camera.width]
         return [sensor.size]
+
+    def _fits(self, sensors: tuple) -> bool:
+        """Whether the file's ``obs_k`` are exactly ``sensors`` (a discrete state may be its index)."""
+        names = {n for n in self.inputs if n.startswith("obs_")}
+        index = [[1]] if self.spec.state_space == "discrete" else []
+        return names == {f"obs_{k}" for k in range(len(sensors))} and all(
+            list(self.inputs[f"obs_{k}"].shape[1:]) in [self._sensor_shape(s)] + index for k, s in enumerate(sensors))
 
     def _check_observations(self, path: str) -> None:
         """One ``obs_k`` per sensor, each of the sensor's shape (Unity's inspector checks the same)."""
@@ -257,7 +267,8 @@ class OnnxInternalBrain:
         return self.decide_sensors(values, memories)
 
     def decide_sensors(self, values: list[np.ndarray], memories: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Actions and memories from ``values``, one array per sensor (``academy.modern_observations``)."""
+        """Actions and memories from ``values``, one array per sensor of ``self.sensors``
+        (``academy.modern_observations(scene, spec, sensors=self.sensors)``)."""
         n = len(values[0]) if values else len(memories)
         feed = {}
         for k, (sensor, value) in enumerate(zip(self.sensors, values)):

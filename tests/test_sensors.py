@@ -169,3 +169,22 @@ def test_sensor_lists_must_tile_the_state_and_name_every_camera():
         BrainParameters("B", {**base, "sensors": [{"name": "a", "shape": [3]}]})
     with pytest.raises(ValueError, match="cover the continuous state of 4 floats"):
         BrainSpec(name="B", n_agents=1, state_size=4, action_size=2, sensors=(VectorSensor("a", 3),))
+
+
+def test_a_file_exported_from_the_api2_brain_runs_with_its_one_state_input(tmp_path):
+    """Hallway's API-2 brain (one state of 6) exports one ``obs_0`` [b, 6]; the academy's ONNX brain
+    feeds it the whole state, and the same scene's modern file (rays, then the vector) per sensor."""
+    spec = load_scene("Hallway").brains[0]
+    brain = BrainParameters(spec.name, spec.parameters_json())
+    trainer = make_trainer(brain, normalize=True, hidden_units=8, num_layers=1)
+    (path,) = export_onnx(trainer.sess, [trainer], str(tmp_path))
+    legacy = OnnxInternalBrain(path, spec, deterministic=True)
+    assert [s.name for s in legacy.sensors] == ["VectorSensor_size6"]
+    academy = Academy(load_scene("Hallway")(0))
+    academy.reset()
+    state = academy.scene.states(spec.name).astype(np.float32)
+    actions, _ = legacy.decide_sensors(modern_observations(academy.scene, spec, sensors=legacy.sensors),
+                                       np.zeros((8, 0)))
+    m = trainer.model
+    probs = trainer.sess.run(m.probs, {m.batch_size: 8, m.sequence_length: 1, m.state_in: state})
+    assert actions.reshape(-1).tolist() == np.argmax(probs, axis=1).tolist()
