@@ -188,3 +188,28 @@ def test_a_file_exported_from_the_api2_brain_runs_with_its_one_state_input(tmp_p
     m = trainer.model
     probs = trainer.sess.run(m.probs, {m.batch_size: 8, m.sequence_length: 1, m.state_in: state})
     assert actions.reshape(-1).tolist() == np.argmax(probs, axis=1).tolist()
+
+
+@pytest.mark.slow
+def test_hallway_trained_over_grpc_plays_as_well_run_as_unity_runs_its_two_sensors(tmp_path):
+    """PPO (no memory) over the wire, then its ``.onnx`` run by the academy's ONNX brain fed per
+    sensor (rays as obs_0, the vector as obs_1), sampled actions as Unity's default: it scores
+    like the last training mean. A policy without memory reaches about 0.4; random play about -0.3."""
+    from conftest import run_academy
+    from test_grpc_learn import mean_rewards, train
+
+    code, out = train(tmp_path, "Hallway", """
+        "HallwayBrain?team=0":
+            batch_size: 128
+            buffer_size: 1024
+            hidden_units: 64
+            beta: 0.01
+            max_steps: 2.0e4
+            summary_freq: 2000
+        """, timeout=900)
+    assert code == 0, out[-3000:]
+    rewards = mean_rewards(out, "HallwayBrain?team=0")
+    assert rewards and rewards[-1] >= 0.0, rewards  # it learned something a wrong binding would lose
+    onnx_path = tmp_path / "models" / "grpc" / "HallwayBrain.onnx"
+    deployed = run_academy("Hallway", "--brain", f"HallwayBrain=internal:{onnx_path}", "--episodes", "60")
+    assert deployed >= rewards[-1] - 0.2, (deployed, rewards)
