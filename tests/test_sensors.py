@@ -200,6 +200,8 @@ def test_hallway_trained_over_grpc_plays_as_well_run_as_unity_runs_its_two_senso
 
     code, out = train(tmp_path, "Hallway", """
         "HallwayBrain?team=0":
+            normalize: true
+            time_horizon: 64
             batch_size: 128
             buffer_size: 1024
             hidden_units: 64
