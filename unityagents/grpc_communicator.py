@@ -12,8 +12,7 @@ whatever the trainer sends next:
 
 How behaviours become brains: a behaviour is a brain named by its fully-qualified name
 (``"3DBall?team=0"``); its vector observations are concatenated, in wire order, into one
-continuous state, and ``BrainParameters.sensors`` keeps each sensor's name, shape and place in
-that order (what the ONNX export's ``obs_k`` inputs follow); its rank-3 observations are cameras, delivered as ``[N, H, W, C]`` floats in
+continuous state; its rank-3 observations are cameras, delivered as ``[N, H, W, C]`` floats in
 0..1 whatever the wire layout ([H,W,C] before C# package 3.0, [C,H,W] from 3.0, chosen from the
 package version in call #1); continuous actions and discrete branches map onto
 ``BrainParameters``, whose ``continuousActionContract`` is ``"unit"``: a trainer sends Unity
@@ -24,6 +23,9 @@ for a decision, or one whose episode ended (``local_done``; ``max_reached`` when
 An agent that ended its episode and asks for its next decision in the same step has one row, as
 with API-2: the terminal reward and done flag, and the first observation of its next episode; its
 last observation is kept in ``BrainInfo.terminal_info``.
+
+``BrainParameters.sensors`` keeps what the state folds together: each sensor's name, shape and
+place, in the wire order, which the ONNX export's ``obs_k`` inputs follow.
 
 Not supported (clear errors): hybrid (continuous + discrete) action specs and variable-length
 observations (we tell Unity so through the capabilities).
