@@ -54,6 +54,38 @@ class Camera:
 
 
 @dataclasses.dataclass(frozen=True)
+class VectorSensor:
+    """A vector sensor a modern Unity agent would have (``--mlagents-port`` only; API-2 sends one state).
+
+    Its ``size`` floats are the state's ``[start, start + size)`` (``from_state``), or, for a sensor
+    that API-2 has no room for, ``Scene.sensor(brain, name)``. ``goal`` marks a goal signal
+    (ML-Agents' ``ObservationType.GoalSignal``).
+    """
+
+    name: str
+    size: int
+    start: int = 0
+    from_state: bool = True
+    goal: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class CameraSensor:
+    """Camera ``camera`` of the brain's ``cameras``, under a sensor name (``--mlagents-port`` only)."""
+
+    name: str
+    camera: int = 0
+
+
+def default_sensors(spec: "BrainSpec") -> tuple:
+    """One ``CameraSensor_<k>`` per camera and one ``VectorSensor_size<n>`` over the whole state."""
+    sensors: list = [CameraSensor(f"CameraSensor_{k}", k) for k in range(len(spec.cameras))]
+    if spec.state_size:
+        sensors.append(VectorSensor(f"VectorSensor_size{spec.state_size}", spec.state_size))
+    return tuple(sensors)
+
+
+@dataclasses.dataclass(frozen=True)
 class BrainSpec:
     """What a scene declares about one brain: its spaces, its agents and its default type.
 
@@ -79,8 +111,33 @@ class BrainSpec:
     #: continuous brain (a hybrid action spec). An action row is the continuous values, then one
     #: index per branch.
     discrete_branches: tuple[int, ...] = ()
+    #: Modern protocol only: the agent's sensors (``VectorSensor``/``CameraSensor``), in any order;
+    #: empty means one camera sensor per camera and one vector sensor over the whole state.
+    sensors: tuple = ()
+
+    def modern_sensors(self) -> tuple:
+        """The sensors as a modern Unity agent reports them: sorted by name (``SensorUtils.SortSensors``)."""
+        return tuple(sorted(self.sensors or default_sensors(self), key=lambda s: s.name))
+
+    def _check_sensors(self) -> None:
+        """State-backed vector sensors tile the state exactly; each camera is one sensor; names unique."""
+        if not self.sensors:
+            return
+        names = [s.name for s in self.sensors]
+        parts = sorted((s.start, s.start + s.size) for s in self.sensors
+                       if isinstance(s, VectorSensor) and s.from_state)
+        cameras = sorted(s.camera for s in self.sensors if isinstance(s, CameraSensor))
+        edges = [0] + [e for part in parts for e in part] + [self.state_size]
+        tiled = all(edges[i] == edges[i + 1] for i in range(0, len(edges), 2))
+        if (len(set(names)) != len(names) or not tiled or cameras != list(range(len(self.cameras)))
+                or (parts and self.state_space != "continuous")):
+            raise ValueError(f"brain {self.name}: sensors {names} must be uniquely named, cover the continuous "
+                             f"state of {self.state_size} floats with state-backed vector sensors exactly once "
+                             f"(found {parts}), and name each of the {len(self.cameras)} cameras once "
+                             f"(found {cameras})")
 
     def __post_init__(self) -> None:
+        self._check_sensors()
         for field in ("state_space", "action_space"):
             if getattr(self, field) not in SPACE_TYPES:
                 raise ValueError(f"brain {self.name}: {field} must be one of {sorted(SPACE_TYPES)}, "
@@ -197,6 +254,11 @@ class Scene(abc.ABC):
         disabled, or None (all allowed). Sent only over the modern protocol; API-2 has no masks."""
         return None
 
+    def sensor(self, brain: str, name: str) -> np.ndarray:
+        """The values ``[n_agents, size]`` of a ``VectorSensor(from_state=False)`` of ``brain``."""
+        raise TypeError(f"scene {type(self).__name__} declares the sensor {name!r} of brain {brain} outside its "
+                        "state, so it must implement sensor()")
+
     def render(self, brain: str, camera: int) -> np.ndarray:
         """Camera ``camera`` of every agent, uint8 RGB ``[n_agents, height, width, 3]``, top row first."""
         raise TypeError(f"scene {type(self).__name__} declares no camera, so it cannot render one; "
@@ -205,6 +267,33 @@ class Scene(abc.ABC):
     @abc.abstractmethod
     def heuristic(self, brain: str) -> np.ndarray:
         """The scripted decision for every agent, ``[n_agents, action_width]``; may read hidden state."""
+
+
+def modern_observations(scene: Scene, spec: BrainSpec, rows: np.ndarray | None = None,
+                        sensors: tuple | None = None) -> list[np.ndarray]:
+    """What a modern Unity agent's sensors read, in ``spec.modern_sensors()`` order (or that of
+    ``sensors``), for ``rows`` (all if None).
+
+    A camera gives uint8 RGB ``[n, H, W, 3]``; a vector sensor float32 ``[n, size]`` (a discrete
+    state, which the modern protocol does not have, is its one-hot vector).
+    """
+    states = None
+    out = []
+    for sensor in spec.modern_sensors() if sensors is None else sensors:
+        if isinstance(sensor, CameraSensor):
+            values = np.asarray(scene.render(spec.name, sensor.camera))
+        elif not sensor.from_state:
+            values = np.asarray(scene.sensor(spec.name, sensor.name), np.float32).reshape(-1, sensor.size)
+        else:
+            if states is None:
+                states = np.asarray(scene.states(spec.name), np.float32)
+                if spec.state_space == "discrete":
+                    index = states[:, 0].astype(np.int64)
+                    states = np.zeros((len(index), spec.state_size), np.float32)
+                    states[np.arange(len(index)), index] = 1.0
+            values = states[:, sensor.start:sensor.start + sensor.size]
+        out.append(values if rows is None else values[rows])
+    return out
 
 
 class Policy(Protocol):
@@ -448,9 +537,13 @@ class Academy:
             if kind == "heuristic" or (kind == "external" and external_by_heuristic):
                 brain.action[:] = self.scene.heuristic(brain.name)
             elif kind == "internal":
-                observations = [self.scene.render(brain.name, i) for i in range(len(brain.spec.cameras))]
-                actions, memory = brain.config.policy.decide(self.scene.states(brain.name), observations,
-                                                             brain.memory)
+                policy = brain.config.policy
+                if getattr(policy, "reads_sensors", False):  # an .onnx: one input per sensor, as modern Unity
+                    values = modern_observations(self.scene, brain.spec, sensors=policy.sensors)
+                    actions, memory = policy.decide_sensors(values, brain.memory)
+                else:
+                    observations = [self.scene.render(brain.name, i) for i in range(len(brain.spec.cameras))]
+                    actions, memory = policy.decide(self.scene.states(brain.name), observations, brain.memory)
                 brain.action[:] = np.asarray(actions, dtype=float).reshape(brain.action.shape)
                 if brain.memory.shape[1]:
                     brain.memory[:] = np.asarray(memory, dtype=float).reshape(brain.memory.shape)

@@ -12,9 +12,11 @@ made with the C# package 3.0.0 would (the Python end and its messages are descri
 * behaviours are the scene's External brains, named ``<brain>?team=0`` (or the scene's
   ``behaviour_names``: Tennis' two sides are ``Tennis?team=0`` and ``Tennis?team=1``); each behaviour's
   ``BrainParameters`` go out once, with its first agents;
-* observations per agent, sorted by sensor name like Unity's: cameras (``CameraSensor_<k>``, one
-  RGB PNG each, shape [C,H,W] or [H,W,C]) and then one vector (``VectorSensor_size<n>``; the
-  discrete states of API-2 scenes such as Basic become one-hot vectors);
+* observations per agent, sorted by sensor name like Unity's: a scene's declared sensors
+  (``BrainSpec.sensors``: Pyramids' rays and its vector, GridWorld's goal and its camera), by
+  default cameras (``CameraSensor_<k>``) and then one vector (``VectorSensor_size<n>``); each
+  camera one RGB PNG, shape [C,H,W] or [H,W,C]; the discrete states of API-2 scenes such as
+  Basic become one-hot vectors;
 * a brain's ``decision_period`` (``BrainSpec``; ``--decision-period`` overrides it): agents ask
   for a decision every that many Academy steps and repeat their action in between; an episode's
   end is reported in the step it happens;
@@ -41,7 +43,7 @@ import numpy as np
 
 from unityagents.protos import communicator_objects_pb2 as pb
 
-from .academy import Academy, ActionError, BrainRuntime
+from .academy import Academy, ActionError, BrainRuntime, CameraSensor, modern_observations
 from .communicator import encode_png
 
 log = logging.getLogger("academy.grpc")
@@ -333,23 +335,15 @@ class ModernUnity:
         forced[rows] = False
         return infos
 
-    def _sensors(self, b: BrainRuntime, rows: np.ndarray) -> tuple[list[list[bytes]], list[list[float]] | None]:
-        """The sensor data of ``rows``: per camera one PNG per row, and the vectors (or None)."""
-        spec = b.spec
-        pngs = []
-        for c in range(len(spec.cameras)):
-            images = self.academy.scene.render(b.name, c)
-            pngs.append([encode_png(images[row]) for row in rows])
-        vectors = None
-        if spec.state_size:
-            states = self.academy.scene.states(b.name)
-            if spec.state_space == "discrete":  # the modern protocol has no discrete states
-                one_hot = np.zeros((len(rows), spec.state_size), np.float32)
-                one_hot[np.arange(len(rows)), states[rows, 0].astype(np.int64)] = 1.0
-                vectors = one_hot.tolist()
+    def _sensors(self, b: BrainRuntime, rows: np.ndarray) -> list[list]:
+        """The sensor data of ``rows``, per sensor in Unity's order: a camera's PNGs, a vector's float lists."""
+        out = []
+        for sensor, values in zip(b.spec.modern_sensors(), modern_observations(self.academy.scene, b.spec, rows)):
+            if isinstance(sensor, CameraSensor):
+                out.append([encode_png(image) for image in values])
             else:
-                vectors = np.asarray(states[rows], np.float32).tolist()
-        return pngs, vectors
+                out.append(values.tolist())
+        return out
 
     def _templates(self, b: BrainRuntime) -> list["pb.ObservationProto"]:
         """Per sensor an ObservationProto without data (shape, dimension properties, name, compression):
@@ -357,33 +351,31 @@ class ModernUnity:
         cached = self._sensor_templates.get(b.name)
         if cached is None:
             cached = []
-            for c, camera in enumerate(b.spec.cameras):
-                channels = 1 if camera.black_and_white else 3
-                if self.channels_first:
-                    shape, dims = (channels, camera.height, camera.width), (1, 2, 2)
+            for sensor in b.spec.modern_sensors():
+                if isinstance(sensor, CameraSensor):
+                    camera = b.spec.cameras[sensor.camera]
+                    channels = 1 if camera.black_and_white else 3
+                    if self.channels_first:
+                        shape, dims = (channels, camera.height, camera.width), (1, 2, 2)
+                    else:
+                        shape, dims = (camera.height, camera.width, channels), (2, 2, 1)
+                    cached.append(pb.ObservationProto(shape=shape, dimension_properties=dims,
+                                                      compression_type=pb.PNG, name=sensor.name))
                 else:
-                    shape, dims = (camera.height, camera.width, channels), (2, 2, 1)
-                cached.append(pb.ObservationProto(shape=shape, dimension_properties=dims, compression_type=pb.PNG,
-                                                  name=f"CameraSensor_{c}"))
-            if b.spec.state_size:
-                cached.append(pb.ObservationProto(shape=[b.spec.state_size], dimension_properties=[1],
-                                                  name=f"VectorSensor_size{b.spec.state_size}"))
+                    cached.append(pb.ObservationProto(shape=[sensor.size], dimension_properties=[1], name=sensor.name,
+                                                      observation_type=pb.GOAL_SIGNAL if sensor.goal else pb.DEFAULT))
             self._sensor_templates[b.name] = cached
         return cached
 
-    def _write_observations(self, info: "pb.AgentInfoProto", b: BrainRuntime, k: int,
-                            sensors: tuple[list[list[bytes]], list[list[float]] | None]) -> None:
-        """Row ``k``'s observations, in Unity's sensor order: cameras by name, then the vector."""
-        pngs, vectors = sensors
-        templates = self._templates(b)
-        for c in range(len(b.spec.cameras)):
+    def _write_observations(self, info: "pb.AgentInfoProto", b: BrainRuntime, k: int, sensors: list[list]) -> None:
+        """Row ``k``'s observations, in Unity's sensor order (sorted by name)."""
+        for template, data in zip(self._templates(b), sensors):
             obs = info.observations.add()
-            obs.CopyFrom(templates[c])
-            obs.compressed_data = pngs[c][k]
-        if vectors is not None:
-            obs = info.observations.add()
-            obs.CopyFrom(templates[-1])
-            obs.float_data.data.extend(vectors[k])
+            obs.CopyFrom(template)
+            if template.compression_type == pb.PNG:
+                obs.compressed_data = data[k]
+            else:
+                obs.float_data.data.extend(data[k])
 
     def _output(self, reports: dict[str, tuple[list[dict], np.ndarray]]) -> "pb.UnityMessageProto":
         """One Unity output: every behaviour's list (terminal infos, then decision requests)."""

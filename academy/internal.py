@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from .academy import BrainSpec
+from .academy import BrainSpec, CameraSensor, default_sensors
 
 log = logging.getLogger("academy.internal")
 
@@ -144,16 +144,24 @@ def _shaped(tensor, value: float, n: int) -> np.ndarray:
 class OnnxInternalBrain:
     """Acts with a ``<Brain>.onnx`` export through onnxruntime, as ML-Agents' C# runs the file.
 
-    Inputs: ``obs_k`` in sensor order (cameras channels-first in 0..1, then the vector state),
-    ``action_masks`` all 1 (no agent script here disables an action), ``recurrent_in``
-    ``[N, 1, M]`` with each agent's memory (zeros for a new agent: the academy clears it at every
-    agent reset, as Unity drops it at the episode's end). Outputs: the stochastic
-    ``continuous_actions``/``discrete_actions`` by default, the ``deterministic_*`` ones when
-    ``deterministic`` is True (Unity's "Deterministic Inference" checkbox), copied into the
-    agents' actions without any scaling. ``M`` is the file's own ``memory_size`` constant: the
-    academy keeps that many floats per agent for this brain (``BrainRuntime``), whatever the brain's
-    memorySize, as Unity's ``ModelRunner`` sizes its memories from the model.
+    Inputs: ``obs_k`` for the k-th sensor of ``spec.modern_sensors()`` (the order a modern Unity
+    agent sorts its sensors in, and the one the academy's gRPC side reports): a vector sensor's
+    raw floats ``[N, size]``, a camera channels-first ``[N, C, H, W]`` in 0..1; ``action_masks``
+    all 1 (no agent script here disables an action); ``recurrent_in`` ``[N, 1, M]`` with each
+    agent's memory (zeros for a new agent: the academy clears it at every agent reset, as Unity
+    drops it at the episode's end). Outputs: the stochastic ``continuous_actions``/``discrete_actions``
+    by default, the ``deterministic_*`` ones when ``deterministic`` is True (Unity's
+    "Deterministic Inference" checkbox), copied into the agents' actions without any scaling.
+    ``M`` is the file's own ``memory_size`` constant: the academy keeps that many floats per agent
+    for this brain (``BrainRuntime``), whatever the brain's memorySize, as Unity's ``ModelRunner``
+    sizes its memories from the model. A file whose ``obs_k`` do not match the
+    sensors (count or shape) is refused at load, naming the sensor, as Unity's inspector does. A
+    file exported from the scene's API-2 brain (its cameras, then its whole state; a discrete
+    state as its index ``[b, 1]``) is fed that layout.
     """
+
+    #: The Academy hands this brain every sensor's values (``decide_sensors``), as Unity feeds them.
+    reads_sensors = True
 
     def __init__(self, path: str, spec: BrainSpec, seed: int = 0, deterministic: bool = False) -> None:
         del seed  # accepted like InternalBrain's; onnxruntime's Multinomial and RandomNormalLike are unseeded
@@ -185,18 +193,50 @@ class OnnxInternalBrain:
                 raise ValueError(f"Internal brain {spec.name}: {path!r} has no output {self.branch_output!r} (it has "
                                  f"{sorted(outputs)}); the brain's actions are hybrid (continuous and discrete "
                                  f"branches {list(spec.discrete_branches)}); export the brain again")
-        self.cameras = len(spec.cameras)
-        expected = {f"obs_{k}" for k in range(self.cameras + (1 if spec.state_size else 0))}
-        missing = sorted(expected - set(self.inputs))
-        if missing:
-            raise ValueError(f"Internal brain {spec.name}: {path!r} lacks the inputs {missing} (it has "
-                             f"{sorted(self.inputs)}); obs_0..obs_{self.cameras - 1} are the cameras and "
-                             f"obs_{self.cameras} the state. Was it exported for this brain?")
+        self.sensors = spec.modern_sensors()
+        if spec.sensors and self._fits(default_sensors(spec)) and not self._fits(self.sensors):
+            self.sensors = default_sensors(spec)  # exported from the API-2 brain: its cameras, then its state
+        self._check_observations(path)
         self.memory_size = self._memory_size(path, outputs)
         self.recurrent = self.memory_size > 0
         if self.recurrent and ("recurrent_in" not in self.inputs or "recurrent_out" not in outputs):
             raise ValueError(f"Internal brain {spec.name}: {path!r} declares memory_size {self.memory_size} but lacks "
                              "recurrent_in or recurrent_out; export the brain again with trainers/onnx_export.py")
+
+    def _sensor_shape(self, sensor) -> list:
+        if isinstance(sensor, CameraSensor):
+            camera = self.spec.cameras[sensor.camera]
+            return [1 if camera.black_and_white else 3, camera.height, camera.width]
+        return [sensor.size]
+
+    def _fits(self, sensors: tuple) -> bool:
+        """Whether the file's ``obs_k`` are exactly ``sensors`` (a discrete state may be its index)."""
+        names = {n for n in self.inputs if n.startswith("obs_")}
+        index = [[1]] if self.spec.state_space == "discrete" else []
+        return names == {f"obs_{k}" for k in range(len(sensors))} and all(
+            list(self.inputs[f"obs_{k}"].shape[1:]) in [self._sensor_shape(s)] + index for k, s in enumerate(sensors))
+
+    def _check_observations(self, path: str) -> None:
+        """One ``obs_k`` per sensor, each of the sensor's shape (Unity's inspector checks the same)."""
+        names = [f"obs_{k}" for k in range(len(self.sensors))]
+        extra = sorted(n for n in self.inputs if n.startswith("obs_") and n not in names)
+        layout = ", ".join(f"obs_{k} = {s.name} {self._sensor_shape(s)}" for k, s in enumerate(self.sensors))
+        #: An API-2 export of a discrete state reads the index ``[b, 1]``, not the modern one-hot.
+        self.index_state = False
+        for name, sensor in zip(names, self.sensors):
+            want = self._sensor_shape(sensor)
+            value = self.inputs.get(name)
+            got = None if value is None else list(value.shape[1:])
+            if got == [1] and self.spec.state_space == "discrete" and not isinstance(sensor, CameraSensor):
+                self.index_state = True
+            elif got != want:
+                raise ValueError(
+                    f"Internal brain {self.spec.name}: {path!r} has {name} of shape {got or 'none'} but sensor "
+                    f"{name[4:]} ({sensor.name}) gives {want}; the brain's sensors are {layout}. Was it exported "
+                    "for this brain?")
+        if extra:
+            raise ValueError(f"Internal brain {self.spec.name}: {path!r} has inputs {extra} beyond the brain's "
+                             f"{len(self.sensors)} sensors ({layout}). Was it exported for this brain?")
 
     def _memory_size(self, path: str, outputs: set) -> int:
         """The file's ``memory_size`` constant (0 when absent), read by running it at batch 1 on zeros."""
@@ -213,16 +253,40 @@ class OnnxInternalBrain:
 
     def decide(self, states: np.ndarray, observations: list[np.ndarray],
                memories: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Actions ``[N, action_width]`` and memories ``[N, memorySize]``, as ``InternalBrain.decide``."""
-        n = len(states)
+        """Actions ``[N, action_width]`` and memories ``[N, memorySize]``, as ``InternalBrain.decide``.
+
+        The sensors' values are cut from the API-2 state and cameras (state-backed sensors only).
+        """
+        values = []
+        for sensor in self.sensors:
+            if isinstance(sensor, CameraSensor):
+                values.append(observations[sensor.camera])
+            elif not sensor.from_state:
+                raise ValueError(f"Internal brain {self.spec.name}: sensor {sensor.name} is not part of the state; "
+                                 "call decide_sensors with every sensor's values (the Academy does)")
+            elif self.spec.state_space == "discrete":  # the index; decide_sensors takes the one-hot
+                index = np.asarray(states, dtype=np.int64).reshape(-1)
+                values.append(np.eye(self.spec.state_size, dtype=np.float32)[index])
+            else:
+                state = np.asarray(states, dtype=np.float32).reshape(len(states), -1)
+                values.append(state[:, sensor.start:sensor.start + sensor.size])
+        return self.decide_sensors(values, memories)
+
+    def decide_sensors(self, values: list[np.ndarray], memories: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Actions and memories from ``values``, one array per sensor of ``self.sensors``
+        (``academy.modern_observations(scene, spec, sensors=self.sensors)``)."""
+        n = len(values[0]) if values else len(memories)
         feed = {}
-        for k, (camera, images) in enumerate(zip(self.spec.cameras, observations)):
-            pixels = np.asarray(images, dtype=np.float32) / 255.0
-            if camera.black_and_white:
-                pixels = pixels.mean(axis=3, keepdims=True)
-            feed[f"obs_{k}"] = np.ascontiguousarray(pixels.transpose(0, 3, 1, 2))
-        if self.spec.state_size:
-            feed[f"obs_{self.cameras}"] = np.asarray(states, dtype=np.float32).reshape(n, -1)
+        for k, (sensor, value) in enumerate(zip(self.sensors, values)):
+            if isinstance(sensor, CameraSensor):
+                pixels = np.asarray(value, dtype=np.float32) / 255.0
+                if self.spec.cameras[sensor.camera].black_and_white:
+                    pixels = pixels.mean(axis=3, keepdims=True)
+                feed[f"obs_{k}"] = np.ascontiguousarray(pixels.transpose(0, 3, 1, 2))
+            elif self.index_state:
+                feed[f"obs_{k}"] = np.argmax(value, axis=1).astype(np.float32).reshape(n, 1)
+            else:
+                feed[f"obs_{k}"] = np.asarray(value, dtype=np.float32).reshape(n, sensor.size)
         if "action_masks" in self.inputs:
             feed["action_masks"] = np.ones((n, self.inputs["action_masks"].shape[1]), np.float32)
         fetches = [self.action_output] + (["recurrent_out"] if self.recurrent else [])

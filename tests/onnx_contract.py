@@ -4,13 +4,15 @@ Each rule restates what ML-Agents' C# loaders (Barracuda, Sentis, the Inference 
 assume (the contract table is in ``trainers/onnx_export.py``; the section marks below group the
 rules by topic: §1 names, §2 inputs, §3 constants, §4 discrete actions, §7 operators), so a file
 that passes here loads in Barracuda, Sentis and the Inference Engine without an inspector warning.
-``check_contract(model, brain)`` returns the list of problems (empty = OK); ``assert_contract``
-raises with all of them. The brain is optional: without it only the brain-independent rules are
-applied.
+``check_contract(model, brain, sensors)`` returns the list of problems (empty = OK);
+``assert_contract`` raises with all of them. The brain and the sensor list are optional: without
+them only the brain-independent rules are applied. ``sensors`` is what the environment reports
+(name and shape per sensor, in order), so a test can hold the file against the scene's own sensor
+list rather than against what the exporter was told.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import onnx
@@ -51,8 +53,14 @@ def _constant(model: Any, name: str) -> Optional[np.ndarray]:
     return None
 
 
-def check_contract(model: Any, brain: Any = None) -> List[str]:
-    """Every contract rule ``model`` breaks, as messages that say what was expected and what was found."""
+def check_contract(model: Any, brain: Any = None, sensors: Optional[List[Tuple[str, Tuple[int, ...]]]] = None
+                   ) -> List[str]:
+    """Every contract rule ``model`` breaks, as messages that say what was expected and what was found.
+
+    :param sensors: the agent's sensors as its environment reports them, ``(name, shape)`` in
+        order (a camera's shape channels-first ``(C, H, W)``, as C# 3.x declares it): Unity binds
+        ``obs_k`` to the k-th and checks its shape. Without it, ``brain.sensors`` is used.
+    """
     problems: List[str] = []
     graph = model.graph
     inputs = {i.name: i for i in graph.input}
@@ -157,7 +165,11 @@ def check_contract(model: Any, brain: Any = None) -> List[str]:
         elif _dims(inputs["action_masks"])[1:] != [int(branches.sum())]:
             problems.append(f"action_masks must be [b, {int(branches.sum())}], found {_dims(inputs['action_masks'])}")
 
-    # The brain, when given: sizes match what its Behavior Parameters would declare.
+    # The sensors (or the brain's): one obs_k per sensor, of its shape; the brain's action sizes.
+    if sensors is None and brain is not None:
+        sensors = [(s.name, tuple(s.shape)) for s in brain.sensors]
+    if sensors is not None:
+        problems += _check_sensors(inputs, sensors)
     if brain is not None:
         problems += _check_brain(inputs, constants, memory, brain)
 
@@ -167,20 +179,29 @@ def check_contract(model: Any, brain: Any = None) -> List[str]:
     return problems
 
 
+def _check_sensors(inputs: Dict[str, Any], sensors: List[Tuple[str, Tuple[int, ...]]]) -> List[str]:
+    """Unity's format-3 input checks: ``obs_k`` present for every sensor k, none beyond, shapes equal."""
+    problems = []
+    for k, (name, shape) in enumerate(sensors):
+        value = inputs.get(f"obs_{k}")
+        if value is None:
+            problems.append(f"The model does not contain an Observation Placeholder Input for sensor component {k} "
+                            f"({name}): expected obs_{k}")
+            continue
+        got = _dims(value)[1:]
+        if got != list(shape):
+            problems.append(f"{'The visual Observation' if len(shape) == 3 else 'An Observation'} of the model does "
+                            f"not match: obs_{k} is [?x{'x'.join(map(str, got))}] but the {name} Sensor expects "
+                            f"[?x{'x'.join(map(str, shape))}]")
+    extra = sorted(n for n in inputs if n.startswith("obs_") and n not in {f"obs_{k}" for k in range(len(sensors))})
+    if extra:
+        problems.append(f"Model contains an unexpected input named : {', '.join(extra)} (the agent has "
+                        f"{len(sensors)} sensors)")
+    return problems
+
+
 def _check_brain(inputs: Dict[str, Any], constants: Dict[str, np.ndarray], memory: int, brain: Any) -> List[str]:
     problems = []
-    cameras = brain.camera_resolutions
-    for k, camera in enumerate(cameras):
-        want = [1 if camera.get("blackAndWhite") else 3, camera["height"], camera["width"]]
-        got = _dims(inputs[f"obs_{k}"])[1:] if f"obs_{k}" in inputs else None
-        if got != want:
-            problems.append(f"obs_{k} (camera {k}) must be [b, {want[0]}, {want[1]}, {want[2]}], found {got}")
-    if brain.state_space_size:
-        name = f"obs_{len(cameras)}"
-        width = 1 if brain.state_space_type == "discrete" else brain.state_space_size
-        got = _dims(inputs[name])[1:] if name in inputs else None
-        if got != [width]:
-            problems.append(f"{name} (the vector state) must be [b, {width}], found {got}")
     kind = "continuous" if brain.action_space_type == "continuous" else "discrete"
     branches = [float(b) for b in (getattr(brain, "action_branches", None) or [brain.action_space_size])]
     wanted = {kind: [float(brain.action_space_size)] if kind == "continuous" else branches}
@@ -224,10 +245,10 @@ def _check_zero_run(model: Any, constants: Dict[str, np.ndarray], memory: int) -
     return problems
 
 
-def assert_contract(model_or_path: Any, brain: Any = None) -> Any:
+def assert_contract(model_or_path: Any, brain: Any = None, sensors: Any = None) -> Any:
     """Load (if a path), run ``onnx.checker`` and the contract checks; AssertionError listing every problem."""
-    model = onnx.load(model_or_path) if isinstance(model_or_path, str) else model_or_path
+    model = onnx.load(str(model_or_path)) if not hasattr(model_or_path, "graph") else model_or_path
     onnx.checker.check_model(model)
-    problems = check_contract(model, brain)
+    problems = check_contract(model, brain, sensors)
     assert not problems, "ONNX contract violations:\n  " + "\n  ".join(problems)
     return model

@@ -64,7 +64,7 @@ def test_bc_loss_falls_and_the_policy_takes_the_experts_actions(tmp_path):
 @pytest.mark.slow
 def test_bc_respects_action_masks_and_clones_continuous_actions(tmp_path):
     grid = BrainParameters("GridWorldBrain", {**_brain("GridWorld").to_dict(), "actionBranches": [4],
-                                              "actionMasks": True})
+                                              "actionMasks": True, "stateSize": 2})  # the modern goal signal
     trainer = _trainer(grid, {"demo_path": _demo(tmp_path, "GridWorld", 2, "grid.demo")})
     bc = trainer.bc
     assert bc.masks.min() == 0.0  # the recording holds masked moves

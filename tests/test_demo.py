@@ -60,26 +60,29 @@ def test_recorded_file_has_unitys_layout(tmp_path):
     dones = [p.agent_info.done for p in pairs]
     assert sum(dones) == 3 and dones[-1]
     assert all(len(p.action_info.discrete_actions) == 1 for p in pairs)
-    assert [tuple(o.shape) for o in pairs[0].agent_info.observations] == [(37,)]
+    assert [(o.name, tuple(o.shape)) for o in pairs[0].agent_info.observations] == [  # Unity's two sensors
+        ("RayPerceptionSensor", (35,)), ("VectorSensor_size2", (2,))]
     episode_sum = sum(p.agent_info.reward for p in pairs)
     assert episode_sum / 3 == pytest.approx(meta.mean_reward, abs=1e-4)
 
 
 def test_reader_returns_what_the_scene_showed(tmp_path):
-    """GridWorld: a PNG camera and action masks come back as the scene rendered and masked them."""
+    """GridWorld: a PNG camera, its goal signal and action masks come back as the scene sent them."""
     path = _record(tmp_path, "GridWorld", 2, seed=3)
-    demo = load_demonstration(path, _brain("GridWorld"))
+    grid = BrainParameters("GridWorldBrain", {**_brain("GridWorld").to_dict(), "stateSize": 2})  # + its goal
+    demo = load_demonstration(path, grid)
     scene = load_scene("GridWorld")(3)
     academy = Academy(scene)
     academy.reset()
     frame = scene.render("GridWorldBrain", 0)[0] / 255.0
-    assert demo.observations[0].shape[1:] == (scene.brains[0].cameras[0].height, scene.brains[0].cameras[0].width, 3)
-    np.testing.assert_allclose(demo.observations[0][0], frame, atol=1e-6)
+    goal, camera = demo.observations  # in Unity's sensor order: GoalSensor, RenderTextureSensor
+    assert camera.shape[1:] == (scene.brains[0].cameras[0].height, scene.brains[0].cameras[0].width, 3)
+    np.testing.assert_allclose(camera[0], frame, atol=1e-6)
     np.testing.assert_array_equal(demo.action_masks[0], 1.0 - scene.action_mask("GridWorldBrain")[0])
     assert demo.actions[0, 0] == int(scene.heuristic("GridWorldBrain")[0, 0])
     assert int(demo.dones.sum()) == 2 and demo.dones[-1]
-    states, cameras = demo.brain_inputs(_brain("GridWorld"))
-    assert states.shape == (len(demo), 0) and len(cameras) == 1
+    states, cameras = demo.brain_inputs(grid)
+    assert states.tolist() == goal.tolist() == [[1.0, 0.0]] * len(demo) and len(cameras) == 1  # GreenPlus
 
 
 def test_writer_and_reader_round_trip(tmp_path):

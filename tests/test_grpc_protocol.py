@@ -499,8 +499,11 @@ def test_academy_end_gridworld_camera_layout_and_wall_masks(trainer, package, sh
         assert trainer.next() == M2
         trainer.answer(reset_input(b""))
         (agent,) = parse(trainer.next()).unity_output.rl_output.agentInfos["GridWorldBrain?team=0"].value
-        (o,) = agent.observations
-        assert (list(o.shape), list(o.dimension_properties), o.compression_type) == (shape, dims, 1)
+        goal, o = agent.observations  # sorted by name: the goal signal, then the camera
+        assert (goal.name, list(goal.shape), goal.observation_type, list(goal.float_data.data)) == (
+            "GoalSensor", [2], 1, [1.0, 0.0])
+        assert (o.name, list(o.shape), list(o.dimension_properties), o.compression_type) == (
+            "RenderTextureSensor", shape, dims, 1)
         assert o.compressed_data[:8] == b"\x89PNG\r\n\x1a\n"
         # The trainer's seed (0, in R1) puts the agent at (3, 4) on the top wall, the goal at (0, 4)
         # and the pit at (2, 0). Right into the corner, then down the right-hand wall to the other one.
@@ -509,7 +512,7 @@ def test_academy_end_gridworld_camera_layout_and_wall_masks(trainer, package, sh
             trainer.answer(actions("GridWorldBrain?team=0", [[move]], discrete=True))
             (agent,) = parse(trainer.next()).unity_output.rl_output.agentInfos["GridWorldBrain?team=0"].value
             assert not agent.done
-            cells.append(agent_cell(agent.observations[0]))
+            cells.append(agent_cell(agent.observations[1]))
             masks.append(list(agent.action_mask))
         assert cells == [(3, 4), (4, 4), (4, 3), (4, 2), (4, 1), (4, 0)]
         assert masks == [wall_mask(*c) for c in cells]
@@ -518,7 +521,7 @@ def test_academy_end_gridworld_camera_layout_and_wall_masks(trainer, package, sh
         # Right once more, against the mask: the scene stays put, and counts and logs the masked action.
         trainer.answer(actions("GridWorldBrain?team=0", [[3]], discrete=True))
         (agent,) = parse(trainer.next()).unity_output.rl_output.agentInfos["GridWorldBrain?team=0"].value
-        assert agent_cell(agent.observations[0]) == (4, 0) and list(agent.action_mask) == [F, T, F, T]
+        assert agent_cell(agent.observations[1]) == (4, 0) and list(agent.action_mask) == [F, T, F, T]
         trainer.answer(CLOSE)
         assert proc.wait(timeout=20) == 0
         out = proc.stdout.read().decode()

@@ -31,7 +31,7 @@ def test_3dball_basic_gridworld_shapes(tmp_path):
     expected = {
         "3DBall": ("Ball3DBrain?team=0", 12, (12, 8), [], "continuous", []),
         "Basic": ("BasicBrain?team=0", 1, (1, 20), [], "discrete", [2]),
-        "GridWorld": ("GridWorldBrain?team=0", 1, (1, 0), [(1, 84, 84, 3)], "discrete", [4]),
+        "GridWorld": ("GridWorldBrain?team=0", 1, (1, 2), [(1, 84, 84, 3)], "discrete", [4]),  # goal + camera
     }
     for scene, (name, n, state, cameras, kind, branches) in expected.items():
         env = open_env(scene, tmp_path)
@@ -50,6 +50,10 @@ def test_3dball_basic_gridworld_shapes(tmp_path):
                 assert info.action_masks is None
             if scene == "Basic":  # the API-2 discrete state arrives as a one-hot vector
                 assert info.states.tolist() == [[1.0 if k == 10 else 0.0 for k in range(20)]]
+            if scene == "GridWorld":  # its goal signal (a constant GreenPlus) sorts before its camera
+                assert info.states.tolist() == [[1.0, 0.0]]
+                assert [(s.name, s.shape, s.camera, s.observation_type) for s in p.sensors] == [
+                    ("GoalSensor", (2,), -1, 1), ("RenderTextureSensor", (3, 84, 84), 0, 0)]
             info = env.step(random_actions(env, {name: info}, np.random.default_rng(0)))[name]
             assert len(info.agents) == n
         finally:

@@ -316,7 +316,7 @@ def test_contract_checker_catches_what_unity_rejects(tmp_path):
     assert "legacy importer" in broken(lambda m: setattr(m, "producer_name", "tf2onnx"))
     assert "rank 3" in broken(lambda m: find_input(m, "recurrent_in").type.tensor_type.shape.dim.pop(1))
     assert "Loop" in broken(lambda m: m.graph.node.append(onnx.helper.make_node("Loop", ["a", "b"], ["c"])))
-    assert "obs_0 (the vector state) must be [b, 5]" in broken(
+    assert "obs_0 is [?x6] but the state Sensor expects [?x5]" in broken(
         lambda m: setattr(find_input(m, "obs_0").type.tensor_type.shape.dim[1], "dim_value", 6))
 
 

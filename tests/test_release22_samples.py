@@ -18,7 +18,6 @@ SAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "rele
 NOT_BUILT = {
     "poca/SoccerTwos": "self_play: team self-play is built for trainer_type: ppo",
     "poca/StrikersVsGoalie": "self_play: team self-play is built for trainer_type: ppo",
-    "ppo/Match3": "vis_encode_type: 'match3'",
     "sac/Hallway": "network_settings.memory: the sac trainer has no recurrent policy",
     "sac/VisualHallway": "network_settings.memory: the sac trainer has no recurrent policy",
     "sac/VisualPushBlock": "network_settings.memory: the sac trainer has no recurrent policy",

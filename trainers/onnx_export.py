@@ -9,13 +9,15 @@ table below and in the load-time checks of ``tests/onnx_contract.py``. This modu
 and shapes that contract asks for:
 
 ==================================  ===========================================================
-inputs (all float32, batch dim 0)   ``obs_0..obs_{k-1}``: the brain's cameras, in
-                                    ``cameraResolutions`` order, channels-first ``[b, C, H, W]``
-                                    in 0..1; then ``obs_k``: the vector state ``[b, stateSize]``
-                                    (a discrete state is its index, ``[b, 1]``). Unity sorts
-                                    sensors by name, and ``CameraSensor``/``RenderTextureSensor``
-                                    sort before ``VectorSensor_size<N>``; name several cameras so
-                                    that they sort in ``cameraResolutions`` order.
+inputs (all float32, batch dim 0)   ``obs_k``: the k-th sensor of ``brain.sensors``, the order
+                                    the environment reports them in (Unity's: sorted by name),
+                                    never concatenated: a vector sensor ``[b, n]`` (rank 2
+                                    ``[b, N, F]``; a stacked one is its full width), a camera
+                                    channels-first ``[b, C, H, W]`` in 0..1. The vector sensors
+                                    are concatenated inside the graph into the state the policy
+                                    trained on, then normalised there. An API-2 brain's sensors
+                                    are its cameras, then its state (a discrete state is its
+                                    index, ``[b, 1]``).
                                     ``action_masks`` ``[b, sum(branch sizes)]`` (discrete: 1
                                     allowed, 0 masked; an API-2 brain has one branch);
                                     ``recurrent_in`` ``[b, 1, memorySize]`` (recurrent).
@@ -303,21 +305,7 @@ def _contract_graph(frozen: Any, prefix: str, brain: BrainParameters, outputs: L
     plan: Dict[str, List[str]] = {"inputs": [], "outputs": [], "cameras": [], "constants": []}
     with graph.as_default():
         input_map: Dict[str, tf.Tensor] = {}
-        batch = None
-        for k, camera in enumerate(brain.camera_resolutions):
-            channels = 1 if camera.get("blackAndWhite") else 3
-            image = tf.placeholder(tf.float32, [None, camera["height"], camera["width"], channels], name=f"obs_{k}")
-            input_map[f"{prefix}observation_{k}:0"] = image
-            plan["inputs"].append(image.op.name)
-            plan["cameras"].append(image.op.name)
-            batch = tf.shape(image)[0] if batch is None else batch
-        if brain.state_space_size > 0 and prefix + "state" in nodes:
-            discrete_state = brain.state_space_type == "discrete"
-            width = 1 if discrete_state else brain.state_space_size
-            state = tf.placeholder(tf.float32, [None, width], name=f"obs_{brain.number_observations}")
-            plan["inputs"].append(state.op.name)
-            input_map[f"{prefix}state:0"] = tf.cast(state, tf.int32) if discrete_state else state
-            batch = tf.shape(state)[0] if batch is None else batch
+        batch = _sensor_inputs(brain, prefix, nodes, input_map, plan)
         if batch is None:
             raise UnityTrainerException(f"ONNX export of brain '{brain.brain_name}': the graph has neither "
                                         f"{prefix}state nor {prefix}observation_0 to read observations from.")
@@ -401,6 +389,35 @@ def _contract_graph(frozen: Any, prefix: str, brain: BrainParameters, outputs: L
         if "value_estimate" in imported:
             output(imported["value_estimate"], "value_estimate")
     return graph.as_graph_def(), plan
+
+
+def _sensor_inputs(brain: BrainParameters, prefix: str, nodes: Dict[str, Any], input_map: Dict[str, tf.Tensor],
+                   plan: Dict[str, List[str]]) -> Optional[tf.Tensor]:
+    """One ``obs_k`` placeholder per sensor of ``brain.sensors``, in that order; returns the batch size.
+
+    A camera feeds its ``observation_<camera>`` (NHWC here, converted to ``[b, C, H, W]``); the
+    vector sensors, each ``[b, *shape]``, are flattened and concatenated in sensor order into the
+    frozen ``state``: that order is the state's own (``Sensor.offset``), so the graph's per-element
+    normaliser sees each value where training saw it. A discrete API-2 state is its index ``[b, 1]``.
+    """
+    batch = None
+    vectors = []
+    for k, sensor in enumerate(brain.sensors):
+        if sensor.is_camera:
+            channels, height, width = sensor.shape
+            tensor = tf.placeholder(tf.float32, [None, height, width, channels], name=f"obs_{k}")
+            input_map[f"{prefix}observation_{sensor.camera}:0"] = tensor
+            plan["cameras"].append(tensor.op.name)
+        else:
+            tensor = tf.placeholder(tf.float32, [None, *sensor.shape], name=f"obs_{k}")
+            vectors.append(tensor if len(sensor.shape) == 1 else tf.reshape(tensor, [-1, sensor.size]))
+        plan["inputs"].append(tensor.op.name)
+        batch = tf.shape(tensor)[0] if batch is None else batch
+    if vectors and prefix + "state" in nodes:
+        state = vectors[0] if len(vectors) == 1 else tf.concat(vectors, axis=1, name="state_of_sensors")
+        discrete_state = brain.state_space_type == "discrete"
+        input_map[f"{prefix}state:0"] = tf.cast(state, tf.int32) if discrete_state else state
+    return batch
 
 
 def _defaults_as_identity(graph_def: Any, keep: set) -> Any:

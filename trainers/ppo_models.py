@@ -103,6 +103,7 @@ class PPOModel:
         max_grad_norm: float = 0.5,
         clip_value: bool = True,
         reward_signals: Sequence[str] = (),
+        vis_encode_type: str = "simple",
     ):
         self.brain = brain
         self.is_continuous = brain.action_space_type == "continuous"
@@ -112,7 +113,7 @@ class PPOModel:
 
         self.batch_size = tf.placeholder(tf.int32, None, name="batch_size")
         self.sequence_length = tf.placeholder(tf.int32, None, name="sequence_length")
-        self.inputs: Inputs = create_inputs(brain, h_size, normalize)
+        self.inputs: Inputs = create_inputs(brain, h_size, normalize, vis_encode_type=vis_encode_type)
         self.state_in = self.inputs.state
         self.vector_in = self.inputs.vector_in
         self.update_normalization = self.inputs.update_normalization
@@ -363,6 +364,7 @@ def create_agent_model(
     max_grad_norm: float = 0.5,
     clip_value: bool = True,
     reward_signals: Sequence[str] = (),
+    vis_encode_type: str = "simple",
 ) -> PPOModel:
     """Build the PPO graph of ``brain`` in the current graph and variable scope.
 
@@ -378,12 +380,14 @@ def create_agent_model(
     :param clip_value: clip the value loss around the old predictions (PPO2-style).
     :param reward_signals: the names of the reward signals, one value head each (the first one's
         is ``value_estimate``); empty: one head for the extrinsic reward, the graph of old.
+    :param vis_encode_type: the camera encoder (``trainers.encoders.VISUAL_ENCODERS``).
     """
     del max_step  # see the docstring: the schedule lives in the trainer
     return PPOModel(
         brain, lr=lr, h_size=h_size, epsilon=epsilon, beta=beta, normalize=normalize,
         use_recurrent=use_recurrent, num_layers=num_layers, m_size=m_size, vf_coef=vf_coef,
         max_grad_norm=max_grad_norm, clip_value=clip_value, reward_signals=reward_signals,
+        vis_encode_type=vis_encode_type,
     )
 
 

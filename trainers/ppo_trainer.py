@@ -46,6 +46,7 @@ from trainers.bases import (
     get_gae,
 )
 from trainers.buffer import AgentBuffer
+from trainers.encoders import VISUAL_ENCODERS
 from trainers.ppo_models import PPOModel, create_agent_model, validate_memory_size
 from trainers.reward_signals import REWARD_SIGNALS_PARAM, validate_reward_signals
 from trainers.self_play import SELF_PLAY_PARAM, validate_self_play
@@ -100,6 +101,9 @@ PPO_HYPERPARAMETERS: Dict[str, Param] = {
     "max_grad_norm": Param(float, 0.5, check=(positive, "> 0"), doc="global norm the gradients are clipped to"),
     "vf_coef": Param(float, 0.5, check=(non_negative, ">= 0"), doc="weight of the value loss"),
     "clip_value": Param(bool, True, doc="clip the value loss around the old value predictions (PPO2)"),
+    "vis_encode_type": Param(str, "simple", check=_one_of(*VISUAL_ENCODERS),
+                             doc="camera encoder: simple (min 20x20), nature_cnn (36), resnet (15), match3 (5), "
+                                 "fully_connected (1)"),
     "reward_signals": REWARD_SIGNALS_PARAM,
     "behavioral_cloning": bc.BEHAVIORAL_CLONING_PARAM,
     "self_play": SELF_PLAY_PARAM,
@@ -207,6 +211,7 @@ class PPOTrainer(OnPolicyTrainer):
             num_layers=int(hp("num_layers")), vf_coef=float(hp("vf_coef")),
             max_grad_norm=float(hp("max_grad_norm")), clip_value=bool(hp("clip_value")),
             m_size=int(hp("memory_size")) or None,
+            vis_encode_type=str(hp("vis_encode_type")),
         )
 
     # ------------------------------------------------------------------ configuration checks

@@ -381,9 +381,6 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
                              "trainer_type: ppo.")
     _refuse_not_built(path, "network_settings.deterministic", f"{where}.network_settings.deterministic",
                       net["deterministic"])
-    if net["vis_encode_type"] != "simple":
-        raise RunConfigError(f"{path}: {where}.network_settings.vis_encode_type: {net['vis_encode_type']!r} asks for "
-                             "a visual encoder this project does not build (only 'simple'). Use simple.")
     for key in ("shared_critic",):
         if key in hp:
             _refuse_not_built(path, f"hyperparameters.{key}", f"{where}.hyperparameters.{key}", hp[key])
@@ -406,6 +403,8 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
                          sequence_length=memory["sequence_length"])
     if s["self_play"] is not None:  # the same keys, checked and completed
         block["self_play"] = dict(s["self_play"])
+    if net["vis_encode_type"] != "simple":  # the trainer's declaration refuses it if it has no such key
+        block["vis_encode_type"] = net["vis_encode_type"]
     if s["behavioral_cloning"] is not None:  # the same keys; None leaves the trainer's default
         block["behavioral_cloning"] = {k: v for k, v in s["behavioral_cloning"].items() if v is not None}
     signals = s["reward_signals"]

@@ -7,7 +7,11 @@ brain (its agents in the order Unity sent them).
 The modern (gRPC) protocol maps onto the same two classes (``grpc_communicator.py``): a behaviour
 becomes a brain, its vector observations one continuous state, its cameras ``[N, H, W, C]``
 observations, its discrete branches ``action_branches`` (a hybrid behaviour is a continuous
-brain with branches: ``is_hybrid``). It adds per-agent fields that API-2 did
+brain with branches: ``is_hybrid``). ``BrainParameters.sensors`` keeps what
+that mapping folds together: the environment's sensors, one ``Sensor`` each, in the order it
+reports them, with where each one's values sit in the state or among the cameras. Unity binds
+the ONNX input ``obs_k`` to the k-th of them, so the export reads this list (an API-2 brain's
+list is its cameras, then its state). It adds per-agent fields that API-2 did
 not have (``max_reached``, ``action_masks``, ``group_id``, ``group_rewards``,
 ``decision_requested``, ``terminal_info``); for API-2 they hold their neutral defaults.
 
@@ -20,6 +24,7 @@ is the one place that maps a policy's actions to what its environment receives.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -33,14 +38,67 @@ ACTION_CONTRACTS = ("raw", "unit")
 CONTINUOUS_ACTION_CLIP = 3.0
 
 
+@dataclasses.dataclass(frozen=True)
+class Sensor:
+    """One observation of a brain, as its environment reports it.
+
+    :param name: the sensor's name (Unity's ``ISensor.GetName()``; a made-up one for API-2).
+    :param shape: rank 1 ``(n,)``, rank 2 ``(N, F)``, or a camera's channels-first ``(C, H, W)``
+        whatever the wire layout: the shape of its ONNX input ``obs_k`` without the batch.
+    :param camera: the camera's index in ``camera_resolutions`` and ``BrainInfo.observations``;
+        -1 for a vector sensor.
+    :param offset: a vector sensor's first float in the brain's state: the state is the vector
+        sensors' values concatenated in sensor order, so offsets grow with the sensors.
+    :param observation_type: 0 default, 1 goal signal (ML-Agents' ``ObservationType``).
+    """
+
+    name: str
+    shape: Tuple[int, ...]
+    camera: int = -1
+    offset: int = 0
+    observation_type: int = 0
+
+    @property
+    def is_camera(self) -> bool:
+        return self.camera >= 0
+
+    @property
+    def size(self) -> int:
+        """Floats per agent: a vector sensor's width in the state (a camera's pixel count)."""
+        return int(np.prod(self.shape))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"name": self.name, "shape": list(self.shape), "camera": self.camera, "offset": self.offset,
+                "observationType": self.observation_type}
+
+    @classmethod
+    def from_dict(cls, entry: Dict[str, Any]) -> "Sensor":
+        return cls(str(entry["name"]), tuple(int(d) for d in entry["shape"]), int(entry.get("camera", -1)),
+                   int(entry.get("offset", 0)), int(entry.get("observationType", 0)))
+
+
+def camera_shape(camera: Dict[str, Any]) -> Tuple[int, int, int]:
+    """A ``cameraResolutions`` entry as channels-first ``(C, H, W)``."""
+    channels = int(camera.get("channels", 1 if camera.get("blackAndWhite") else 3))
+    return channels, int(camera["height"]), int(camera["width"])
+
+
+def default_sensors(state_width: int, state_size: int, cameras: Sequence[Dict[str, Any]]) -> List[Sensor]:
+    """An API-2 brain's sensors: its cameras in order, then its state (when it has one)."""
+    sensors = [Sensor(f"camera_{k}", camera_shape(c), k) for k, c in enumerate(cameras)]
+    if state_size > 0:
+        sensors.append(Sensor("state", (state_width,)))
+    return sensors
+
+
 class BrainParameters:
     """The fixed description of a brain, as sent once in the AcademyParameters.
 
     :param brain_name: the brain's GameObject name.
     :param brain_param: one entry of ``brainParameters`` (keys ``stateSize``, ``actionSize``,
         ``memorySize``, ``cameraResolutions``, ``actionDescriptions``, ``actionSpaceType``,
-        ``stateSpaceType``; the modern protocol adds ``actionBranches``, ``actionMasks`` and
-        ``continuousActionContract``).
+        ``stateSpaceType``; the modern protocol adds ``actionBranches``, ``actionMasks``,
+        ``continuousActionContract`` and ``sensors``, a list of ``Sensor.to_dict()``).
     """
 
     def __init__(self, brain_name: str, brain_param: Dict[str, Any]):
@@ -68,6 +126,36 @@ class BrainParameters:
             raise ValueError(
                 f"Brain {brain_name!r}: continuousActionContract {self.continuous_action_contract!r} is not one of "
                 f"{ACTION_CONTRACTS}; use 'raw' for API-2 environments and 'unit' for the modern protocol.")
+        defaults = default_sensors(self.state_width, self.state_space_size, self.camera_resolutions)
+        given = brain_param.get("sensors")
+        #: The environment's sensors in the order it reports them (see ``Sensor``).
+        self.sensors: List[Sensor] = defaults if given is None else [
+            s if isinstance(s, Sensor) else Sensor.from_dict(s) for s in given]
+        self._check_sensors()
+
+    def _check_sensors(self) -> None:
+        """The sensors must tile the state and name every camera, in order: the export relies on it."""
+        offset, camera = 0, 0
+        for k, sensor in enumerate(self.sensors):
+            if sensor.is_camera:
+                ok = sensor.camera == camera and camera < self.number_observations
+                if ok:
+                    ok = sensor.shape == camera_shape(self.camera_resolutions[camera])
+                camera += 1
+            else:
+                ok = sensor.offset == offset
+                offset += sensor.size
+            if not ok:
+                where = f"camera {camera - 1}" if sensor.is_camera else f"the state from offset {offset - sensor.size}"
+                raise ValueError(
+                    f"Brain {self.brain_name!r}: sensor {k} ({sensor.name!r}, shape {sensor.shape}) does not fit the "
+                    f"brain as {where}. Vector sensors are the state's parts in order; cameras are "
+                    "cameraResolutions in order, at their resolution.")
+        if offset != (self.state_width if self.state_space_size else 0) or camera != self.number_observations:
+            raise ValueError(
+                f"Brain {self.brain_name!r}: its sensors {[s.name for s in self.sensors]} cover {offset} state floats "
+                f"and {camera} cameras; the brain has {self.state_width if self.state_space_size else 0} and "
+                f"{self.number_observations}. Declare one sensor per part of the state and per camera.")
 
     @property
     def state_width(self) -> int:
@@ -125,6 +213,8 @@ class BrainParameters:
             result["actionMasks"] = True
         if self.continuous_action_contract != "raw":
             result["continuousActionContract"] = self.continuous_action_contract
+        if self.sensors != default_sensors(self.state_width, self.state_space_size, self.camera_resolutions):
+            result["sensors"] = [s.to_dict() for s in self.sensors]
         return result
 
     def __str__(self) -> str:

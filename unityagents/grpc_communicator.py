@@ -30,6 +30,9 @@ both ``continuous_actions`` and ``discrete_actions`` of one ``AgentActionProto``
 ``ActionTuple``). Not supported (a clear error): variable-length observations (we tell Unity so
 through the capabilities).
 
+``BrainParameters.sensors`` keeps what the state folds together: each sensor's name, shape and
+place, in the wire order, which the ONNX export's ``obs_k`` inputs follow.
+
 The server binds 127.0.0.1 only (Unity's own binds all interfaces). Requests are handed to the
 caller's thread as raw bytes and parsed there, so a malformed message is an exception in the
 trainer, not a log line in a gRPC worker thread.
@@ -161,6 +164,7 @@ class _ObservationSpec:
     visual: bool
     hwc: Tuple[int, ...] = ()       # visual: (H, W, C) whatever the wire layout
     size: int = 0                   # vector: number of floats
+    name: str = ""                  # the sensor's name, for errors
 
 
 @dataclasses.dataclass
@@ -517,20 +521,30 @@ class GrpcCommunicator(Communicator):
         if self._handshaken:
             logger.warning("Behaviour %r connected after the run started; no trainer was built for it, so its "
                            "agents get no actions.", name)
-        self._add_behaviour(name, spec, list(params.action_spec.action_descriptions))
+        self._add_behaviour(name, spec, list(params.action_spec.action_descriptions),
+                            [(o.name, int(o.observation_type)) for o in infos[0].observations])
 
-    def _add_behaviour(self, name: str, spec: Spec, descriptions: List[str]) -> None:
+    def _add_behaviour(self, name: str, spec: Spec, descriptions: List[str],
+                       sensor_names: Sequence[Tuple[str, int]] = ()) -> None:
+        """A new brain: vector sensors concatenated into its state, cameras in order, and its
+        ``sensors`` list keeping each one's name, shape and place, in the wire order."""
         continuous, branches, shapes = spec
-        observations, cameras, state_size = [], [], 0
-        for shape in shapes:
+        observations, cameras, state_size, sensors = [], [], 0, []
+        for k, shape in enumerate(shapes):
+            sensor_name, observation_type = sensor_names[k] if k < len(sensor_names) else ("", 0)
+            sensor_name = sensor_name or f"sensor_{k}"
             if len(shape) == 3:
                 hwc = (shape[1], shape[2], shape[0]) if self.channels_last else shape
-                observations.append(_ObservationSpec(shape, True, hwc))
+                observations.append(_ObservationSpec(shape, True, hwc, name=sensor_name))
+                sensors.append({"name": sensor_name, "shape": [hwc[2], hwc[0], hwc[1]], "camera": len(cameras),
+                                "observationType": observation_type})
                 cameras.append({"width": hwc[1], "height": hwc[0], "blackAndWhite": hwc[2] == 1,
                                 "channels": hwc[2]})
             else:
                 size = int(np.prod(shape))
-                observations.append(_ObservationSpec(shape, False, size=size))
+                observations.append(_ObservationSpec(shape, False, size=size, name=sensor_name))
+                sensors.append({"name": sensor_name, "shape": list(shape), "offset": state_size,
+                                "observationType": observation_type})
                 state_size += size
         if branches and not continuous:
             action_type, action_size = 0, int(sum(branches))
@@ -540,7 +554,7 @@ class GrpcCommunicator(Communicator):
             "stateSize": state_size, "actionSize": action_size, "memorySize": 0,
             "cameraResolutions": cameras, "actionDescriptions": descriptions,
             "actionSpaceType": action_type, "stateSpaceType": 1, "actionBranches": list(branches),
-            "actionMasks": bool(branches), "continuousActionContract": "unit"})
+            "actionMasks": bool(branches), "continuousActionContract": "unit", "sensors": sensors})
         self._behaviours[name] = _Behaviour(name, observations, continuous, list(branches), parameters, spec=spec)
         self.brains[name] = parameters
         logger.info("Connected new brain: %s (state %d, cameras %s, %s)", name, state_size,
@@ -561,15 +575,16 @@ class GrpcCommunicator(Communicator):
         vector: List[float] = []
         frames = []
         for k, (spec, obs) in enumerate(zip(specs, observations)):
+            sensor = f"sensor {spec.name!r}: "
             if tuple(obs.shape) != spec.shape:
-                raise observation_error("the shape differs from its ObservationSpec.", log, name, agent, k,
+                raise observation_error(sensor + "the shape differs from its ObservationSpec.", log, name, agent, k,
                                         spec.shape, tuple(obs.shape)[:8], ".shape")
             if obs.compression_type == pb.NONE:
                 data = obs.float_data.data
                 expected = spec.size if not spec.visual else int(np.prod(spec.shape))
                 if len(data) != expected:
-                    raise observation_error(f"it has {len(data)} values; expected {expected}.", log, name, agent, k,
-                                            f"{expected} values (shape {spec.shape})", f"{len(data)} values",
+                    raise observation_error(sensor + f"it has {len(data)} values; expected {expected}.", log, name,
+                                            agent, k, f"{expected} values (shape {spec.shape})", f"{len(data)} values",
                                             ".float_data")
                 if spec.visual:
                     array = np.asarray(data, dtype=np.float32).reshape(spec.shape)
@@ -577,10 +592,10 @@ class GrpcCommunicator(Communicator):
                 else:
                     vector.extend(data)
             elif obs.compression_type != pb.PNG:
-                raise observation_error("the compression type is unknown.", log, name, agent, k,
+                raise observation_error(sensor + "the compression type is unknown.", log, name, agent, k,
                                         "0 (none) or 1 (PNG)", obs.compression_type, ".compression_type")
             elif not spec.visual:
-                raise observation_error("only rank-3 (visual) observations may be PNG.", log, name, agent, k,
+                raise observation_error(sensor + "only rank-3 (visual) observations may be PNG.", log, name, agent, k,
                                         "float_data for a vector observation", f"PNG data for shape {spec.shape}",
                                         ".compression_type")
             else:
@@ -589,8 +604,8 @@ class GrpcCommunicator(Communicator):
                                                          list(obs.compressed_channel_mapping)))
                 except Exception as e:  # Pillow raises several types for bad images
                     raise observation_error(
-                        "it is not a readable PNG observation. Check the camera sensor's compression, and the "
-                        f"layout: a C# 2.x build sends [H,W,C], 3.x [C,H,W] (package version "
+                        sensor + "it is not a readable PNG observation. Check the camera sensor's compression, and "
+                        f"the layout: a C# 2.x build sends [H,W,C], 3.x [C,H,W] (package version "
                         f"{self.package_version!r}).", log, name, agent, k, f"PNG images of shape {spec.shape}",
                         f"{type(e).__name__}: {e}", ".compressed_data") from None
         return vector, frames

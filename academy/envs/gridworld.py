@@ -5,6 +5,11 @@ The grid is ``gridSize`` × ``gridSize`` cells inside a wall; ``numGoals`` goals
 reset (Unity's ``AgentReset`` calls ``AcademyReset``). Each other step costs −0.01 and an episode
 ends after 100 steps. Actions: 0 = +z (up), 1 = −z (down), 2 = −x (left), 3 = +x (right); walls
 block a move. The only observation is an 84×84 RGB image, +z at the top.
+
+Over the modern protocol the agent also has Unity's goal signal: a ``GoalSensor`` (a one-hot over
+``GOAL_KINDS``, observation type GoalSignal) beside its ``RenderTextureSensor``. Unity's GridWorld
+asks for a green plus or a red cross; here every goal is the green kind, so the signal is constant
+and the task is unchanged. By name the goal sorts before the camera: ``obs_0`` is the goal.
 """
 from __future__ import annotations
 
@@ -13,11 +18,12 @@ from collections import deque
 
 import numpy as np
 
-from ..academy import BrainSpec, Camera, Scene
+from ..academy import BrainSpec, Camera, CameraSensor, Scene, VectorSensor
 
 log = logging.getLogger("academy.gridworld")
 
 EMPTY, GOAL, PIT = 0, 1, 2
+GOAL_KINDS = ("GreenPlus", "RedEx")  # the goal signal's one-hot; this scene's goals are all GreenPlus
 SIZE = 84
 MOVES = np.array([(0, 1), (0, -1), (-1, 0), (1, 0)])  # (dx, dz) per action
 COLOURS = {"wall": (60, 60, 60), "floor": (235, 235, 235), "goal": (40, 200, 60),
@@ -30,7 +36,9 @@ class GridWorld(Scene):
     academy_name = "GridAcademy"
     brains = (BrainSpec(name="GridWorldBrain", n_agents=1, state_size=0, action_size=4,
                         action_space="discrete", cameras=(Camera(SIZE, SIZE, False),),
-                        action_descriptions=("Up", "Down", "Left", "Right"), max_step=99),)
+                        action_descriptions=("Up", "Down", "Left", "Right"), max_step=99,
+                        sensors=(VectorSensor("GoalSensor", len(GOAL_KINDS), from_state=False, goal=True),
+                                 CameraSensor("RenderTextureSensor", 0))),)
     default_reset_parameters = {"gridSize": 5.0, "numObstacles": 1.0, "numGoals": 1.0}
 
     def __init__(self, seed: int = 0) -> None:
@@ -81,6 +89,12 @@ class GridWorld(Scene):
 
     def states(self, brain: str) -> np.ndarray:
         return np.zeros((self._n, 0))
+
+    def sensor(self, brain: str, name: str) -> np.ndarray:
+        """``GoalSensor``: the one-hot of the goal kind to reach (always the first, GreenPlus)."""
+        goal = np.zeros((self._n, len(GOAL_KINDS)))
+        goal[:, 0] = 1.0
+        return goal
 
     def action_mask(self, brain: str) -> np.ndarray:
         """Moves into the wall are disabled (over the modern protocol; API-2 has no masks).

@@ -9,13 +9,15 @@ time (about 0.4 on average) while one that remembers reaches about 0.94.
 
 Actions: 0 forward, 1 back, 2 turn left, 3 turn right (left/right do nothing before the junction).
 State (6 floats): progress z/6, at-junction flag, cue A seen, cue B seen, free distance ahead
-(a forward ray, 1 = the whole corridor), elapsed fraction of the episode.
+(a forward ray, 1 = the whole corridor), elapsed fraction of the episode. Over the modern protocol
+the first five are a ``RayPerceptionSensor`` and the last a ``VectorSensor_size1``, as Unity's
+agent has a ray sensor and collects its step count.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..academy import BrainSpec, Scene
+from ..academy import BrainSpec, Scene, VectorSensor
 
 LENGTH = 6        # the junction is cell LENGTH
 CUE_CELLS = 2     # the cue can be seen from cells 0 and 1
@@ -28,7 +30,9 @@ class Hallway(Scene):
     academy_name = "HallwayAcademy"
     brains = (BrainSpec(name="HallwayBrain", n_agents=8, state_size=6, action_size=4, action_space="discrete",
                         memory_size=32, action_descriptions=("Forward", "Back", "Left", "Right"),
-                        max_step=MAX_STEP),)
+                        max_step=MAX_STEP,
+                        # Unity's HallwayAgent: a ray perception sensor and the elapsed fraction it collects.
+                        sensors=(VectorSensor("RayPerceptionSensor", 5), VectorSensor("VectorSensor_size1", 1, 5))),)
 
     def __init__(self, seed: int = 0) -> None:
         super().__init__(seed)

@@ -25,12 +25,14 @@ heading, 30° apart), each reporting what it hits first, one-hot over (wall, swi
 brick), and the distance to it divided by the ray's range; then the switch state (1 once pressed)
 and the agent's speed (+1 after a step forward, −1 after a step back, 0 after a turn or a blocked
 move). Nothing behind the agent is seen, so finding things takes turning round and wandering.
+Over the modern protocol those are two sensors, as in Unity's scene: ``RayPerceptionSensor`` (the
+35 ray floats) and ``VectorSensor_size2`` (switch state and speed).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..academy import BrainSpec, Scene
+from ..academy import BrainSpec, Scene, VectorSensor
 
 ROOM = 16             # cells per side of each room
 MAX_STEP = 149        # done after 150 decisions
@@ -46,7 +48,8 @@ HIT_TYPES = (WALL, SWITCH, BRICK, GOLD)
 #: unit steps for headings 0 (+y), 1 (+x), 2 (−y), 3 (−x); turning right adds 1
 HEADINGS = np.array([(0, 1), (1, 0), (0, -1), (-1, 0)])
 PLUS = np.array([(0, 0), (1, 0), (-1, 0), (0, 1), (0, -1)])   # the pyramid's cells around its centre
-STATE_SIZE = len(RAY_ANGLES) * (len(HIT_TYPES) + 1) + 2
+RAY_FLOATS = len(RAY_ANGLES) * (len(HIT_TYPES) + 1)
+STATE_SIZE = RAY_FLOATS + 2
 
 
 class Pyramids(Scene):
@@ -55,7 +58,10 @@ class Pyramids(Scene):
     academy_name = "PyramidsAcademy"
     brains = (BrainSpec(name="PyramidsBrain", n_agents=N_AGENTS, state_size=STATE_SIZE, action_size=4,
                         action_space="discrete", action_descriptions=("Forward", "Backward", "Left", "Right"),
-                        max_step=MAX_STEP),)
+                        max_step=MAX_STEP,
+                        # Unity's PyramidAgent: a ray perception sensor and CollectObservations' vector.
+                        sensors=(VectorSensor("RayPerceptionSensor", RAY_FLOATS),
+                                 VectorSensor("VectorSensor_size2", 2, start=RAY_FLOATS))),)
 
     def __init__(self, seed: int = 0) -> None:
         super().__init__(seed)
