@@ -196,7 +196,7 @@ def test_sac_clones_discrete_actions_and_keeps_masked_ones_at_zero(tmp_path):
     assert agreement() > max(0.7, agree_before + 0.2), (agree_before, agreement())
 
     grid = BrainParameters("GridWorldBrain", {**_brain("GridWorld").to_dict(), "actionBranches": [4],
-                                              "actionMasks": True})
+                                              "actionMasks": True, "stateSize": 2})  # the modern goal signal
     masked = _trainer(grid, {"demo_path": _demo(tmp_path, "GridWorld", 2)}, SACTrainer)
     assert masked.bc.masks.min() == 0.0
     probs = masked.sess.run(masked.model.probs, masked.bc.feed(np.arange(len(masked.bc))))

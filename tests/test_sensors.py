@@ -56,8 +56,9 @@ def behaviours():
     """(scene, behaviour) for one External behaviour of each built-in scene (Tennis' two are alike)."""
     out = []
     for scene in SCENES:
-        brain = next(b for b in load_scene(scene).brains if b.brain_type == "external")
-        out.append((scene, f"{brain.name}?team=0"))
+        cls = load_scene(scene)
+        brain = next(b for b in cls.brains if b.brain_type == "external")
+        out.append((scene, getattr(cls, "behaviour_names", {}).get(brain.name, f"{brain.name}?team=0")))
     return out
 
 
