@@ -100,7 +100,7 @@ def test_unknown_trainer_name_lists_the_known_ones(tmp_path):
         load_trainer_config(path, registry)
     message = str(error.value)
     assert "brain 'Ball3DBrain', key 'trainer': Unknown trainer type 'a2c'" in message
-    assert "Known trainer types: ghost, imitation, ppo, sac." in message
+    assert "Known trainer types: ghost, imitation, poca, ppo, sac." in message
     assert f"entry-point group '{ENTRY_POINT_GROUP}'" in message
 
 

@@ -32,7 +32,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
 
 import yaml
 
-from unityagents.brain import BrainParameters
+from unityagents.brain import BrainParameters, team_base
 
 from .registry import TrainerRegistry
 from .trainer import Param, Trainer, TrainerConfigError, UnityTrainerException, coerce_value, did_you_mean
@@ -112,11 +112,6 @@ class StrictLoader(yaml.SafeLoader):
                 raise _DuplicateKeyError(key, line, first)
             seen[key] = line
         return super().construct_mapping(node, deep=deep)
-
-
-def team_base(brain_name: str) -> str:
-    """A modern behaviour's name without its ``?team=N`` suffix (``3DBall?team=0`` -> ``3DBall``)."""
-    return brain_name.split("?team=", 1)[0]
 
 
 @dataclass

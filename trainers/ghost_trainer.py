@@ -38,26 +38,10 @@ from trainers.trainer import (
     logger,
     positive,
 )
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainInfo, BrainParameters, same_spaces_error
 
 #: Op types that hold a variable's value (v1 ref variables are what tf_utils configures).
 _VARIABLE_OPS = ("VariableV2", "Variable", "VarHandleOp")
-
-
-def same_spaces_error(a: BrainParameters, b: BrainParameters) -> Optional[str]:
-    """A description of how the observation/action spaces of two brains differ, None if they match."""
-    differences = [
-        f"{what}: {x!r} vs {y!r}"
-        for what, x, y in (
-            ("state space type", a.state_space_type, b.state_space_type),
-            ("state size", a.state_space_size, b.state_space_size),
-            ("action space type", a.action_space_type, b.action_space_type),
-            ("action size", a.action_space_size, b.action_space_size),
-            ("cameras", a.camera_resolutions, b.camera_resolutions),
-        )
-        if x != y
-    ]
-    return "; ".join(differences) or None
 
 
 def variables_read_by(tensors: Sequence[tf.Tensor]) -> List[tf.Variable]:

@@ -34,7 +34,6 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
 import numpy as np
 
 from trainers.encoders import concat_features, create_inputs
-from trainers.ghost_trainer import same_spaces_error
 from trainers.models import dense, mlp
 from trainers.tf_utils import tf
 from trainers.trainer import (
@@ -47,7 +46,7 @@ from trainers.trainer import (
     non_negative,
     positive,
 )
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainInfo, BrainParameters, same_spaces_error
 
 
 class ImitationModel:

@@ -58,7 +58,9 @@ from typing import Any, Dict, List, Optional, Tuple
 import yaml
 from docopt import docopt
 
-from .config import StrictLoader, TrainerConfig, _DuplicateKeyError, team_base, trainer_config_from_dict
+from unityagents.brain import team_base
+
+from .config import StrictLoader, TrainerConfig, _DuplicateKeyError, trainer_config_from_dict
 from .environment_parameters import EnvironmentParameters, parse_environment_parameters
 from .run_config import RunConfig, RunConfigError, resolve
 from .run_paths import RunPaths

@@ -49,7 +49,7 @@ from trainers.buffer import AgentBuffer
 from trainers.encoders import VISUAL_ENCODERS
 from trainers.ppo_models import PPOModel, create_agent_model, validate_memory_size
 from trainers.reward_signals import REWARD_SIGNALS_PARAM, validate_reward_signals
-from trainers.self_play import SELF_PLAY_PARAM, validate_self_play
+from trainers.self_play import SELF_PLAY_PARAM, check_team_behaviour, validate_self_play
 from trainers.tf_utils import tf
 from trainers.trainer import (
     Param,
@@ -240,8 +240,6 @@ class PPOTrainer(OnPolicyTrainer):
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
                           brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
         """A recurrent brain needs a usable memorySize from the scene; BC's and GAIL's demonstrations must fit it."""
-        from trainers.team_trainer import check_team_behaviour
-
         check_team_behaviour(brain_name, params, brains, external_brain_names)
         if brain_name in brains and getattr(brains[brain_name], "is_hybrid", False):
             # The curiosity/GAIL networks and behavioral cloning read one kind of action.

@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
+
+from unityagents.brain import BrainParameters, same_spaces_error, team_base, team_id
 
 from .trainer import Param, TrainerConfigError, coerce_value, did_you_mean, non_negative, positive, unit_interval
 
@@ -260,3 +262,26 @@ def self_play_markdown() -> List[str]:
         default = "5 x save_steps" if key == "team_change" else f"`{p.default}`"
         lines.append(f"| `{key}` | {p.kind.__name__} | {default} | {p.check[1] if p.check else ''} | {p.doc} |")
     return lines + [""]
+
+
+def check_team_behaviour(brain_name: str, params: Mapping[str, Any], brains: Mapping[str, BrainParameters],
+                         external_brain_names: Sequence[str]) -> None:
+    """A ``self_play`` block needs two or more External ``?team=N`` behaviours of one name and spaces."""
+    if not params.get("self_play"):
+        return
+    base = team_base(brain_name)
+    teams = sorted((n for n in external_brain_names if team_base(n) == base), key=team_id)
+    where = f"brain '{base}', key 'self_play'"
+    if base == brain_name or len(teams) < 2:
+        found = ", ".join(repr(t) for t in teams) or "none"
+        raise TrainerConfigError(
+            f"{where}: team self-play needs the behaviour's teams, two or more External behaviours named "
+            f"'{base}?team=N', but the build has {found} (its behaviours: {', '.join(sorted(brains))}). Remove the "
+            "self_play block; for an API-2 scene, train the opponent brain as a ghost (trainer: ghost, "
+            "brain_to_copy: <the learning brain>).")
+    for other in teams[1:]:
+        difference = same_spaces_error(brains[teams[0]], brains[other])
+        if difference:
+            raise TrainerConfigError(
+                f"{where}: the teams play one policy, so '{teams[0]}' and '{other}' need the same spaces, but they "
+                f"differ: {difference}. Give both teams the same Behavior Parameters in the scene.")

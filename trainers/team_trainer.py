@@ -27,47 +27,14 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Seque
 
 import numpy as np
 
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainInfo, BrainParameters, team_base, team_id
 
-from .config import team_base
-from .ghost_trainer import SnapshotPool, _relative_name, same_spaces_error, variables_read_by
+from .ghost_trainer import SnapshotPool, _relative_name, variables_read_by
 from .ppo_models import create_agent_model
 from .ppo_trainer import ActingInputs, PPOTrainer
 from .self_play import LATEST, SelfPlaySchedule, SelfPlaySettings
 from .tf_utils import tf
-from .trainer import Trainer, TrainerConfigError, UnityTrainerException, logger
-
-
-def team_id(brain_name: str) -> int:
-    """``N`` of ``Name?team=N`` (0 without the suffix), as Release 22 parses behaviour ids."""
-    _, sep, rest = brain_name.partition("?team=")
-    try:
-        return int(rest) if sep else 0
-    except ValueError:
-        return 0
-
-
-def check_team_behaviour(brain_name: str, params: Mapping[str, Any], brains: Mapping[str, BrainParameters],
-                         external_brain_names: Sequence[str]) -> None:
-    """A ``self_play`` block needs two or more External ``?team=N`` behaviours of one name and spaces."""
-    if not params.get("self_play"):
-        return
-    base = team_base(brain_name)
-    teams = sorted((n for n in external_brain_names if team_base(n) == base), key=team_id)
-    where = f"brain '{base}', key 'self_play'"
-    if base == brain_name or len(teams) < 2:
-        found = ", ".join(repr(t) for t in teams) or "none"
-        raise TrainerConfigError(
-            f"{where}: team self-play needs the behaviour's teams, two or more External behaviours named "
-            f"'{base}?team=N', but the build has {found} (its behaviours: {', '.join(sorted(brains))}). Remove the "
-            "self_play block; for an API-2 scene, train the opponent brain as a ghost (trainer: ghost, "
-            "brain_to_copy: <the learning brain>).")
-    for other in teams[1:]:
-        difference = same_spaces_error(brains[teams[0]], brains[other])
-        if difference:
-            raise TrainerConfigError(
-                f"{where}: the teams play one policy, so '{teams[0]}' and '{other}' need the same spaces, but they "
-                f"differ: {difference}. Give both teams the same Behavior Parameters in the scene.")
+from .trainer import Trainer, UnityTrainerException, logger
 
 
 class TeamSelfPlay:

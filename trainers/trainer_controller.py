@@ -47,12 +47,12 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import yaml
 
-from unityagents.brain import BrainInfo
+from unityagents.brain import BrainInfo, team_base
 from unityagents.environment_set import EnvironmentSet
 from unityagents.exception import UnityException
 
 from .checkpoints import STATE_SUFFIX, SaveFailedError, checkpoint_damage, checkpoint_prefixes
-from .config import BrainSettings, TrainerConfig, team_base
+from .config import BrainSettings, TrainerConfig
 from .export import contract_inputs, export_graph, write_atomically
 from .onnx_export import export_onnx, onnx_file_stem
 from .run_paths import RunPaths

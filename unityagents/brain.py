@@ -337,3 +337,33 @@ class BrainInfo:
             f"BrainInfo(agents={len(self.agents)}, states={getattr(self.states, 'shape', None)}, "
             f"observations={shapes}, memories={getattr(self.memories, 'shape', None)})"
         )
+
+
+def same_spaces_error(a: BrainParameters, b: BrainParameters) -> Optional[str]:
+    """A description of how the observation/action spaces of two brains differ, None if they match."""
+    differences = [
+        f"{what}: {x!r} vs {y!r}"
+        for what, x, y in (
+            ("state space type", a.state_space_type, b.state_space_type),
+            ("state size", a.state_space_size, b.state_space_size),
+            ("action space type", a.action_space_type, b.action_space_type),
+            ("action size", a.action_space_size, b.action_space_size),
+            ("cameras", a.camera_resolutions, b.camera_resolutions),
+        )
+        if x != y
+    ]
+    return "; ".join(differences) or None
+
+
+def team_base(brain_name: str) -> str:
+    """A modern behaviour's name without its ``?team=N`` suffix (``3DBall?team=0`` -> ``3DBall``)."""
+    return brain_name.split("?team=", 1)[0]
+
+
+def team_id(brain_name: str) -> int:
+    """``N`` of ``Name?team=N`` (0 without the suffix), as Release 22 parses behaviour ids."""
+    _, sep, rest = brain_name.partition("?team=")
+    try:
+        return int(rest) if sep else 0
+    except ValueError:
+        return 0
