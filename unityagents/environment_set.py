@@ -359,14 +359,14 @@ class EnvironmentSet(OverlappedStepping):
         fail are left out of the result and restarted by the next ``reset_finished``; so are
         the next states of environments whose Academy is done (``needs_reset``).
         """
-        if self._pending:
-            raise UnityEnvironmentException(
-                f"Environment(s) {sorted(self._pending)} must be reset first: call reset_finished() when "
-                "needs_reset is set.")
         if self._inflight:
             raise UnityEnvironmentException(
                 f"Environment(s) {self.in_flight} are in flight (overlapped schedule): collect() their answers "
                 "before a synchronous step().")
+        if self._pending:
+            raise UnityEnvironmentException(
+                f"Environment(s) {sorted(self._pending)} must be reset first: call reset_finished() when "
+                "needs_reset is set.")
         began = time.monotonic()
         sent = [i for i, slices in self._slices(range(self.n_envs), action, memory, value) if self._send_one(i, slices)]
         self.stats = {}

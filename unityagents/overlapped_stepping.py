@@ -58,6 +58,11 @@ class OverlappedStepping:
         """The environments that were sent actions and have not answered yet (``collect`` gets them)."""
         return sorted(self._inflight)
 
+    @property
+    def needs_idle_reset(self) -> bool:
+        """Some environment that is not in flight is due a reset: call ``reset_idle`` before acting on it."""
+        return any(i not in self._inflight for i in self._pending)
+
     def merged(self, indices: Sequence[int]) -> Dict[str, BrainInfo]:
         """The current info of the environments ``indices`` (live ones), merged in that order."""
         live = [(i, self._current[i]) for i in indices if self._current[i] is not None
