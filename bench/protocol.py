@@ -7,6 +7,7 @@ Measurements side by side in one run:
    gRPC protocol (``protocol="grpc"``: protobuf, one unary call per step), in alternating blocks
    so that both see the same machine load;
 2. the same scene stepped in-process through ``academy.Academy`` (no socket, no encoding);
+   and the gRPC server as it was with two executor threads, for a before/after in one run;
 3. a bare lock-step round trip between two processes over loopback (TCP_NODELAY, 8-byte
    messages): the floor of any lock-step protocol. A 3DBall step needs three of them
    (STEP/STEPPING, actions/state, RECEIVED/done flag);
@@ -55,25 +56,35 @@ def free_port() -> int:
 
 
 def bench_wires(steps: int, rng: np.random.Generator) -> dict:
-    """Seconds per ``UnityEnvironment.step`` on 3DBall, per protocol (median of 5 blocks each,
-    the protocols' blocks interleaved)."""
+    """(wall, trainer-process CPU) seconds per ``UnityEnvironment.step`` on 3DBall, per protocol
+    (median of 5 blocks each, the protocols' blocks interleaved). ``grpc-2`` is the gRPC server
+    with two executor threads instead of ``SERVER_WORKERS`` (what it had before)."""
+    from unityagents import grpc_communicator
+
     envs = {}
     try:
-        for protocol in ("api2", "grpc"):
-            envs[protocol] = UnityEnvironment("3DBall", base_port=free_port(), seed=0, protocol=protocol)
-            envs[protocol].reset()
+        for label, protocol, workers in (("api2", "api2", None), ("grpc", "grpc", grpc_communicator.SERVER_WORKERS),
+                                         ("grpc-2", "grpc", 2)):
+            shipped, grpc_communicator.SERVER_WORKERS = grpc_communicator.SERVER_WORKERS, workers or 1
+            try:
+                envs[label] = UnityEnvironment("3DBall", base_port=free_port(), seed=0, protocol=protocol)
+            finally:
+                grpc_communicator.SERVER_WORKERS = shipped
+            envs[label].reset()
         actions = rng.uniform(-1, 1, (steps, 12, 2))
         blocks = {p: [] for p in envs}
+        cpu = {p: [] for p in envs}
         for b in range(6):  # block 0 warms both up and is not counted
             for protocol, env in envs.items():
-                start = time.perf_counter()
+                start, used = time.perf_counter(), time.process_time()
                 for i in range(b * (steps // 6), (b + 1) * (steps // 6)):
                     env.step(actions[i])
                     if env.global_done:
                         env.reset()
                 if b:
                     blocks[protocol].append((time.perf_counter() - start) / (steps // 6))
-        return {p: float(np.median(v)) for p, v in blocks.items()}
+                    cpu[protocol].append((time.process_time() - used) / (steps // 6))
+        return {p: (float(np.median(v)), float(np.median(cpu[p]))) for p, v in blocks.items()}
     finally:
         for env in envs.values():
             env.close()
@@ -177,7 +188,7 @@ def main() -> None:
     rtt = bench_round_trip(args.steps * 3)
     grpc_rtt = bench_grpc_round_trip(args.steps)
     wires = bench_wires(args.steps, rng)
-    wire, modern = wires["api2"], wires["grpc"]
+    (wire, wire_cpu), (modern, modern_cpu), (before, before_cpu) = wires["api2"], wires["grpc"], wires["grpc-2"]
     local = bench_in_process(args.steps, rng)
     floor = 3 * rtt
     cost, modern_cost = wire - local, modern - local
@@ -193,6 +204,10 @@ def main() -> None:
     print(f"gRPC cost per step     : {modern_cost * 1e6:9.1f} us (gRPC minus in-process)")
     print(f"gRPC cost / API-2 cost : {modern_cost / cost:9.2f}x (target <= 2)")
     print(f"gRPC cost / bare call  : {modern_cost / grpc_rtt:9.2f}x")
+    print(f"gRPC, 2 server threads : {before * 1e6:9.1f} us/step, cost {(before - local) * 1e6:.1f} us, "
+          f"{(before - local) / cost:.2f}x API-2's")
+    print(f"trainer CPU per step   : API-2 {wire_cpu * 1e6:.1f} us, gRPC {modern_cpu * 1e6:.1f} us, "
+          f"gRPC with 2 server threads {before_cpu * 1e6:.1f} us")
 
 
 if __name__ == "__main__":
