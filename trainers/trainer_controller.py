@@ -624,9 +624,9 @@ class TrainerController:
                         rows[name] = _output_rows(outputs[name], start[name], start[name] + n, len(info[name].agents))
                         start[name] += n
                     acted[i] = (singles[i], rows)
-                with timers("env_step"):
-                    env.send(ready, action=actions, memory=memories, value=values)
             with timers("env_step"):
+                if ready:
+                    env.send(ready, action=actions, memory=memories, value=values)
                 ready = env.collect()
             self._pass_stats()
             deciding = {name: 0 for name in self.trainers}
