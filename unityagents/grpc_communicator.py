@@ -90,9 +90,6 @@ METHOD = "/communicator_objects.UnityToExternalProto/Exchange"
 SERVICE, RPC = "communicator_objects.UnityToExternalProto", "Exchange"
 
 _POLL_SECONDS = 0.2
-#: Threads of the gRPC server's executor. Unity makes one call at a time and each call waits for
-#: the trainer's reply, so one thread serves it; a second only adds a thread switch per call.
-SERVER_WORKERS = 1
 _STATUS_OK, _STATUS_CLOSE = 200, 400
 
 
@@ -241,7 +238,7 @@ class GrpcCommunicator(Communicator):
         self._bye = bye.SerializeToString()
         self._probe_port(port, worker_id)
         self._server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=SERVER_WORKERS, thread_name_prefix="unityagents-grpc"),
+            futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="unityagents-grpc"),
             # A cap on one message of the environment (the figure ML-Agents' own trainer uses): a
             # larger one is refused by gRPC itself instead of being buffered whole.
             options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
