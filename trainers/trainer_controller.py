@@ -3,14 +3,16 @@
 ``TrainerController`` owns the run's ``tf.Graph`` and ``tf.Session``. It builds every trainer
 (each under its graph scope), the ``Saver`` and the initializer, then **finalizes the graph**, so
 an op created inside the loop fails loudly instead of growing the graph. It drives the
-environment and the trainers in lock step, advances the curriculum on global resets, saves
+environments and the trainers (all environments in lock step with ``schedule="sync"`` or one
+environment; with two or more, by default, each environment on its own clock:
+``_loop_overlapped``), advances the curriculum on global resets, saves
 checkpoints (with the Python-side state that TensorFlow variables do not hold) and exports one
 frozen ``.bytes`` with every brain under its scope.
 
 The environments are an ``EnvironmentSet`` (one or ``--num-envs`` of them, local or on a Ray
 cluster); the controller never sees how many: it gets one ``BrainInfo`` per brain, acts once per
-brain over all its agents, and, when some environment was reset (its Academy was done, or it
-crashed and was restarted), tells the trainers which agents' episodes were cut.
+brain over the agents of the environments that are ready, and, when some environment was reset
+(its Academy was done, or it crashed and was restarted), tells the trainers which agents' episodes were cut.
 
 Stopping (``learn.py`` maps these onto its exit status):
 
