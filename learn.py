@@ -24,6 +24,9 @@ Options:
   --base-port=<n>            Port that worker 0 listens on (127.0.0.1 only) [default: 5005].
   --num-envs=<n>             Environments stepped at once: environment i listens on base port + worker id + i
                              and is seeded seed + i [default: 1].
+  --schedule=<s>             With several environments: overlapped (each is sent its actions as soon as they
+                             are computed) or sync (all stepped together, the same interleaving in every
+                             run) [default: overlapped].
   --env-args=<args>          Extra command-line arguments for every environment, in one quoted string
                              (e.g. "--frame-time-ms 5" for a built-in scene) [default: ].
   --timeout=<s>              Seconds to wait for any answer of the environment; also how long (in seconds of
@@ -63,6 +66,7 @@ from docopt import docopt
 
 from unityagents import UnityEnvironment, UnityEnvironmentException, UnityException
 from unityagents.environment_set import EnvironmentSet, RestartPolicy
+from unityagents.overlapped_stepping import SCHEDULES
 
 logger = logging.getLogger("unityagents")
 
@@ -165,6 +169,7 @@ class RunOptions:
     base_port: int = 5005
     timeout: int = 60
     num_envs: int = 1
+    schedule: str = "overlapped"  # unityagents.overlapped_stepping.SCHEDULES
     env_args: List[str] = field(default_factory=list)
     protocol_options: Dict[str, Any] = field(default_factory=dict)
     restarts: Optional[RestartPolicy] = None
@@ -222,7 +227,7 @@ def train(opts: RunOptions) -> None:
             return UnityEnvironment(**env_kwargs(i))
 
     env = EnvironmentSet(launch, opts.num_envs, curriculum=opts.curriculum, restart_policy=opts.restarts,
-                         no_decision_seconds=opts.timeout)
+                         no_decision_seconds=opts.timeout, schedule=opts.schedule)
     try:
         controller = TrainerController(
             env, opts.config, env_name=opts.env, run_path=opts.run_path, load=opts.load,
@@ -257,6 +262,9 @@ def _run_options(options) -> RunOptions:
     base_port = _int_option(options, "--base-port", 1, 65535)
     timeout = _int_option(options, "--timeout", 1)
     num_envs = _int_option(options, "--num-envs", 1)
+    if options["--schedule"] not in SCHEDULES:
+        raise UnityEnvironmentException(
+            f"--schedule {options['--schedule']!r}: expected one of {', '.join(SCHEDULES)}.")
     last_port = base_port + worker_id + num_envs - 1
     if last_port > 65535:
         raise UnityEnvironmentException(
@@ -291,7 +299,8 @@ def _run_options(options) -> RunOptions:
         keep_checkpoints=keep, save_freq=save_freq, lesson=lesson, seed=seed, worker_id=worker_id,
         base_port=base_port, timeout=timeout, num_envs=num_envs, env_args=env_args,
         protocol_options=protocol_options, restarts=restarts, curriculum=curriculum,
-        ray_address=options["--ray-address"], ray_resource=options["--ray-resource"], slow=options["--slow"])
+        ray_address=options["--ray-address"], ray_resource=options["--ray-resource"], slow=options["--slow"],
+        schedule=options["--schedule"])
 
 
 #: Exit status after a signal. Ctrl-C is the user's way to end a run early: 0 once the model is

@@ -7,11 +7,14 @@ Measurements side by side in one run:
    gRPC protocol (``protocol="grpc"``: protobuf, one unary call per step), in alternating blocks
    so that both see the same machine load;
 2. the same scene stepped in-process through ``academy.Academy`` (no socket, no encoding);
+   with the trainer process's CPU per step beside the wall time (robust to a loaded machine);
 3. a bare lock-step round trip between two processes over loopback (TCP_NODELAY, 8-byte
    messages): the floor of any lock-step protocol. A 3DBall step needs three of them
    (STEP/STEPPING, actions/state, RECEIVED/done flag);
 4. a bare gRPC unary call (a few bytes each way) between two processes: the floor of the gRPC
-   protocol, which needs one per step.
+   protocol, which needs one per step; and the CPU this process spends per such call with each
+   way grpcio can serve it (sync server with one or two executor threads, without HTTP/2 BDP
+   probes, the ``grpc.aio`` server), to pick the cheapest.
 
 A wire's own cost per step is (1) minus (2). Targets: API-2 at most 1.5x three round trips; gRPC
 at most 2x API-2's own cost.
@@ -55,8 +58,8 @@ def free_port() -> int:
 
 
 def bench_wires(steps: int, rng: np.random.Generator) -> dict:
-    """Seconds per ``UnityEnvironment.step`` on 3DBall, per protocol (median of 5 blocks each,
-    the protocols' blocks interleaved)."""
+    """(wall, trainer-process CPU) seconds per ``UnityEnvironment.step`` on 3DBall, per protocol
+    (median of 5 blocks each, the protocols' blocks interleaved)."""
     envs = {}
     try:
         for protocol in ("api2", "grpc"):
@@ -64,16 +67,18 @@ def bench_wires(steps: int, rng: np.random.Generator) -> dict:
             envs[protocol].reset()
         actions = rng.uniform(-1, 1, (steps, 12, 2))
         blocks = {p: [] for p in envs}
+        cpu = {p: [] for p in envs}
         for b in range(6):  # block 0 warms both up and is not counted
             for protocol, env in envs.items():
-                start = time.perf_counter()
+                start, used = time.perf_counter(), time.process_time()
                 for i in range(b * (steps // 6), (b + 1) * (steps // 6)):
                     env.step(actions[i])
                     if env.global_done:
                         env.reset()
                 if b:
                     blocks[protocol].append((time.perf_counter() - start) / (steps // 6))
-        return {p: float(np.median(v)) for p, v in blocks.items()}
+                    cpu[protocol].append((time.process_time() - used) / (steps // 6))
+        return {p: (float(np.median(v)), float(np.median(cpu[p]))) for p, v in blocks.items()}
     finally:
         for env in envs.values():
             env.close()
@@ -129,6 +134,96 @@ def bench_grpc_round_trip(n: int) -> float:
         server.stop(None)
 
 
+def _serve_sync(workers: int, options) -> tuple:
+    """A sync ``grpc.server`` whose calls are handed to this thread (as ``GrpcCommunicator`` does):
+    (port, next call, answer, stop)."""
+    import queue
+    from concurrent import futures
+
+    import grpc
+
+    calls: "queue.SimpleQueue" = queue.SimpleQueue()
+
+    def exchange(request, context):
+        reply: "queue.SimpleQueue" = queue.SimpleQueue()
+        calls.put(reply)
+        return reply.get()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=options)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+        "bench.Echo", {"Exchange": grpc.unary_unary_rpc_method_handler(exchange)}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    return port, lambda: calls.get(timeout=30), lambda pending, data: pending.put(data), lambda: server.stop(None)
+
+
+def _serve_aio() -> tuple:
+    """A ``grpc.aio`` server on an event loop in its own thread, calls handed to this thread."""
+    import asyncio
+    import queue
+    import threading
+
+    import grpc
+
+    loop = asyncio.new_event_loop()
+    calls: "queue.SimpleQueue" = queue.SimpleQueue()
+
+    async def exchange(request, context):
+        reply = loop.create_future()
+        calls.put(reply)
+        return await reply
+
+    async def start():
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            "bench.Echo", {"Exchange": grpc.unary_unary_rpc_method_handler(exchange)}),))
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        return server, port
+
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+    server, port = asyncio.run_coroutine_threadsafe(start(), loop).result()
+
+    def stop():
+        asyncio.run_coroutine_threadsafe(server.stop(None), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+
+    return port, lambda: calls.get(timeout=30), \
+        lambda pending, data: loop.call_soon_threadsafe(pending.set_result, data), stop
+
+
+def bench_grpc_servers(n: int, rounds: int = 3) -> dict:
+    """This process's CPU seconds per bare unary call (the least of 5 blocks over ``rounds``
+    interleaved rounds: a loaded machine only adds to CPU time) for the ways grpcio can serve it."""
+    variants = {
+        "sync server, 2 executor threads (GrpcCommunicator's)": lambda: _serve_sync(2, None),
+        "sync server, 1 executor thread": lambda: _serve_sync(1, None),
+        "sync server, 2 threads, no HTTP/2 BDP probe": lambda: _serve_sync(2, [("grpc.http2.bdp_probe", 0)]),
+        "grpc.aio server on its own event-loop thread": _serve_aio,
+    }
+    best = {name: float("inf") for name in variants}
+    for _ in range(rounds):
+        for name, serve in variants.items():
+            port, next_call, answer, stop = serve()
+            proc = subprocess.Popen([sys.executable, "-c", GRPC_ECHO_CLIENT, str(port)])
+            try:
+                pending = next_call()
+                for _ in range(200):
+                    answer(pending, b"RECEIVED")
+                    pending = next_call()
+                for _ in range(5):
+                    used = time.process_time()
+                    for _ in range(n // 5):
+                        answer(pending, b"RECEIVED")
+                        pending = next_call()
+                    best[name] = min(best[name], (time.process_time() - used) / (n // 5))
+                answer(pending, b"STOP")
+            finally:
+                proc.wait(timeout=30)
+                stop()
+    return best
+
+
 def bench_in_process(steps: int, rng: np.random.Generator) -> float:
     """Seconds per decision of the same scene without the socket."""
     academy = Academy(load_scene("3DBall")(seed=0), train_mode=True)
@@ -177,7 +272,7 @@ def main() -> None:
     rtt = bench_round_trip(args.steps * 3)
     grpc_rtt = bench_grpc_round_trip(args.steps)
     wires = bench_wires(args.steps, rng)
-    wire, modern = wires["api2"], wires["grpc"]
+    (wire, wire_cpu), (modern, modern_cpu) = wires["api2"], wires["grpc"]
     local = bench_in_process(args.steps, rng)
     floor = 3 * rtt
     cost, modern_cost = wire - local, modern - local
@@ -193,6 +288,10 @@ def main() -> None:
     print(f"gRPC cost per step     : {modern_cost * 1e6:9.1f} us (gRPC minus in-process)")
     print(f"gRPC cost / API-2 cost : {modern_cost / cost:9.2f}x (target <= 2)")
     print(f"gRPC cost / bare call  : {modern_cost / grpc_rtt:9.2f}x")
+    for name, seconds in bench_grpc_servers(args.steps // 2).items():
+        print(f"CPU per bare call      : {seconds * 1e6:9.1f} us, {name}")
+    print(f"trainer CPU per step   : API-2 {wire_cpu * 1e6:.1f} us, gRPC {modern_cpu * 1e6:.1f} us "
+          "(the trainer process, gRPC's server threads included)")
 
 
 if __name__ == "__main__":

@@ -4,16 +4,17 @@ All measured side by side in one run, over the real sockets, on the built-in 3DB
 per environment):
 
 1. Environment steps per second for N = 1, 2, 4, 8 environments in an ``EnvironmentSet``, with
-   random actions, (a) on 3DBall as it is (a cheap scene: the trainer's own send/decode work and
-   the CPU cores bound it) and (b) with ``--frame-time-ms 5`` (each decision sleeps 5 ms, as a
-   heavy Unity build waits on its frames). Targets: (b) >= 0.8 N times N = 1 up to N = 8;
-   (a) >= 1.6x at N = 2 on two cores.
+   random actions, stepped synchronously and overlapped, (a) on 3DBall as it is (a cheap scene:
+   the trainer's own send/decode work and the CPU cores bound it) and (b) with
+   ``--frame-time-ms 5`` (each decision sleeps 5 ms, as a heavy Unity build waits on its frames).
+   Targets: (b) >= 0.8 N times N = 1 up to N = 8; (a) >= 1.6x at N = 2 on two cores.
 2. With a real PPO policy in the loop: the trainer process's CPU time per agent-step at N = 1
    and N = 8, inferring once over all agents (what the controller does) against once per
    environment, which shows what batching inference saves.
-3. The schedule: synchronous (send to all, gather all, infer once: what ``EnvironmentSet``
-   does) against double-buffered (infer for one half while the other half simulates), at
-   N = 8 with the 5 ms frame time.
+3. The schedule: synchronous (send to all, gather all, infer once: ``EnvironmentSet.step``)
+   against overlapped (infer for the environments that answered while the others simulate:
+   ``send`` / ``collect``, what ``TrainerController`` does with two or more), at N = 8 with the
+   5 ms frame time.
 
     python bench/scaling.py [--seconds 4]
 """
@@ -66,21 +67,45 @@ def open_set(n: int, frame_ms: float) -> EnvironmentSet:
                                                      env_args=args), n)
 
 
-def random_rate(n: int, frame_ms: float, seconds: float, rng: np.random.Generator) -> float:
-    """Environment steps per second (N x ticks / s) with random actions."""
-    with open_set(n, frame_ms) as envs:
-        info = envs.reset()
-        def tick(info):
-            return envs.step({BRAIN: rng.uniform(-1, 1, (len(info[BRAIN].agents), 2))})
-        for _ in range(20):
-            info = tick(info)
-        ticks, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            info = tick(info)
-            ticks += 1
+def drive(envs: EnvironmentSet, schedule: str, act: Callable[[np.ndarray], np.ndarray], seconds: float,
+          warm: int = 20) -> Tuple[int, float, float]:
+    """(environment steps, wall seconds, trainer-process CPU seconds) of ``seconds`` of stepping.
+
+    ``sync``: ``EnvironmentSet.step`` (send to all, wait for all, act over all); ``overlapped``:
+    ``send`` / ``collect`` (act over the environments that answered while the others simulate),
+    as ``TrainerController`` drives them.
+    """
+    info = envs.reset()
+    steps, clock, cpu = 0, None, 0.0
+    ready = list(range(envs.n_envs))
+    ticks = 0
+    while clock is None or time.perf_counter() - clock < seconds:
+        if ticks == warm:
+            steps, clock, cpu = 0, time.perf_counter(), time.process_time()
+        if schedule == "sync":
+            info = envs.step({BRAIN: act(info[BRAIN].states)})
+            steps += envs.n_envs
             if envs.needs_reset:
                 info, _ = envs.reset_finished()
-        return n * ticks / (time.perf_counter() - start)
+        else:
+            if envs.needs_idle_reset:
+                restarted, _ = envs.reset_idle()
+                ready = sorted(set(ready).union(restarted) - set(envs.in_flight))
+            if ready:
+                envs.send(ready, {BRAIN: act(envs.merged(ready)[BRAIN].states)})
+            ready = envs.collect()
+            steps += len(ready)
+        ticks += 1
+    wall, cpu = time.perf_counter() - clock, time.process_time() - cpu
+    envs._drain()
+    return steps, wall, cpu
+
+
+def random_rate(n: int, frame_ms: float, seconds: float, rng: np.random.Generator, schedule: str) -> float:
+    """Environment steps per second with random actions."""
+    with open_set(n, frame_ms) as envs:
+        steps, wall, _ = drive(envs, schedule, lambda states: rng.uniform(-1, 1, (len(states), 2)), seconds)
+        return steps / wall
 
 
 class Policy:
@@ -105,60 +130,19 @@ class Policy:
 def policy_run(n: int, frame_ms: float, seconds: float, mode: str) -> Tuple[float, float]:
     """(environment steps/s, trainer CPU µs per agent-step) with PPO inference in the loop.
 
-    ``mode``: ``batched`` (one ``session.run`` over every agent), ``per-env`` (one per
-    environment), or ``double`` (double-buffered: two halves, each inferred while the other
-    simulates; the environments are driven directly, as such a schedule would have to).
+    ``mode``: ``batched`` (synchronous, one ``session.run`` over every agent), ``per-env``
+    (synchronous, one per environment), or ``overlapped`` (one over the environments that
+    answered, while the others simulate).
     """
     with open_set(n, frame_ms) as envs:
         policy = Policy(envs.brains)
-        info = envs.reset()
-        workers = envs._workers  # the double-buffered schedule drives the environments itself
 
-        def sync_tick(info):
-            states = info[BRAIN].states
-            if mode == "batched":
-                actions = policy.act(states)
-            else:
-                actions = np.concatenate([policy.act(states[i * 12:(i + 1) * 12]) for i in range(n)])
-            return envs.step({BRAIN: actions})
+        def per_env(states):
+            return np.concatenate([policy.act(states[i:i + 12]) for i in range(0, len(states), 12)])
 
-        halves = [list(range(0, n // 2)), list(range(n // 2, n))] if n > 1 else [[0]]
-        latest: Dict[int, np.ndarray] = {}
-
-        def double_start():
-            for i, w in enumerate(workers):
-                w.step_send({BRAIN: policy.act(info[BRAIN].states[i * 12:(i + 1) * 12])})
-
-        def double_tick(_):
-            for half in halves:
-                for i in half:  # this half answered: infer for it and send at once; the other half simulates
-                    states = workers[i].receive()[BRAIN].states
-                    latest[i] = states
-                states = np.concatenate([latest[i] for i in half])
-                actions = policy.act(states)
-                for k, i in enumerate(half):
-                    workers[i].step_send({BRAIN: actions[k * 12:(k + 1) * 12]})
-            return None
-
-        if mode == "double":
-            double_start()
-            tick: Callable = double_tick
-        else:
-            tick = sync_tick
-        for _ in range(20):
-            info = tick(info)
-        ticks = 0
-        cpu, start = time.process_time(), time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            info = tick(info)
-            ticks += 1
-            if mode != "double" and envs.needs_reset:
-                info, _ = envs.reset_finished()
-        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-        if mode == "double":
-            for w in workers:
-                w.receive()
-        return n * ticks / wall, 1e6 * cpu / (n * 12 * ticks)
+        act = per_env if mode == "per-env" else policy.act
+        steps, wall, cpu = drive(envs, "overlapped" if mode == "overlapped" else "sync", act, seconds)
+        return steps / wall, 1e6 * cpu / (12 * steps)
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -167,32 +151,35 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
 
-    print("1. environment steps/s, random actions (ratio: against N = 1 of the same column)")
-    print("| N | 3DBall | x | 3DBall, 5 ms frames | x | target 0.8 N |")
-    print("|---|---|---|---|---|---|")
+    print("1. environment steps/s, random actions (x: against N = 1 of the same frame time; N = 1 is "
+          "always stepped synchronously)")
+    print("| N | 3DBall sync | x | overlapped | x | 5 ms frames sync | x | overlapped | x | target 0.8 N |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     base: Dict[float, float] = {}
     for n in (1, 2, 4, 8):
         cells = []
         for frame in (0.0, 5.0):
-            rate = random_rate(n, frame, args.seconds, rng)
-            base.setdefault(frame, rate)
-            cells.append(f"{rate:,.0f} | {rate / base[frame]:.2f}")
-        print(f"| {n} | {' | '.join(cells)} | {0.8 * n:.1f} |")
+            for schedule in ("sync", "overlapped"):
+                rate = base[frame] if n == 1 and schedule == "overlapped" else \
+                    random_rate(n, frame, args.seconds, rng, schedule)
+                base.setdefault(frame, rate)
+                cells.append(f"{rate:,.0f} | {rate / base[frame]:.2f}")
+        print(f"| {n} | {' | '.join(cells)} | {0.8 * n:.1f} |", flush=True)
 
     print("\n2. trainer process CPU per agent-step with PPO inference (3DBall, no frame time)")
-    print("| N | inference | env steps/s | trainer CPU µs / agent-step |")
+    print("| N | schedule, inference | env steps/s | trainer CPU µs / agent-step |")
     print("|---|---|---|---|")
     for n in (1, 8):
-        for mode in (("batched",) if n == 1 else ("batched", "per-env")):
+        for mode in (("batched",) if n == 1 else ("batched", "per-env", "overlapped")):
             rate, cpu = policy_run(n, 0.0, args.seconds, mode)
-            print(f"| {n} | {mode} | {rate:,.0f} | {cpu:.1f} |")
+            print(f"| {n} | {mode} | {rate:,.0f} | {cpu:.1f} |", flush=True)
 
     print("\n3. schedule at N = 8, 5 ms frames, PPO inference")
     print("| schedule | env steps/s | trainer CPU µs / agent-step |")
     print("|---|---|---|")
-    for mode, name in (("batched", "synchronous"), ("double", "double-buffered")):
+    for mode, name in (("batched", "synchronous"), ("overlapped", "overlapped")):
         rate, cpu = policy_run(8, 5.0, args.seconds, mode)
-        print(f"| {name} | {rate:,.0f} | {cpu:.1f} |")
+        print(f"| {name} | {rate:,.0f} | {cpu:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,13 @@ summary window first reaches 90, and its agent-steps per second.
 
     pip install -r bench/requirements.txt
     python bench/vs_sb3.py [--seeds 3] [--budget 150000]
+
+or with SB3 in its own virtual environment (every run uses the Python that runs the script):
+
+    python -m venv --system-site-packages sb3-venv
+    sb3-venv/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu
+    sb3-venv/bin/pip install stable-baselines3
+    sb3-venv/bin/python bench/vs_sb3.py --seeds 3 --budget 60000
 """
 from __future__ import annotations
 

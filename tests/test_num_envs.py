@@ -185,8 +185,10 @@ def test_a_one_environment_run_loads_into_two(tmp_path, basic_short_run):
 def test_timers_and_onnx_files_account_for_the_run(tmp_path):
     config = write(tmp_path / "basic.yaml", BASIC_SHORT)
     started = time.time()
+    # Stepped together, each of the 1500 steps is one inference and one env_step (the overlapped
+    # schedule has as many rounds as the environments' interleaving gives).
     code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config, "--num-envs", "2",
-                      "--save-freq", "500", "--keep-checkpoints", "2")
+                      "--save-freq", "500", "--keep-checkpoints", "2", "--schedule", "sync")
     assert code == 0, out
     model = tmp_path / "models" / "ppo"
     timers = json.loads((model / "timers.json").read_text())

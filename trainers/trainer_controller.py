@@ -3,14 +3,16 @@
 ``TrainerController`` owns the run's ``tf.Graph`` and ``tf.Session``. It builds every trainer
 (each under its graph scope), the ``Saver`` and the initializer, then **finalizes the graph**, so
 an op created inside the loop fails loudly instead of growing the graph. It drives the
-environment and the trainers in lock step, advances the curriculum on global resets, saves
+environments and the trainers (all environments in lock step with ``schedule="sync"`` or one
+environment; with two or more, by default, each environment on its own clock:
+``_loop_overlapped``), advances the curriculum on global resets, saves
 checkpoints (with the Python-side state that TensorFlow variables do not hold) and exports one
 frozen ``.bytes`` with every brain under its scope.
 
 The environments are an ``EnvironmentSet`` (one or ``--num-envs`` of them, local or on a Ray
 cluster); the controller never sees how many: it gets one ``BrainInfo`` per brain, acts once per
-brain over all its agents, and, when some environment was reset (its Academy was done, or it
-crashed and was restarted), tells the trainers which agents' episodes were cut.
+brain over the agents of the environments that are ready, and, when some environment was reset
+(its Academy was done, or it crashed and was restarted), tells the trainers which agents' episodes were cut.
 
 Stopping (``learn.py`` maps these onto its exit status):
 
@@ -51,6 +53,7 @@ from unityagents.brain import BrainInfo, team_base
 from unityagents.environment_set import EnvironmentSet
 from unityagents.exception import UnityException
 
+from .bases import PolicyOutput
 from .checkpoints import STATE_SUFFIX, SaveFailedError, checkpoint_damage, checkpoint_prefixes
 from .config import BrainSettings, TrainerConfig
 from .export import contract_inputs, export_graph, write_atomically
@@ -565,8 +568,119 @@ class TrainerController:
         timers = self.timers
         with timers("env_reset"):
             info = self.env.reset(train_mode=self.fast_simulation)
-        lesson = lesson_numbers(self.env.curriculum)
         started = time.time()
+        if self.env.n_envs > 1 and getattr(self.env, "schedule", "sync") == "overlapped":
+            self._loop_overlapped()
+        else:
+            self._loop_sync(info)
+        lesson = lesson_numbers(self.env.curriculum)
+        for t in self.trainers.values():  # the window that ends at max_steps is due only now
+            t.write_summary(lesson)
+        logger.info("Training finished after %d environment steps in %.0f s.", self.global_step,
+                    time.time() - started)
+
+    def _act(self, info: Dict[str, BrainInfo]):
+        """Every trainer's decisions for its agents of ``info``: (actions, memories, values, outputs) by brain."""
+        actions, memories, values, outputs = {}, {}, {}, {}
+        with self.timers("inference"):
+            for name, t in self.trainers.items():
+                if len(info[name].agents) == 0:
+                    continue
+                actions[name], memories[name], values[name], outputs[name] = t.take_action(info)
+        return actions, memories, values, outputs
+
+    def _pass_stats(self) -> None:
+        for key, entries in self.env.stats.items():  # a scene's custom stats reach every learner's summaries
+            for t in self.trainers.values():
+                if t.is_learner:
+                    for value, aggregation in entries:
+                        t.add_environment_stat(key, value, aggregation)
+
+    def _learn(self, lesson, deciding: Dict[str, int]) -> None:
+        """After the experiences of a step: update the trainers that are ready, write summaries, count steps."""
+        for name, t in self.trainers.items():
+            if self.train and t.should_still_train and t.is_ready_update():
+                with self.timers("update"):
+                    t.update_model()
+            with self.timers("summaries"):
+                t.write_summary(lesson)
+            t.increment_step(deciding.get(name, 0))
+            t.update_last_reward()
+
+    def _after_step(self) -> None:
+        self.global_step += 1
+        for t in self.trainers.values():  # a trainer that needs fresh episodes (a team change)
+            why = t.reset_request()
+            if why:
+                self.env.reset_all(why)
+        if not self.env.resets_by_itself:
+            self._check_curriculum_between_resets()
+        if self.train and self.save_freq > 0 and self.global_step % self.save_freq == 0:
+            self.save_model()
+        elif self.train and self._interval_checkpoint_due():
+            self.save_model()
+
+    def _loop_overlapped(self) -> None:
+        """Step each environment as soon as its actions are computed (``EnvironmentSet.send``),
+        and act on those that answered (``collect``) while the others simulate.
+
+        An environment's transition is the info it was acted on, the trainers' outputs for its
+        rows, and its answer; each is added per environment, so a trainer sees the same
+        per-agent data as with the synchronous schedule. ``global_step`` counts environment
+        steps over ``n_envs`` (one synchronous step of every environment is one).
+        """
+        env, timers = self.env, self.timers
+        lesson = lesson_numbers(env.curriculum)
+        acted: Dict[int, Any] = {}  # environment -> (its info, {brain: its rows of the outputs})
+        ready = list(range(env.n_envs))
+        env_steps = 0
+        while self._keep_going():
+            if env.needs_idle_reset:  # an answered environment's Academy is done, or it was lost
+                self._advance_curriculum()
+                with timers("env_reset"):
+                    restarted, ended = env.reset_idle()
+                lesson = lesson_numbers(env.curriculum)
+                self._end_episodes(ended)
+                ready = sorted(set(ready).union(restarted) - set(env.in_flight))
+            if ready:
+                info = env.merged(ready)
+                actions, memories, values, outputs = self._act(info)
+                singles = {i: env.merged([i]) for i in ready} if len(ready) > 1 else {ready[0]: info}
+                start = {name: 0 for name in outputs}
+                for i in ready:
+                    rows = {}
+                    for name in outputs:
+                        n = len(singles[i][name].agents)
+                        rows[name] = _output_rows(outputs[name], start[name], start[name] + n, len(info[name].agents))
+                        start[name] += n
+                    acted[i] = (singles[i], rows)
+            with timers("env_step"):
+                if ready:
+                    env.send(ready, action=actions, memory=memories, value=values)
+                ready = env.collect()
+            self._pass_stats()
+            deciding = {name: 0 for name in self.trainers}
+            with timers("buffer"):
+                for i in ready:
+                    before, rows = acted.pop(i)
+                    after = env.merged([i])
+                    for name, t in self.trainers.items():
+                        if name in rows:
+                            t.add_experiences(before, after, rows[name])
+                        deciding[name] += _deciding(before[name])
+                    for t in self.trainers.values():
+                        t.process_experiences(after)
+            if not ready:
+                continue
+            self._learn(lesson, deciding)
+            for _ in range((env_steps + len(ready)) // env.n_envs - env_steps // env.n_envs):
+                self._after_step()
+            env_steps += len(ready)
+
+    def _loop_sync(self, info: Dict[str, BrainInfo]) -> None:
+        """Step every environment together: act over all agents, send, wait for every answer."""
+        timers = self.timers
+        lesson = lesson_numbers(self.env.curriculum)
         while self._keep_going():
             if self.env.needs_reset:  # some environment's Academy is done, or it was lost
                 self._advance_curriculum()
@@ -574,49 +688,19 @@ class TrainerController:
                     info, ended = self.env.reset_finished()
                 lesson = lesson_numbers(self.env.curriculum)
                 self._end_episodes(ended)
-            actions, memories, values, outputs = {}, {}, {}, {}
-            with timers("inference"):
-                for name, t in self.trainers.items():
-                    if len(info[name].agents) == 0:
-                        continue
-                    actions[name], memories[name], values[name], outputs[name] = t.take_action(info)
+            actions, memories, values, outputs = self._act(info)
             with timers("env_step"):
                 new_info = self.env.step(action=actions, memory=memories, value=values)
-            for key, entries in self.env.stats.items():  # a scene's custom stats reach every learner's summaries
-                for t in self.trainers.values():
-                    if t.is_learner:
-                        for value, aggregation in entries:
-                            t.add_environment_stat(key, value, aggregation)
+            self._pass_stats()
             with timers("buffer"):
                 for name, t in self.trainers.items():
                     if name in outputs:
                         t.add_experiences(info, new_info, outputs[name])
                 for t in self.trainers.values():
                     t.process_experiences(new_info)
-            for name, t in self.trainers.items():
-                if self.train and t.should_still_train and t.is_ready_update():
-                    with timers("update"):
-                        t.update_model()
-                with timers("summaries"):
-                    t.write_summary(lesson)
-                t.increment_step(_deciding(info[name]))
-                t.update_last_reward()
+            self._learn(lesson, {name: _deciding(info[name]) for name in self.trainers})
             info = new_info
-            self.global_step += 1
-            for t in self.trainers.values():
-                why = t.reset_request()
-                if why:
-                    self.env.reset_all(why)
-            if not self.env.resets_by_itself:
-                self._check_curriculum_between_resets()
-            if self.train and self.save_freq > 0 and self.global_step % self.save_freq == 0:
-                self.save_model()
-            elif self.train and self._interval_checkpoint_due():
-                self.save_model()
-        for t in self.trainers.values():  # the window that ends at max_steps is due only now
-            t.write_summary(lesson)
-        logger.info("Training finished after %d environment steps in %.0f s.", self.global_step,
-                    time.time() - started)
+            self._after_step()
 
 
 def lesson_numbers(curriculum) -> Optional[Dict[str, int]]:
@@ -638,6 +722,21 @@ def _takes_agents(method) -> bool:
         return len(inspect.signature(method).parameters) >= 1
     except (TypeError, ValueError):
         return False
+
+
+def _output_rows(outputs: Any, lo: int, hi: int, n: int) -> Any:
+    """Rows ``lo:hi`` of a trainer's outputs for ``n`` agents (one environment's share of an inference)."""
+    if outputs is None or (lo == 0 and hi == n):
+        return outputs
+    if isinstance(outputs, PolicyOutput):
+        def cut(x):
+            return None if x is None else x[lo:hi]
+        return PolicyOutput(cut(outputs.actions), {k: v[lo:hi] for k, v in outputs.fields.items()},
+                            cut(outputs.memories), cut(outputs.values), cut(outputs.sent))
+    raise UnityTrainerException(
+        f"A trainer's take_action returned outputs of type {type(outputs).__name__}, which the overlapped "
+        "schedule cannot split per environment (it splits trainers.bases.PolicyOutput). Return a PolicyOutput, "
+        "or step the environments together with --schedule sync.")
 
 
 def _deciding(info: BrainInfo) -> int:

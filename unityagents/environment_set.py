@@ -8,7 +8,8 @@ environments behind it. This module owns the N environments of a run and
   two environments;
 * steps them **concurrently**: it sends each environment its slice of the actions, then
   collects the answers, so the N scenes simulate at the same time while the trainer infers once
-  per brain over the agents of all of them (one ``session.run``, not N);
+  per brain over the agents of all of them (one ``session.run``, not N), or, overlapped, over
+  those that have answered while the others still simulate;
 * resets each environment on its own when its Academy is done, and reports which agents lost
   their episode, so that only their trajectories are dropped;
 * holds the run's one ``Curriculum``: a lesson change reaches each environment at its next reset;
@@ -24,15 +25,16 @@ Where an environment runs is a backend's business: a *worker* is anything with t
 ``EnvironmentWorker`` interface. ``UnityEnvironment`` is the local one (a process on this
 machine); ``unityagents.ray_backend`` puts each one in a Ray actor on a cluster node.
 
-Scheduling: synchronous (send to all, gather all, infer once). A double-buffered schedule
-(infer for one half while the other half simulates) was not kept; see ``bench/scaling.py`` and
-the README for why.
+Scheduling: ``step`` is synchronous (send to all, gather all, infer once);
+``OverlappedStepping`` (``send``, ``collect``, ``reset_idle``) steps each environment as soon as
+its actions are computed, which the controller uses with two or more environments.
 """
 from __future__ import annotations
 
 import collections
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -48,6 +50,7 @@ from .exception import (
     UnityException,
     UnityTimeOutException,
 )
+from .overlapped_stepping import OverlappedStepping, timed
 
 logger = logging.getLogger("unityagents")
 
@@ -142,7 +145,7 @@ def _rows(x: Any, start: int, stop: int) -> Any:
     return None if x is None else np.asarray(x)[start:stop]
 
 
-class EnvironmentSet:
+class EnvironmentSet(OverlappedStepping):
     """N environments of the same scene or build, seen as one by the controller.
 
     :param factory: launches environment ``i``; called with ``0..n_envs-1`` at start (in
@@ -158,12 +161,17 @@ class EnvironmentSet:
         decision after which it counts as failed (-1: never).
     :param no_decision_seconds: the same, in seconds spent stepping (the trainers' updates do not
         count); None: no time limit.
+    :param schedule: how ``TrainerController`` steps the set: ``"overlapped"`` (each environment
+        is sent its actions as soon as they are computed, ``unityagents.overlapped_stepping``) or
+        ``"sync"`` (every environment together, ``step``: the interleaving of one run repeats
+        exactly in the next). One environment is always stepped synchronously.
     """
 
     def __init__(self, factory: Optional[WorkerFactory], n_envs: int = 1, curriculum: Optional[str] = None,
                  restart_policy: Optional[RestartPolicy] = None,
                  workers: Optional[Sequence[EnvironmentWorker]] = None, no_decision_steps: int = 10_000,
-                 no_decision_seconds: Optional[float] = None):
+                 no_decision_seconds: Optional[float] = None, schedule: str = "overlapped"):
+        self._init_overlap(schedule)
         if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
             raise UnityEnvironmentException(f"The number of environments must be an integer >= 1, got {n_envs!r}.")
         if isinstance(no_decision_steps, bool) or not isinstance(no_decision_steps, int) or no_decision_steps < -1 \
@@ -351,48 +359,75 @@ class EnvironmentSet:
         fail are left out of the result and restarted by the next ``reset_finished``; so are
         the next states of environments whose Academy is done (``needs_reset``).
         """
+        if self._inflight:
+            raise UnityEnvironmentException(
+                f"Environment(s) {self.in_flight} are in flight (overlapped schedule): collect() their answers "
+                "before a synchronous step().")
         if self._pending:
             raise UnityEnvironmentException(
                 f"Environment(s) {sorted(self._pending)} must be reset first: call reset_finished() when "
                 "needs_reset is set.")
-        action, memory, value = dict(action or {}), dict(memory or {}), dict(value or {})
         began = time.monotonic()
-        sent: List[int] = []
+        sent = [i for i, slices in self._slices(range(self.n_envs), action, memory, value) if self._send_one(i, slices)]
+        self.stats = {}
+        with self.timer("env_wait"):  # the environments simulate; what is left is waiting and decoding
+            for i in sent:
+                self._take_answer(i, functools.partial(timed, self._workers[i].receive), began)
+        return self._merged()
+
+    def _slices(self, indices: Sequence[int], action: Optional[Mapping[str, Any]], memory: Optional[Mapping[str, Any]],
+                value: Optional[Mapping[str, Any]]) -> List[Tuple[int, Tuple[Dict[str, Any], ...]]]:
+        """Each live environment of ``indices`` with its rows of the decisions, in ``merged(indices)`` order."""
+        action, memory, value = dict(action or {}), dict(memory or {}), dict(value or {})
+        out = []
         start = {b: 0 for b in self._external}
-        for i, current in enumerate(self._current):
-            if current is None:  # lost and not yet restarted
+        for i in indices:
+            current = self._current[i]
+            if current is None or self._workers[i] is None:  # lost and not yet restarted
                 continue
             slices: Tuple[Dict[str, Any], Dict[str, Any], Dict[str, Any]] = ({}, {}, {})
             for b in self._external:
                 n = len(current[b].agents)
                 lo, hi = start[b], start[b] + n
                 start[b] = hi
-                for out, given in zip(slices, (action, memory, value)):
+                for part, given in zip(slices, (action, memory, value)):
                     if b in given and given[b] is not None:
-                        out[b] = _rows(given[b], lo, hi)
-            try:
-                self._workers[i].step_send(*slices)
-                sent.append(i)
-            except RESTARTABLE as e:
-                self._lost(i, e)
-        self.stats = {}
-        with self.timer("env_wait"):  # the environments simulate; what is left is waiting and decoding
-            for i in sent:
-                try:
-                    self._current[i] = self._workers[i].receive()
-                except RESTARTABLE as e:
-                    self._lost(i, e)
-                    continue
-                quiet = self._quiet_fault(i, time.monotonic() - began)
-                if quiet is not None:
-                    self._current[i] = None
-                    self._lost(i, quiet)
-                    continue
-                for key, entries in (getattr(self._workers[i], "stats", None) or {}).items():
-                    self.stats.setdefault(key, []).extend(entries)
-                if self._workers[i].global_done:
-                    self._pending[i] = "its Academy is done"
-        return self._merged()
+                        part[b] = _rows(given[b], lo, hi)
+            out.append((i, slices))
+        return out
+
+    def _send_one(self, i: int, slices: Tuple[Dict[str, Any], ...]) -> bool:
+        try:
+            self._workers[i].step_send(*slices)
+            return True
+        except RESTARTABLE as e:
+            self._lost(i, e)
+            return False
+
+    def _take_answer(self, i: int, receive: Callable[[], Tuple[Dict[str, BrainInfo], float]], began: float) -> bool:
+        """Store environment ``i``'s answer to a step sent at ``began``; False if it failed (it is then lost).
+
+        ``receive()`` gives the answer and when it arrived (``timed``), so that the time an
+        answer waits for the trainer does not count as time without decisions.
+        """
+        try:
+            self._current[i], arrived = receive()
+        except RESTARTABLE as e:
+            self._lost(i, e)
+            return False
+        quiet = self._quiet_fault(i, arrived - began)
+        if quiet is not None:
+            self._current[i] = None
+            self._lost(i, quiet)
+            return False
+        for key, entries in (getattr(self._workers[i], "stats", None) or {}).items():
+            self.stats.setdefault(key, []).extend(entries)
+        if self._workers[i].global_done:
+            self._pending[i] = "its Academy is done"
+        return True
+
+    def _empty(self, brain: str) -> BrainInfo:
+        return _empty_info(self._brains[brain])
 
     def _merged(self) -> Dict[str, BrainInfo]:
         live = [(i, c) for i, c in enumerate(self._current) if c is not None and self._workers[i] is not None]
@@ -479,6 +514,7 @@ class EnvironmentSet:
     # ------------------------------------------------------------------ close
     def close(self) -> None:
         """Close every environment. Safe to call more than once."""
+        self._stop_pool()
         for w in getattr(self, "_workers", []):
             if w is not None:
                 try:
