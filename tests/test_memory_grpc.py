@@ -129,7 +129,9 @@ def test_recurrent_ppo_solves_hallway_over_grpc_and_its_onnx_runs_with_memory_as
     rewards = mean_rewards(out, "HallwayBrain\\?team=0")
     assert rewards and rewards[-1] >= 0.9, rewards
     path = tmp_path / "models" / "lstm" / "HallwayBrain.onnx"
-    model = assert_contract(str(path), modern_brain())
+    # The sensors as the built-in Hallway declares them over gRPC: its rays, then its one vector value.
+    model = assert_contract(str(path), modern_brain(), sensors=[("RayPerceptionSensor", (5,)),
+                                                                ("VectorSensor_size1", (1,))])
     inputs = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input}
     assert inputs["recurrent_in"][1:] == [1, 64]
     memory_size = next(i for i in model.graph.initializer if i.name == "memory_size")
