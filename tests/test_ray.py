@@ -73,11 +73,13 @@ def test_nothing_the_cluster_started_listens_beyond_loopback(ray_cluster):
 def _run_and_remove_the_worker_node(tmp_path, cluster, *extra):
     config = write(tmp_path / "basic.yaml", BASIC_SHORT.replace("max_steps: 3000", "max_steps: 12000"))
     proc = subprocess.Popen([sys.executable, LEARN, "Basic", "--train", "--trainer-config", config, "--num-envs", "4",
-                             "--ray-address", cluster.address, "--base-port", str(free_port()), *extra],
+                             "--ray-address", cluster.address, "--base-port", str(free_port()), "--save-freq", "20",
+                             *extra],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.time() + 180
-        while not list((tmp_path / "summaries").glob("ppo/events*")):
+        # The node goes once the run has trained and saved (a run that learned nothing has nothing to save).
+        while not (tmp_path / "models" / "ppo" / "checkpoint").is_file():
             assert time.time() < deadline and proc.poll() is None, proc.communicate()[0]
             time.sleep(0.2)
         cluster.remove_node(worker_node(cluster))
