@@ -31,7 +31,7 @@ from its agent-step counter in Python, so ``--load`` restores them exactly.
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from trainers.encoders import Inputs, concat_features, create_inputs
 from trainers.models import dense, lstm, mlp, new_trainable_variables
@@ -213,24 +213,34 @@ class PPOModel:
         self.taken_actions = tf.placeholder(tf.int32, [None] if single else [None, len(branches)],
                                             name="taken_actions")
         taken = self.taken_actions[:, None] if single else self.taken_actions
-        outputs, probs, log_prob, new_log_prob, entropy = [], [], 0.0, 0.0, 0.0
+        outputs, probs, log_prob, new_log_prob, entropy = self._masked_branches(
+            hidden, branches, taken, lambda k: "policy_head" if single else f"policy_head_{k}")
+        self.output = tf.identity(tf.concat(outputs, axis=1), name="action")
+        self.probs = tf.identity(tf.concat(probs, axis=1), name="action_probs")
+        self.log_prob, self._new_log_prob, self.entropy = log_prob, new_log_prob, entropy
+
+    def _masked_branches(self, hidden: tf.Tensor, branches: Sequence[int], taken: tf.Tensor,
+                         head_name: Callable[[int], str]) -> Tuple[list, list, Any, Any, Any]:
+        """One softmax per branch over the actions ``action_masks`` allows (masked logits lowered by
+        1e9, so their probability is 0 exactly), and a sample of each: ``(samples, probs, log_prob,
+        new_log_prob, entropy)``, the last three summed over the branches (``new_log_prob`` of the
+        ``taken`` indices, int ``[N, len(branches)]``)."""
+        samples, probs, log_prob, new_log_prob, entropy = [], [], 0.0, 0.0, 0.0
         offset = 0
         for k, size in enumerate(branches):
-            logits = dense(hidden, size, "policy_head" if single else f"policy_head_{k}", gain=0.01)
+            logits = dense(hidden, size, head_name(k), gain=0.01)
             allowed = self.action_masks[:, offset:offset + size]
             offset += size
             logits = logits - (1.0 - allowed) * 1e9
             branch_log_probs = tf.nn.log_softmax(logits)
             branch_probs = tf.nn.softmax(logits)
             sampled = tf.multinomial(logits, 1)
-            outputs.append(sampled)
+            samples.append(sampled)
             probs.append(branch_probs)
             log_prob += tf.reduce_sum(branch_log_probs * tf.one_hot(sampled[:, 0], size), axis=1)
             new_log_prob += tf.reduce_sum(branch_log_probs * tf.one_hot(taken[:, k], size), axis=1)
             entropy += -tf.reduce_sum(branch_probs * branch_log_probs, axis=1)
-        self.output = tf.identity(tf.concat(outputs, axis=1), name="action")
-        self.probs = tf.identity(tf.concat(probs, axis=1), name="action_probs")
-        self.log_prob, self._new_log_prob, self.entropy = log_prob, new_log_prob, entropy
+        return samples, probs, log_prob, new_log_prob, entropy
 
     def _create_hybrid_policy(self, hidden: tf.Tensor, n_continuous: int, branches: Sequence[int]) -> None:
         """A diagonal Gaussian for the continuous actions and one masked softmax per discrete branch.
@@ -263,20 +273,10 @@ class PPOModel:
         log_prob = gaussian_log_prob(tf.stop_gradient(self.continuous_output))
         new_log_prob = gaussian_log_prob(self.taken_actions[:, :n_continuous])
         entropy = tf.reduce_sum(self.log_sigma + 0.5 * (_LOG_2PI + 1.0)) * tf.ones_like(self.mu[:, 0])
-        samples, probs, offset = [], [], 0
-        for k, size in enumerate(branches):
-            logits = dense(hidden, size, f"policy_head_{k}", gain=0.01)
-            allowed = self.action_masks[:, offset:offset + size]
-            offset += size
-            logits = logits - (1.0 - allowed) * 1e9
-            branch_log_probs = tf.nn.log_softmax(logits)
-            branch_probs = tf.nn.softmax(logits)
-            sample = tf.multinomial(logits, 1)
-            samples.append(sample)
-            probs.append(branch_probs)
-            log_prob += tf.reduce_sum(branch_log_probs * tf.one_hot(sample[:, 0], size), axis=1)
-            new_log_prob += tf.reduce_sum(branch_log_probs * tf.one_hot(taken_indices[:, k], size), axis=1)
-            entropy += -tf.reduce_sum(branch_probs * branch_log_probs, axis=1)
+        samples, probs, branch_log_prob, branch_new_log_prob, branch_entropy = self._masked_branches(
+            hidden, branches, taken_indices, lambda k: f"policy_head_{k}")
+        log_prob, new_log_prob = log_prob + branch_log_prob, new_log_prob + branch_new_log_prob
+        entropy = entropy + branch_entropy
         self.discrete_output = tf.identity(tf.concat(samples, axis=1), name="discrete_action")
         self.output = tf.identity(
             tf.concat([self.continuous_output, tf.cast(self.discrete_output, tf.float32)], axis=1), name="action")
