@@ -65,8 +65,8 @@ from typing import Any, Callable, Dict, List, Optional
 from docopt import docopt
 
 from unityagents import UnityEnvironment, UnityEnvironmentException, UnityException
-from unityagents.environment_set import EnvironmentSet, RestartPolicy
-from unityagents.overlapped_stepping import SCHEDULES
+from unityagents.vector.environment_set import EnvironmentSet, RestartPolicy
+from unityagents.vector.overlapped_stepping import SCHEDULES
 
 logger = logging.getLogger("unityagents")
 
@@ -130,7 +130,7 @@ def _protocol_options(options) -> Dict[str, Any]:
                 f"{', '.join(given)} set the engine of a modern build and need --protocol grpc; an API-2 build has "
                 "no engine settings (use --slow for its inference settings).")
         return {}
-    from unityagents.grpc_communicator import EngineConfig
+    from unityagents.wire.grpc import EngineConfig
 
     try:
         time_scale = float(options["--time-scale"])
@@ -157,7 +157,7 @@ class RunOptions:
     ``unityagents-learn``'s Release 22 run config (``trainers.learn_r22``) end up here, validated."""
 
     env: str
-    config: Any  # trainers.config.TrainerConfig
+    config: Any  # trainers.settings.trainer_config.TrainerConfig
     run_path: str = "ppo"
     train: bool = False
     load: bool = False
@@ -169,7 +169,7 @@ class RunOptions:
     base_port: int = 5005
     timeout: int = 60
     num_envs: int = 1
-    schedule: str = "overlapped"  # unityagents.overlapped_stepping.SCHEDULES
+    schedule: str = "overlapped"  # unityagents.vector.overlapped_stepping.SCHEDULES
     env_args: List[str] = field(default_factory=list)
     protocol_options: Dict[str, Any] = field(default_factory=dict)
     restarts: Optional[RestartPolicy] = None
@@ -189,7 +189,7 @@ class RunOptions:
 
 def run(make_options: Callable[[], RunOptions]) -> int:
     """Build the options (their errors are reported like the run's), train, map the end onto an exit status."""
-    from trainers.trainer_controller import Stop, install_signal_handlers
+    from trainers.controller import Stop, install_signal_handlers
 
     install_signal_handlers()  # from here on SIGINT and SIGTERM raise Stop, even during start-up
     try:
@@ -204,7 +204,7 @@ def run(make_options: Callable[[], RunOptions]) -> int:
 
 def train(opts: RunOptions) -> None:
     """Launch the environments of ``opts`` and run the trainer controller until it ends."""
-    from trainers.trainer_controller import TrainerController
+    from trainers.controller import TrainerController
 
     log_dir = opts.log_dir or os.path.abspath(os.path.join(opts.checkpoint_dir(), "logs"))
 
@@ -213,7 +213,7 @@ def train(opts: RunOptions) -> None:
                     timeout_wait=opts.timeout, env_args=opts.env_args, log_dir=log_dir, **opts.protocol_options)
 
     if opts.ray_address:
-        from unityagents.ray_backend import RayEnvironmentWorker, connect
+        from unityagents.vector.ray_backend import RayEnvironmentWorker, connect
 
         connect(opts.ray_address)
 
@@ -250,9 +250,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def _run_options(options) -> RunOptions:
     """learn.py's options, checked (everything that can be checked without the environment)."""
-    from trainers.config import load_trainer_config
-    from trainers.registry import load_registry
-    from trainers.trainer_controller import latest_checkpoint
+    from trainers.controller import latest_checkpoint
+    from trainers.settings.trainer_config import load_trainer_config
+    from trainers.trainer.registry import load_registry
 
     save_freq = _int_option(options, "--save-freq", 1)
     keep = _int_option(options, "--keep-checkpoints", 1)

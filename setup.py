@@ -20,7 +20,7 @@ setup(
         "Pillow>=10.0",
         "orjson>=3.9",
         "grpcio>=1.60",
-        # The ONNX export beside the .bytes (trainers/onnx_export.py) and the academy's ONNX brain.
+        # The ONNX export beside the .bytes (trainers/export/onnx_model.py) and the academy's ONNX brain.
         "tf2onnx>=1.17",
         "onnx>=1.16",
         "onnxruntime>=1.18",
@@ -35,9 +35,9 @@ setup(
     entry_points={
         "console_scripts": ["learn = learn:cli", "unityagents-learn = trainers.learn_r22:cli"],
         "unityagents.trainers": [
-            "ppo = trainers.ppo_trainer:PPOTrainer",
-            "ghost = trainers.ghost_trainer:GhostTrainer",
-            "imitation = trainers.imitation_trainer:ImitationTrainer",
+            "ppo = trainers.ppo.trainer:PPOTrainer",
+            "ghost = trainers.ghost.trainer:GhostTrainer",
+            "imitation = trainers.imitation.trainer:ImitationTrainer",
             "sac = trainers.sac.trainer:SACTrainer",
             "poca = trainers.poca.trainer:POCATrainer",
         ],

@@ -16,11 +16,11 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from . import SCENES, load_scene
+from academy import SCENES, load_scene
 
 if TYPE_CHECKING:
-    from .academy import Academy
-    from .communicator import ExternalCommunicator
+    from academy.academy import Academy
+    from academy.communicator import ExternalCommunicator
 
 EXIT_OK, EXIT_CONNECTION, EXIT_USAGE, EXIT_PROTOCOL = 0, 1, 2, 3
 log = logging.getLogger("academy")
@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _brain_configs(scene_cls: type, overrides: list[str], silent: list[str], seed: int) -> dict:
     """Turn ``--brain`` / ``--no-broadcast`` into BrainConfigs; ValueError on a bad spec."""
-    from .academy import BRAIN_TYPES, BrainConfig
+    from academy.academy import BRAIN_TYPES, BrainConfig
 
     specs = {spec.name: spec for spec in scene_cls.brains}
     configs = {name: BrainConfig(spec.brain_type) for name, spec in specs.items()}
@@ -75,7 +75,7 @@ def _brain_configs(scene_cls: type, overrides: list[str], silent: list[str], see
             raise ValueError(f"--brain {override!r}: TYPE must be external, heuristic or internal:PATH[#SCOPE]")
         configs[name] = BrainConfig(kind)
         if kind == "internal":
-            from .internal import load_internal_brain
+            from academy.internal import load_internal_brain
 
             path, _, scope = target.partition("#")
             configs[name].policy = load_internal_brain(path, specs[name], scope, seed=seed)  # .bytes or .onnx
@@ -97,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:  # a Unity player ignores arguments it does not know; so do we, visibly
         log.warning("ignoring unknown arguments %s", unknown)
 
-    from .academy import Academy
-    from .communicator import ConnectionLost, ExternalCommunicator
+    from academy.academy import Academy
+    from academy.communicator import ConnectionLost, ExternalCommunicator
 
     if args.record_demo and (args.mlagents_port is not None or args.port is not None):
         print("python -m academy: error: --record-demo plays the scene on its own (its heuristic); it cannot also "
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
 
     if args.mlagents_port is not None:
-        from .grpc_communicator import serve_modern
+        from academy.grpc_communicator import serve_modern
 
         log.info("serving %s to the gRPC trainer on port %d (package %s)", args.scene, args.mlagents_port,
                  args.package_version)
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _record(academy: "Academy", args: argparse.Namespace) -> int:
     """``--record-demo``: record one brain's heuristic; print its mean reward and the file's size."""
-    from .demo_recorder import record_demonstration
+    from academy.demo_recorder import record_demonstration
 
     named = [o.partition("=")[0] for o in args.brain if o.partition("=")[2] == "heuristic"]
     brains = [b.name for b in academy.brains]
@@ -167,8 +167,8 @@ def serve_trainer(academy: "Academy", comm: "ExternalCommunicator", log_path: st
     started message stalls, 3 when the trainer's bytes or values break the protocol. Each of these
     is one logged line, never a traceback, whatever the trainer sends (tests/test_academy_fuzz.py).
     """
-    from .academy import TrainerMessageError
-    from .communicator import ConnectionLost, ProtocolError
+    from academy.academy import TrainerMessageError
+    from academy.communicator import ConnectionLost, ProtocolError
 
     try:
         command = academy.serve(comm, log_path)

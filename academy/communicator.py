@@ -1,7 +1,7 @@
 """The Unity side of the API-2 wire (``ExternalCommunicator.cs`` at #166), byte for byte.
 
 Unity is the TCP client: it connects to the trainer, sends the AcademyParameters JSON unframed, then
-serves commands in lock-step (the trainer's side is ``unityagents/communicator.py``):
+serves commands in lock-step (the trainer's side is ``unityagents/wire/api2.py``):
 
 * ``RESET`` → ``CONFIG_REQUEST``, read the unframed ``{"train_model", "parameters"}`` JSON, reset,
   send the states;

@@ -29,10 +29,9 @@ from typing import BinaryIO, Dict, List
 import numpy as np
 from google.protobuf.internal.encoder import _VarintBytes
 
-from unityagents.protos import communicator_objects_pb2 as pb
-
-from .academy import Academy, BrainRuntime
-from .grpc_communicator import DEFAULT_PACKAGE_VERSION, ModernUnity
+from academy.academy import Academy, BrainRuntime
+from academy.grpc_communicator import DEFAULT_PACKAGE_VERSION, ModernUnity
+from unityagents.wire.protos import communicator_objects_pb2 as pb
 
 #: Where the brain parameters start: Unity reserves 32 bytes for the meta header, plus one.
 INITIAL_POS = 33

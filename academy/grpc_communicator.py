@@ -2,7 +2,7 @@
 
 ``python -m academy <Scene> --mlagents-port N`` serves a built-in scene the way a Unity build
 made with the C# package 3.0.0 would (the Python end and its messages are described in
-``unityagents/grpc_communicator.py`` and the README's "Modern Unity builds (gRPC)"; the
+``unityagents/wire/grpc.py`` and the README's "Modern Unity builds (gRPC)"; the
 ``--package-version 2.3.0`` flag gives the 2.x camera layout [H,W,C] instead of [C,H,W]):
 
 * handshake: call #1 carries the initialisation output ("AcademySingleton", "1.5.0", the
@@ -30,7 +30,7 @@ made with the C# package 3.0.0 would (the Python end and its messages are descri
 * status 400 or QUIT from Python ends the run (exit 0); on an error we send a status-400 call.
 
 Written independently of ``unityagents``: it shares only the message classes generated from the
-same ``.proto`` (``unityagents.protos``, which loads nothing else of ``unityagents``).
+same ``.proto`` (``unityagents.wire.protos``, which loads nothing else of ``unityagents``).
 """
 from __future__ import annotations
 
@@ -41,10 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from unityagents.protos import communicator_objects_pb2 as pb
-
-from .academy import Academy, ActionError, BrainRuntime, CameraSensor, modern_observations
-from .communicator import encode_png
+from academy.academy import Academy, ActionError, BrainRuntime, CameraSensor, modern_observations
+from academy.communicator import encode_png
+from unityagents.wire.protos import communicator_objects_pb2 as pb
 
 log = logging.getLogger("academy.grpc")
 

@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from .academy import BrainSpec, CameraSensor, default_sensors
+from academy.academy import BrainSpec, CameraSensor, default_sensors
 
 log = logging.getLogger("academy.internal")
 
@@ -183,7 +183,8 @@ class OnnxInternalBrain:
         name = ("deterministic_" if deterministic else "") + f"{kind}_actions"
         if name not in outputs:
             raise ValueError(f"Internal brain {spec.name}: {path!r} has no output {name!r} (it has {sorted(outputs)}); "
-                             f"the brain's actions are {kind}; export the brain again with trainers/onnx_export.py")
+                             f"the brain's actions are {kind}; export the brain again "
+                             "with trainers/export/onnx_model.py")
         self.action_output = name
         #: A hybrid brain (continuous actions and branches) also reads the discrete output, after them.
         self.branch_output = None
@@ -201,7 +202,7 @@ class OnnxInternalBrain:
         self.recurrent = self.memory_size > 0
         if self.recurrent and ("recurrent_in" not in self.inputs or "recurrent_out" not in outputs):
             raise ValueError(f"Internal brain {spec.name}: {path!r} declares memory_size {self.memory_size} but lacks "
-                             "recurrent_in or recurrent_out; export the brain again with trainers/onnx_export.py")
+                             "recurrent_in or recurrent_out; export the brain again with trainers/export/onnx_model.py")
 
     def _sensor_shape(self, sensor) -> list:
         if isinstance(sensor, CameraSensor):
@@ -248,7 +249,7 @@ class OnnxInternalBrain:
             (value,) = self.session.run(["memory_size"], feed)
         except Exception as exc:
             raise ValueError(f"Internal brain {self.spec.name}: {path!r} does not run at batch 1 on zero inputs "
-                             f"({exc}); export the brain again with trainers/onnx_export.py") from exc
+                             f"({exc}); export the brain again with trainers/export/onnx_model.py") from exc
         return int(np.asarray(value).reshape(-1)[0])
 
     def decide(self, states: np.ndarray, observations: list[np.ndarray],

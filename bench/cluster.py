@@ -32,8 +32,8 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from scaling import BRAIN, free_ports  # noqa: E402
 
 from unityagents import UnityEnvironment  # noqa: E402
-from unityagents.environment_set import EnvironmentSet  # noqa: E402
-from unityagents.ray_backend import RayEnvironmentWorker  # noqa: E402
+from unityagents.vector.environment_set import EnvironmentSet  # noqa: E402
+from unityagents.vector.ray_backend import RayEnvironmentWorker  # noqa: E402
 
 
 def rate(make: Callable[[int], object], n: int, seconds: float, rng: np.random.Generator) -> float:

@@ -1,4 +1,4 @@
-"""Stable-Baselines3 PPO on 3DBall through ``unityagents.gym.UnityVectorEnv`` over the socket, against SB3 on
+"""Stable-Baselines3 PPO on 3DBall through ``unityagents.bridges.gym.UnityVectorEnv`` over the socket, against SB3 on
 the in-process scene, in one run; then what the wrapper costs per step.
 
 The in-process run steps the scene's Academy in this process behind the same wrapper and SB3
@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from unityagents import UnityEnvironment  # noqa: E402
 from unityagents.brain import BrainInfo, BrainParameters  # noqa: E402
-from unityagents.gym import UnityVectorEnv  # noqa: E402
+from unityagents.bridges.gym import UnityVectorEnv  # noqa: E402
 
 
 def free_port() -> int:

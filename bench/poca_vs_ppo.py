@@ -37,10 +37,10 @@ DRIVER = """
 import json, logging, sys
 sys.path.insert(0, {root!r})
 logging.basicConfig(level=logging.WARNING)
-from trainers.config import load_trainer_config
-from trainers.registry import load_registry
-from trainers.trainer import Trainer
-from trainers.trainer_controller import TrainerController
+from trainers.settings.trainer_config import load_trainer_config
+from trainers.trainer.registry import load_registry
+from trainers.trainer.base import Trainer
+from trainers.controller import TrainerController
 from unityagents import UnityEnvironment
 config = load_trainer_config({config!r}, load_registry())
 env = UnityEnvironment("PushCollab", base_port={port}, protocol="grpc", seed={seed}, log_dir="logs")

@@ -33,7 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from unityagents import UnityEnvironment  # noqa: E402
-from unityagents.environment_set import EnvironmentSet  # noqa: E402
+from unityagents.vector.environment_set import EnvironmentSet  # noqa: E402
 
 BRAIN = "Ball3DBrain"
 
@@ -112,7 +112,7 @@ class Policy:
     """PPO's acting graph for 3DBall in one session, as the controller builds it."""
 
     def __init__(self, brains):
-        from trainers.ppo_models import create_agent_model
+        from trainers.ppo.models import create_agent_model
         from trainers.tf_utils import tf
 
         self.graph = tf.Graph()

@@ -59,7 +59,7 @@ def checkpoints(run_dir: str) -> List[str]:
 
 def export_checkpoint(prefix: str, scope: str, path: str) -> str:
     """Freeze ``scope``'s policy at checkpoint ``prefix`` into ``path``, as ``learn.py`` exports it."""
-    from trainers.export import contract_inputs, export_graph
+    from trainers.export.frozen_graph import contract_inputs, export_graph
     from trainers.tf_utils import tf
 
     graph = tf.Graph()
@@ -74,7 +74,7 @@ def play(left_policy, right_policy, rallies: int, seed: int) -> Tuple[int, int, 
     """(wins, losses, draws) of the left player over the first ``rallies`` finished rallies."""
     from academy.academy import Academy, BrainConfig
     from academy.envs.tennis import Tennis
-    from trainers.ghost_trainer import GhostTrainer
+    from trainers.ghost.trainer import GhostTrainer
 
     academy = Academy(Tennis(seed), {LEFT: BrainConfig("internal", left_policy),
                                      RIGHT: BrainConfig("internal", right_policy)})

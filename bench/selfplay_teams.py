@@ -51,7 +51,7 @@ def random_policy(seed: int) -> Policy:
 def play(left: Policy, right: Policy, games: int, seed: int = 0, period: int = 5) -> Tuple[int, int, int]:
     """(won, lost, drawn) of ``left`` over the first ``games`` points of the 8 courts."""
     from academy.envs.tennis import LEFT, RIGHT, Tennis
-    from trainers.self_play import game_result
+    from trainers.ghost.self_play import game_result
 
     scene = Tennis(seed)
     scene.modern_protocol = True

@@ -42,11 +42,11 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from trainers.config import load_trainer_config  # noqa: E402
-from trainers.registry import load_registry  # noqa: E402
-from trainers.trainer_controller import TrainerController  # noqa: E402
+from trainers.controller import TrainerController  # noqa: E402
+from trainers.settings.trainer_config import load_trainer_config  # noqa: E402
+from trainers.trainer.registry import load_registry  # noqa: E402
 from unityagents import UnityEnvironment  # noqa: E402
-from unityagents.environment_set import EnvironmentSet, RestartPolicy  # noqa: E402
+from unityagents.vector.environment_set import EnvironmentSet, RestartPolicy  # noqa: E402
 
 
 def rss_mib() -> float:

@@ -143,9 +143,9 @@ def profile(scene: str, brain: str, env_steps: int, overrides: Optional[Dict] = 
     from academy import load_scene
     from academy.academy import Academy
     from academy.communicator import encode_png
-    from trainers.config import load_trainer_config
-    from trainers.registry import load_registry
+    from trainers.settings.trainer_config import load_trainer_config
     from trainers.tf_utils import tf
+    from trainers.trainer.registry import load_registry
     from unityagents import UnityEnvironment
 
     config = load_trainer_config(os.path.join(ROOT, "trainer_configurations.yaml"), load_registry())

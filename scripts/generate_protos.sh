@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the Python message modules of the modern ML-Agents protocol from
-# unityagents/protos/communicator_objects.proto into unityagents/protos/communicator_objects_pb2.py,
+# unityagents/wire/protos/communicator_objects.proto into unityagents/wire/protos/communicator_objects_pb2.py,
 # the one copy both ends of the wire import: the trainer (gRPC server) and the built-in Unity side
 # (academy/, gRPC client). Each end writes its own encoding and decoding logic.
 # Only message modules are generated: both ends register the one unary method by its path with
@@ -15,4 +15,4 @@ trap 'rm -rf "$tmp"' EXIT
 "$python" -m grpc_tools.protoc -I "$root/unityagents/protos" --python_out="$tmp" \
     "$root/unityagents/protos/communicator_objects.proto"
 cp "$tmp/communicator_objects_pb2.py" "$root/unityagents/protos/communicator_objects_pb2.py"
-echo "generated: unityagents/protos/communicator_objects_pb2.py"
+echo "generated: unityagents/wire/protos/communicator_objects_pb2.py"

@@ -1,6 +1,6 @@
 """API-2's rules for what an environment sends, restated from the protocol facts for the fuzz's oracle.
 
-Written apart from ``unityagents/communicator.py`` (which they judge): strict JSON as the client
+Written apart from ``unityagents/wire/api2.py`` (which they judge): strict JSON as the client
 reads it, the AcademyParameters' fields, a state message's checks in their order, a camera frame.
 Each rule returns the exception that breaking it must raise, or None.
 """

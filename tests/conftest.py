@@ -107,7 +107,7 @@ def assert_export_is_the_latest_checkpoint(model_dir, export_name: str) -> int:
     """
     from tensorflow.python.framework import tensor_util
 
-    from trainers.export import load_graph_def
+    from trainers.export.frozen_graph import load_graph_def
     from trainers.tf_utils import tf
 
     latest = tf.train.latest_checkpoint(str(model_dir))
@@ -290,12 +290,12 @@ class HalfWrittenFile:
 
 
 def fill_the_disk(monkeypatch) -> None:
-    """Every file the atomic writer (``trainers.export.write_atomically``) opens from now on fills the disk.
+    """Every file the atomic writer (``frozen_graph.write_atomically``) opens from now on fills the disk.
 
     The failure is in the write itself, after the temporary file exists and before any rename, so it
     holds whoever runs the test (root included, whom permissions do not stop).
     """
-    import trainers.export as export
+    import trainers.export.frozen_graph as export
 
     real = export.os.fdopen
     monkeypatch.setattr(export.os, "fdopen", lambda fd, *a, **k: HalfWrittenFile(real(fd, *a, **k)))

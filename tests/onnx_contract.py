@@ -1,7 +1,7 @@
 """The load-time checks a modern Unity (ML-Agents 2.x-4.x) applies to a ``<Behavior>.onnx``, as a test helper.
 
 Each rule restates what ML-Agents' C# loaders (Barracuda, Sentis, the Inference Engine) check or
-assume (the contract table is in ``trainers/onnx_export.py``; the section marks below group the
+assume (the contract table is in ``trainers/export/onnx_model.py``; the section marks below group the
 rules by topic: §1 names, §2 inputs, §3 constants, §4 discrete actions, §7 operators), so a file
 that passes here loads in Barracuda, Sentis and the Inference Engine without an inspector warning.
 ``check_contract(model, brain, sensors)`` returns the list of problems (empty = OK);

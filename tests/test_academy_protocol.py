@@ -1,6 +1,6 @@
 """The Unity side of API-2 (``python -m academy``) against a scripted trainer written here.
 
-The peer below is written from the protocol (``unityagents/communicator.py``'s docstring), not from ``academy`` or
+The peer below is written from the protocol (``unityagents/wire/api2.py``'s docstring), not from ``academy`` or
 ``unityagents`` code: it binds 127.0.0.1, launches the academy as a subprocess, and asserts the exact
 bytes of the handshake, a reset and steps, for a plain brain (3DBall), a camera brain (GridWorld)
 and a broadcasting Heuristic brain (3DBallIL). Every message's content is compared with the same

@@ -24,10 +24,10 @@ import pytest
 from conftest import ROOT, free_port
 from test_onnx_export import randomise
 
-from trainers.ghost_trainer import GhostTrainer
-from trainers.imitation_trainer import ImitationTrainer
-from trainers.onnx_export import export_onnx
-from trainers.ppo_trainer import PPO_HYPERPARAMETERS, PPOTrainer
+from trainers.export.onnx_model import export_onnx
+from trainers.ghost.trainer import GhostTrainer
+from trainers.imitation.trainer import ImitationTrainer
+from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
 from trainers.tf_utils import tf
 from unityagents import UnityEnvironment
 from unityagents.brain import BrainInfo, BrainParameters

@@ -9,11 +9,11 @@ import pytest
 from academy import load_scene
 from academy.academy import Academy, BrainConfig
 from academy.demo_recorder import record_demonstration
-from trainers.config import TrainerConfigError, load_trainer_config
-from trainers.ppo_trainer import PPOTrainer
-from trainers.registry import load_registry
+from trainers.ppo.trainer import PPOTrainer
 from trainers.sac.trainer import SACTrainer
+from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.tf_utils import tf
+from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainParameters
 from unityagents.demo import load_demonstration
 

@@ -4,8 +4,8 @@ import textwrap
 
 import pytest
 
-from trainers.config import TrainerConfigError, load_trainer_config
-from trainers.registry import load_registry
+from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
+from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainParameters
 
 REGISTRY = load_registry()
@@ -105,8 +105,9 @@ def test_environment_checks_run_for_external_brains(tmp_path):
 
 
 def test_configuration_reference_matches_the_code():
-    from trainers.config import hyperparameters_markdown
+    from trainers.settings.trainer_config import hyperparameters_markdown
 
     with open(os.path.join(ROOT, "docs", "configuration.md")) as f:
         assert f.read().strip() == hyperparameters_markdown(REGISTRY).strip(), \
-            "docs/configuration.md is stale: regenerate it with `python -m trainers.config > docs/configuration.md`"
+            "docs/configuration.md is stale: regenerate it with " \
+            "`python -m trainers.settings.trainer_config > docs/configuration.md`"

@@ -10,9 +10,9 @@ import textwrap
 
 import pytest
 
-from trainers import config as config_module
-from trainers.config import TrainerConfigError, load_trainer_config
-from trainers.registry import load_registry
+from trainers.settings import trainer_config as config_module
+from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
+from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainParameters
 
 REGISTRY = load_registry()

@@ -19,12 +19,12 @@ from conftest import fill_the_disk, write
 from test_environment_set import ScriptedWorker
 
 from trainers.checkpoints import SaveFailedError, checkpoint_damage
-from trainers.config import load_trainer_config
-from trainers.registry import load_registry
+from trainers.controller import TrainerController, latest_checkpoint
+from trainers.settings.trainer_config import load_trainer_config
 from trainers.tf_utils import tf
-from trainers.trainer import UnityTrainerException
-from trainers.trainer_controller import TrainerController, latest_checkpoint
-from unityagents.environment_set import EnvironmentSet
+from trainers.trainer.base import UnityTrainerException
+from trainers.trainer.registry import load_registry
+from unityagents.vector.environment_set import EnvironmentSet
 
 
 def controller(tmp_path, load=False) -> TrainerController:

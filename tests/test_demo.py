@@ -17,7 +17,7 @@ from academy.academy import Academy
 from academy.demo_recorder import DemonstrationWriter, brain_parameters_proto, record_demonstration
 from unityagents.brain import BrainParameters
 from unityagents.demo import DemonstrationError, load_demonstration
-from unityagents.protos import communicator_objects_pb2 as pb
+from unityagents.wire.protos import communicator_objects_pb2 as pb
 
 
 def _record(tmp_path, scene: str, episodes: int, name: str = "rec.demo", seed: int = 0) -> str:

@@ -12,13 +12,13 @@ import pytest
 from onnx_contract import assert_contract
 from test_ppo import make_trainer
 
-from trainers.config import TrainerConfigError
 from trainers.encoders import VISUAL_ENCODERS
-from trainers.onnx_export import export_onnx
-from trainers.ppo_models import create_agent_model
-from trainers.run_config import resolve
+from trainers.export.onnx_model import export_onnx
+from trainers.ppo.models import create_agent_model
+from trainers.settings.run_config import resolve
+from trainers.settings.trainer_config import TrainerConfigError
 from trainers.tf_utils import tf
-from trainers.trainer import UnityTrainerException
+from trainers.trainer.base import UnityTrainerException
 from unityagents.brain import BrainInfo, BrainParameters
 
 #: ML-Agents' minimum camera side per encoder (release 21 ``ModelUtils.MIN_RESOLUTION_FOR_ENCODER``).

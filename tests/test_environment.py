@@ -390,9 +390,9 @@ def test_black_and_white_camera_frames_have_one_channel(fake):
 
 
 # ------------------------------------------------------------------------------ issue 13: hostile environments
-from unityagents.communicator import Peer, _Connection  # noqa: E402
 from unityagents.exception import UnityMessageException, UnityObservationException, _log_hint, register_own_log  # noqa: E402,E501
 from unityagents.launcher import find_unity_binary  # noqa: E402
+from unityagents.wire.api2 import Peer, _Connection  # noqa: E402
 
 
 def png_claiming(width: int, height: int) -> bytes:
@@ -518,7 +518,7 @@ def test_unframed_academy_parameters_are_read_in_linear_time(make, monkeypatch):
     whole buffer again after each of the ~50 reads of 64 kB would be ~25 times the payload."""
     import orjson
 
-    from unityagents import communicator
+    from unityagents.wire import api2 as communicator
 
     counter = {"bytes": 0}
     for name in ("_JSON_STRING", "_JSON_TOKENS", "_STRING_PART"):
@@ -756,7 +756,7 @@ def test_learn_stops_on_an_environment_sending_non_finite_states_with_a_finite_c
 # ------------------------------------------------------------------------------ the gRPC path, same classes
 def _grpc_behaviour():
     from unityagents.brain import BrainParameters
-    from unityagents.grpc_communicator import GrpcCommunicator, _Behaviour, _ObservationSpec
+    from unityagents.wire.grpc import GrpcCommunicator, _Behaviour, _ObservationSpec
 
     comm = GrpcCommunicator.__new__(GrpcCommunicator)
     comm.peer = Peer(30)
@@ -769,7 +769,7 @@ def _grpc_behaviour():
 
 @pytest.mark.parametrize("bad", ["nan-observation", "inf-reward", "duplicate-id"])
 def test_grpc_non_finite_values_and_duplicate_ids_are_environment_errors(bad):
-    from unityagents.protos import communicator_objects_pb2 as pb
+    from unityagents.wire.protos import communicator_objects_pb2 as pb
 
     comm, behaviour = _grpc_behaviour()
 
@@ -792,7 +792,7 @@ def test_grpc_non_finite_values_and_duplicate_ids_are_environment_errors(bad):
 def test_grpc_png_observation_is_refused_from_its_header_without_decoding(monkeypatch):
     import PIL.Image
 
-    from unityagents.grpc_communicator import decode_png_observation
+    from unityagents.wire.grpc import decode_png_observation
 
     monkeypatch.setattr(PIL.Image, "open", lambda *a, **k: pytest.fail("the frame was handed to the decoder"))
     with pytest.raises(ValueError, match=r"PNG header says 10000x10000 \(refused before decoding\), expected 4x3"):

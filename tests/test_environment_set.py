@@ -8,10 +8,10 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import pytest
 
-from trainers.bases import OnPolicyTrainer, PolicyOutput
+from trainers.trainer.bases import OnPolicyTrainer, PolicyOutput
 from unityagents.brain import BrainInfo, BrainParameters
-from unityagents.environment_set import EnvironmentSet, RestartPolicy
 from unityagents.exception import UnityCommunicationException, UnityEnvironmentException, UnityTimeOutException
+from unityagents.vector.environment_set import EnvironmentSet, RestartPolicy
 
 BRAIN = {"stateSize": 2, "actionSize": 1, "memorySize": 0, "cameraResolutions": [],
          "actionDescriptions": [], "actionSpaceType": 1, "stateSpaceType": 1}

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from trainers.export import CONTRACT_INPUTS, contract_inputs, export_graph, freeze, load_graph_def
-from trainers.ppo_models import create_agent_model
+from trainers.export.frozen_graph import CONTRACT_INPUTS, contract_inputs, export_graph, freeze, load_graph_def
+from trainers.ppo.models import create_agent_model
 from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
 

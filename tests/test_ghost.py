@@ -7,12 +7,12 @@ import textwrap
 import numpy as np
 import pytest
 
-from trainers.config import load_trainer_config
-from trainers.ghost_trainer import EloRating, GhostTrainer
-from trainers.ppo_trainer import PPO_HYPERPARAMETERS, PPOTrainer
-from trainers.registry import load_registry
+from trainers.ghost.trainer import EloRating, GhostTrainer
+from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
+from trainers.settings.trainer_config import load_trainer_config
 from trainers.tf_utils import tf
-from trainers.trainer import TrainerConfigError, UnityTrainerException
+from trainers.trainer.base import TrainerConfigError, UnityTrainerException
+from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainInfo, BrainParameters
 
 LEARNER, GHOST = "TennisBrain", "ghost-TennisBrain"

@@ -1,7 +1,7 @@
 """The gRPC end survives whatever a modern build sends, and says exactly why it stopped.
 
 A scripted modern Unity (a gRPC client in a thread, built here from the protocol facts with the
-messages of unityagents.protos) plays the handshake, the reset and two steps of a scene with two
+messages of unityagents.wire.protos) plays the handshake, the reset and two steps of a scene with two
 behaviours: "Ball?team=0" (two agents, 8 floats, 2 continuous actions; one agent ends its
 episode and asks again in the same step) and "Grid?team=0" (one agent, 4 floats and an 8x8 RGB
 camera as PNG, discrete branches [3, 2] with a mask, a stats side channel). One message per
@@ -33,7 +33,6 @@ from PIL import Image
 
 import unityagents.environment
 from unityagents import UnityEnvironment, UnityException
-from unityagents.environment_set import EnvironmentSet, RestartPolicy
 from unityagents.exception import (
     UnityCommunicationException,
     UnityEnvironmentException,
@@ -42,7 +41,8 @@ from unityagents.exception import (
     UnityProtocolException,
     UnityTimeOutException,
 )
-from unityagents.protos import communicator_objects_pb2 as pb
+from unityagents.vector.environment_set import EnvironmentSet, RestartPolicy
+from unityagents.wire.protos import communicator_objects_pb2 as pb
 
 METHOD = "/communicator_objects.UnityToExternalProto/Exchange"
 STATS = uuid.UUID("a1d8f7b7-cec8-50f9-b78b-d3e165a78520")

@@ -19,9 +19,9 @@ TRAIN = """
 import logging, sys
 sys.path.insert(0, {root!r})
 logging.basicConfig(level=logging.INFO, format="%(message)s")
-from trainers.config import load_trainer_config
-from trainers.registry import load_registry
-from trainers.trainer_controller import TrainerController
+from trainers.settings.trainer_config import load_trainer_config
+from trainers.trainer.registry import load_registry
+from trainers.controller import TrainerController
 from unityagents import UnityEnvironment
 config = load_trainer_config("config.yaml", load_registry())
 env = UnityEnvironment({scene!r}, base_port={port}, protocol="grpc", seed=0, log_dir="logs", curriculum={curriculum!r})

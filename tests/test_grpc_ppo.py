@@ -5,7 +5,7 @@ over the branches; API-2 discrete brains keep their graph (no mask input).
 """
 import numpy as np
 
-from trainers.ppo_models import create_agent_model
+from trainers.ppo.models import create_agent_model
 from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
 

@@ -88,7 +88,7 @@ FAKE_UNITY = r'''#!{python}
 """A scripted modern Unity build: plays $FAKE_SCENARIO, writes each reply (hex) to $FAKE_TRANSCRIPT."""
 import json, os, struct, sys, time, uuid
 import grpc
-from unityagents.protos import communicator_objects_pb2 as pb
+from unityagents.wire.protos import communicator_objects_pb2 as pb
 
 flag = "--mlagents-port" if "--mlagents-port" in sys.argv else "--port"  # --port: launched as an API-2 build
 port = int(sys.argv[sys.argv.index(flag) + 1])
@@ -315,7 +315,7 @@ def test_png_observations_decode_with_their_channel_rules():
 
     from PIL import Image
 
-    from unityagents.grpc_communicator import decode_png_observation
+    from unityagents.wire.grpc import decode_png_observation
 
     def png(array):
         out = io.BytesIO()
@@ -373,7 +373,7 @@ def launch_academy(port, scene, *args, log=None):
 
 
 def parse(data):
-    from unityagents.protos import communicator_objects_pb2 as pb  # only to read what the academy sent
+    from unityagents.wire.protos import communicator_objects_pb2 as pb  # only to read what the academy sent
 
     return pb.UnityMessageProto.FromString(data)
 

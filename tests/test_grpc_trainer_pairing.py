@@ -6,8 +6,8 @@ the value of its last observation.
 """
 import numpy as np
 
-from trainers.bases import OnPolicyTrainer, PolicyOutput
 from trainers.buffer import Buffer
+from trainers.trainer.bases import OnPolicyTrainer, PolicyOutput
 from unityagents.brain import BrainInfo
 
 BRAIN = "Ball?team=0"

@@ -1,4 +1,4 @@
-"""Gymnasium bridges (``unityagents/gym.py``) over the socket, against the built-in scenes."""
+"""Gymnasium bridges (``unityagents/bridges/gym.py``) over the socket, against the built-in scenes."""
 from __future__ import annotations
 
 import warnings
@@ -10,8 +10,8 @@ from conftest import free_port
 from gymnasium.utils.env_checker import check_env
 
 from unityagents import UnityEnvironment
+from unityagents.bridges.gym import UnityToGymWrapper, UnityVectorEnv
 from unityagents.exception import UnityEnvironmentException
-from unityagents.gym import UnityToGymWrapper, UnityVectorEnv
 
 
 def open_env(scene: str, seed: int = 0) -> UnityEnvironment:
@@ -30,7 +30,7 @@ def assert_in_space(value, space: gymnasium.Space) -> None:
 @pytest.mark.parametrize("scene", ["Basic", "GridWorld"])
 def test_check_env_passes_over_the_socket(scene):
     """gymnasium's own checker, with its soft complaints (warnings) counted as failures. The close check
-    re-makes the env from the registry, which a wrapper of an open environment cannot be (see gym.py)."""
+    re-makes the env from the registry, which a wrapper of an open environment cannot be (see unityagents/bridges/gym.py)."""
     with UnityToGymWrapper(open_env(scene)) as env, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         check_env(env, skip_render_check=True, skip_close_check=True)
@@ -159,7 +159,7 @@ def test_vector_env_passes_terminal_observations_over_the_modern_protocol():
 def test_registered_env_passes_check_env_with_its_default_arguments():
     """``gymnasium.make`` through the registry: the spec re-makes the scene (a second one on a free
     port), so gymnasium's checker runs its close check too; its warnings count as failures."""
-    env = gymnasium.make("unityagents.gym:unityagents/Unity-v0", env_path="Basic", seed=0)
+    env = gymnasium.make("unityagents.bridges.gym:unityagents/Unity-v0", env_path="Basic", seed=0)
     try:
         assert env.spec.id == "unityagents/Unity-v0" and env.spec.kwargs["env_path"] == "Basic"
         with warnings.catch_warnings(record=True) as caught:

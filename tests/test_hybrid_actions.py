@@ -23,12 +23,12 @@ from test_onnx_export import randomise
 from academy import load_scene
 from academy.academy import Academy
 from academy.envs import interact
-from trainers.config import load_trainer_config
-from trainers.onnx_export import export_onnx
-from trainers.ppo_trainer import PPO_HYPERPARAMETERS, PPOTrainer
-from trainers.registry import load_registry
+from trainers.export.onnx_model import export_onnx
+from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
+from trainers.settings.trainer_config import load_trainer_config
 from trainers.tf_utils import tf
-from trainers.trainer import TrainerConfigError
+from trainers.trainer.base import TrainerConfigError
+from trainers.trainer.registry import load_registry
 from unityagents import UnityEnvironment
 from unityagents.brain import BrainInfo, BrainParameters
 from unityagents.exception import UnityActionException

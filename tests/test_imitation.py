@@ -5,12 +5,12 @@ import textwrap
 import numpy as np
 import pytest
 
-from trainers.config import load_trainer_config
-from trainers.export import freeze
-from trainers.imitation_trainer import IMITATION_HYPERPARAMETERS, ImitationTrainer
-from trainers.registry import load_registry
+from trainers.export.frozen_graph import freeze
+from trainers.imitation.trainer import IMITATION_HYPERPARAMETERS, ImitationTrainer
+from trainers.settings.trainer_config import load_trainer_config
 from trainers.tf_utils import tf
-from trainers.trainer import TrainerConfigError, UnityTrainerException
+from trainers.trainer.base import TrainerConfigError, UnityTrainerException
+from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainInfo, BrainParameters
 
 STUDENT, TEACHER = "Student", "Teacher"

@@ -2,7 +2,7 @@
 
 - no import cycle among the project's modules;
 - the Unity side (``academy``) imports nothing of the trainers, and of ``unityagents`` only the
-  generated protocol messages (``unityagents.protos``) that both ends of the wire share;
+  generated protocol messages (``unityagents.wire.protos``) that both ends of the wire share;
 - the wire (``unityagents``) imports nothing of the trainers and never TensorFlow;
 - the algorithms (``trainers`` but the controller, which drives the environment set, and the
   ``unityagents-learn`` front end, which builds it) know of ``unityagents`` only its data types,
@@ -19,7 +19,7 @@ PACKAGES = ("unityagents", "trainers", "academy")
 #: What an algorithm may import of ``unityagents``.
 TRAINER_MAY_USE = ("unityagents.brain", "unityagents.exception", "unityagents.demo")
 #: The modules of ``trainers`` that drive environments rather than learn.
-DRIVERS = ("trainers.trainer_controller", "trainers.learn_r22")
+DRIVERS = ("trainers.controller", "trainers.learn_r22")
 
 
 def modules() -> Dict[str, str]:
@@ -95,7 +95,7 @@ def cycles(g: Dict[str, Set[str]]) -> List[List[str]]:
 def test_the_reader_sees_a_cycle_and_relative_imports():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     g = graph()
-    assert "unityagents.communicator" in g["unityagents.environment"]  # a relative import, resolved
+    assert "unityagents.wire.api2" in g["unityagents.environment"]  # a relative import, resolved
     assert "trainers.returns" in g["trainers.reward_signals"]
 
 
@@ -105,7 +105,7 @@ def test_no_import_cycle():
 
 def test_the_unity_side_imports_only_the_shared_messages():
     bad = {m: sorted(d for d in deps if d.split(".")[0] in ("trainers", "unityagents")
-                     and not d.startswith("unityagents.protos"))
+                     and not d.startswith("unityagents.wire.protos"))
            for m, deps in graph().items() if m.startswith("academy")}
     assert {m: d for m, d in bad.items() if d} == {}
 
@@ -121,7 +121,7 @@ def test_the_algorithms_know_no_sockets_or_processes():
     for m, deps in graph().items():
         if m.startswith("trainers") and m not in DRIVERS:
             wire = sorted(d for d in deps if d.startswith("unityagents.") and d.count(".") == 1
-                          and not d.startswith(TRAINER_MAY_USE) and not d.startswith("unityagents.protos"))
+                          and not d.startswith(TRAINER_MAY_USE) and not d.startswith("unityagents.wire.protos"))
             wire += sorted(d for d in deps if d.split(".")[0] in ("socket", "subprocess", "grpc"))
             if wire:
                 bad[m] = wire

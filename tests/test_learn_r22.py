@@ -15,10 +15,10 @@ import yaml
 from conftest import ROOT, free_port, write
 
 from trainers import learn_r22
-from trainers.config import load_trainer_config
-from trainers.environment_parameters import EnvironmentParameters, parse_environment_parameters
-from trainers.registry import load_registry
-from trainers.run_config import RunConfigError
+from trainers.settings.environment_parameters import EnvironmentParameters, parse_environment_parameters
+from trainers.settings.run_config import RunConfigError
+from trainers.settings.trainer_config import load_trainer_config
+from trainers.trainer.registry import load_registry
 
 R22_3DBALL = """
 behaviors:

@@ -7,7 +7,7 @@ thousands of steps cost milliseconds.
 """
 import numpy as np
 
-from trainers.bases import OnPolicyTrainer, PolicyOutput
+from trainers.trainer.bases import OnPolicyTrainer, PolicyOutput
 from unityagents.brain import BrainInfo, BrainParameters
 
 BRAIN = {"stateSize": 2, "actionSize": 1, "memorySize": 0, "cameraResolutions": [],

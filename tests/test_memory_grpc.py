@@ -17,9 +17,9 @@ from onnx_contract import assert_contract
 from test_learn_r22 import R22_3DBALL
 
 from trainers import learn_r22
-from trainers.config import load_trainer_config
-from trainers.registry import load_registry
-from trainers.trainer import TrainerConfigError
+from trainers.settings.trainer_config import load_trainer_config
+from trainers.trainer.base import TrainerConfigError
+from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainInfo, BrainParameters
 
 MODERN = "HallwayBrain?team=0"

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from trainers.models import RunningNormalizer, dense, lstm, visual_encoder, visual_encoder_min_size
-from trainers.ppo_models import create_agent_model
+from trainers.ppo.models import create_agent_model
 from trainers.tf_utils import tf
-from trainers.trainer import UnityTrainerException
+from trainers.trainer.base import UnityTrainerException
 from unityagents.brain import BrainParameters
 
 

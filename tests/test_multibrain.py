@@ -41,7 +41,7 @@ def fake_build(directory, name: str, *academy_args: str) -> str:
 
 
 def node_names(path: str):
-    from trainers.export import load_graph_def
+    from trainers.export.frozen_graph import load_graph_def
 
     return {n.name for n in load_graph_def(path).node}
 
@@ -117,8 +117,8 @@ def test_a_curriculum_parameter_the_scene_lacks_stops_before_training(tmp_path):
 def test_the_shipped_files_are_consistent_with_the_scenes():
     """push.json names Push's reset parameters, with one value per lesson; the blocks pick the trainers."""
     from academy.envs.push import Push
-    from trainers.config import load_trainer_config
-    from trainers.registry import load_registry
+    from trainers.settings.trainer_config import load_trainer_config
+    from trainers.trainer.registry import load_registry
     from unityagents.curriculum import Curriculum
 
     curriculum = Curriculum(PUSH_CURRICULUM, Push.default_reset_parameters)
@@ -156,9 +156,9 @@ def tennis_ghost_run(tmp_path_factory):
     ``test_num_envs``'s): its folder, its log, the controller, and the op count right after set-up."""
     import logging
 
-    from trainers.config import load_trainer_config
-    from trainers.registry import load_registry
-    from trainers.trainer_controller import TrainerController
+    from trainers.controller import TrainerController
+    from trainers.settings.trainer_config import load_trainer_config
+    from trainers.trainer.registry import load_registry
     from unityagents import UnityEnvironment
 
     tmp_path = tmp_path_factory.mktemp("tennis")

@@ -1,4 +1,4 @@
-"""ONNX export (``trainers/onnx_export.py``): same numbers as the frozen ``.bytes``, the modern Unity
+"""ONNX export (``trainers/export/onnx_model.py``): same numbers as the frozen ``.bytes``, the modern Unity
 contract (``tests/onnx_contract.py``), continuous actions at ML-Agents' scale (``clamp(a, -3, 3) / 3``,
 the number written out here, not taken from the exporter), and the academy's ONNX Internal brain
 running the file as Unity does: outputs copied into the agents without rescaling."""
@@ -19,8 +19,8 @@ from academy import load_scene
 from academy.__main__ import _brain_configs
 from academy.academy import Academy, BrainSpec, Camera
 from academy.internal import InternalBrain, OnnxInternalBrain, load_internal_brain
-from trainers.export import contract_inputs, export_graph, load_graph_def
-from trainers.onnx_export import export_onnx, unroll_single_step
+from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
+from trainers.export.onnx_model import export_onnx, unroll_single_step
 from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
 
@@ -382,8 +382,8 @@ def test_basic_scores_the_same_with_the_onnx_and_the_bytes(tmp_path):
 def test_one_file_per_exporting_brain_of_a_multi_brain_graph(tmp_path):
     """Brains under their graph scopes in one graph (as the controller builds them), a ghost-like
     trainer without a scope skipped: each file holds one brain with bare names and its own numbers."""
-    from trainers.onnx_export import spec_for
-    from trainers.ppo_models import create_agent_model
+    from trainers.export.onnx_model import spec_for
+    from trainers.ppo.models import create_agent_model
 
     brains = {"A": BrainParameters("Striker", {"stateSize": 6, "actionSize": 2, "actionSpaceType": 1,
                                                "stateSpaceType": 1, "cameraResolutions": []}),

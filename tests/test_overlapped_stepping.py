@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from tests.test_environment_set import BRAIN, RecordingTrainer, ScriptedWorker
-from trainers.bases import PolicyOutput
-from trainers.trainer_controller import TrainerController
+from trainers.controller import TrainerController
+from trainers.trainer.bases import PolicyOutput
 from unityagents.brain import BrainInfo, BrainParameters
-from unityagents.environment_set import EnvironmentSet, RestartPolicy
 from unityagents.exception import UnityEnvironmentException
+from unityagents.vector.environment_set import EnvironmentSet, RestartPolicy
 
 WIDE = dict(BRAIN, stateSize=4)
 

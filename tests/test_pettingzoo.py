@@ -1,4 +1,4 @@
-"""PettingZoo bridge (``unityagents/pettingzoo.py``) over the socket, against the built-in scenes."""
+"""PettingZoo bridge (``unityagents/bridges/pettingzoo.py``) over the socket, against the built-in scenes."""
 from __future__ import annotations
 
 import warnings
@@ -8,8 +8,8 @@ import pytest
 from pettingzoo.test import api_test, parallel_api_test
 from test_gym import assert_in_space, open_env
 
+from unityagents.bridges.pettingzoo import UnityParallelEnv, unity_aec_env
 from unityagents.exception import UnityEnvironmentException
-from unityagents.pettingzoo import UnityParallelEnv, unity_aec_env
 
 AGENTS = {"3DBall": 12, "Basic": 1, "Tennis": 16}
 

@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from onnx_contract import assert_contract
 
-from trainers import run_config
-from trainers.config import trainer_config_from_dict
-from trainers.onnx_export import export_onnx
+from trainers.export.onnx_model import export_onnx
 from trainers.poca.groups import MemberStep, finish, team_reward
 from trainers.poca.models import POCACritic
 from trainers.poca.trainer import POCATrainer
-from trainers.registry import load_registry
+from trainers.settings import run_config
+from trainers.settings.trainer_config import trainer_config_from_dict
 from trainers.tf_utils import tf
-from trainers.trainer import UnityTrainerException
+from trainers.trainer.base import UnityTrainerException
+from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainInfo, BrainParameters
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -3,10 +3,10 @@ trainer on a hand-made stream of BrainInfo."""
 import numpy as np
 import pytest
 
-from trainers.ppo_models import create_agent_model
-from trainers.ppo_trainer import PPOTrainer, discount_rewards, get_gae
+from trainers.ppo.models import create_agent_model
+from trainers.ppo.trainer import PPOTrainer, discount_rewards, get_gae
 from trainers.tf_utils import tf
-from trainers.trainer import Param
+from trainers.trainer.base import Param
 from unityagents.brain import BrainInfo, BrainParameters
 
 

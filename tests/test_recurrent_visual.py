@@ -19,7 +19,7 @@ from test_ppo import BRAINS, FakeStream, collect_until_ready, make_trainer
 
 from academy.academy import BrainSpec, Camera
 from academy.internal import InternalBrain
-from trainers.export import contract_inputs, export_graph, load_graph_def
+from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
 from unityagents.brain import BrainParameters
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -7,14 +7,14 @@ import textwrap
 import numpy as np
 import pytest
 
-from trainers.bases import OnPolicyTrainer
 from trainers.buffer import AgentBuffer
-from trainers.config import TrainerConfigError, load_trainer_config
-from trainers.export import contract_inputs, export_graph, load_graph_def
-from trainers.ppo_trainer import PPOTrainer
-from trainers.registry import load_registry
+from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
+from trainers.ppo.trainer import PPOTrainer
 from trainers.reward_signals import CuriositySignal, RNDSignal, signal_gae, validate_reward_signals
+from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.tf_utils import tf
+from trainers.trainer.bases import OnPolicyTrainer
+from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainInfo, BrainParameters
 
 REGISTRY = load_registry()

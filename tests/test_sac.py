@@ -11,13 +11,13 @@ from conftest import learn, mean_rewards, run_academy, write
 from onnx_contract import assert_contract
 from test_ppo import FakeStream
 
-from trainers.config import TrainerConfigError, load_trainer_config
-from trainers.export import contract_inputs, export_graph, load_graph_def
-from trainers.onnx_export import export_onnx
-from trainers.registry import load_registry
+from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
+from trainers.export.onnx_model import export_onnx
 from trainers.sac import SACTrainer
+from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.tf_utils import tf
-from trainers.trainer import summary_tag
+from trainers.trainer.base import summary_tag
+from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainInfo, BrainParameters
 
 CONTINUOUS = {"stateSize": 4, "actionSize": 2, "actionSpaceType": 1, "stateSpaceType": 1}
@@ -221,7 +221,7 @@ def test_a_replay_buffer_larger_than_memory_is_refused_with_its_size(tmp_path, m
                                                                            "blackAndWhite": False}]})
     frame = 84 * 84 * 3
     memory = 10 ** 6 * 4 * int(1.5 * frame)  # 1.5 frames per transition
-    monkeypatch.setattr("trainers.config.total_memory_bytes", lambda: memory)
+    monkeypatch.setattr("trainers.settings.trainer_config.total_memory_bytes", lambda: memory)
     monkeypatch.setattr("trainers.sac.trainer.total_memory_bytes", lambda: memory)
     path = write(tmp_path / "sac.yaml", "Brain:\n    trainer: sac\n    buffer_size: 1.0e6\n")
     config = load_trainer_config(path, load_registry())

@@ -1,4 +1,4 @@
-"""Team self-play with Release 22's ``self_play:`` keys (trainers/self_play.py, trainers/team_trainer.py).
+"""Team self-play with Release 22's ``self_play:`` keys (trainers/ghost/self_play.py, trainers/ghost/team_trainer.py).
 
 Fast: the schedule (snapshots, swaps, team changes, strictly-greater comparisons), the ELO
 arithmetic, both config formats and their refusals, and the seats of one team behaviour driven
@@ -16,9 +16,7 @@ import pytest
 from conftest import free_port, write
 
 from trainers import learn_r22
-from trainers.config import trainer_config_from_dict
-from trainers.registry import load_registry
-from trainers.self_play import (
+from trainers.ghost.self_play import (
     LATEST,
     SelfPlaySchedule,
     SelfPlaySettings,
@@ -27,7 +25,9 @@ from trainers.self_play import (
     game_result,
     validate_self_play,
 )
-from trainers.trainer import TrainerConfigError
+from trainers.settings.trainer_config import trainer_config_from_dict
+from trainers.trainer.base import TrainerConfigError
+from trainers.trainer.registry import load_registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -190,8 +190,8 @@ def test_self_play_is_refused_for_a_behaviour_without_team_variants_before_any_t
 def test_the_seats_route_the_learning_team_to_one_learner_and_change_teams_through_a_reset():
     from test_action_contract import brain, info_of, ppo_params
 
-    from trainers.ppo_trainer import PPOTrainer
-    from trainers.team_trainer import build_team_trainers
+    from trainers.ghost.team_trainer import build_team_trainers
+    from trainers.ppo.trainer import PPOTrainer
     from trainers.tf_utils import tf
     from unityagents.brain import BrainInfo
 

@@ -22,11 +22,11 @@ from academy import SCENES, load_scene
 from academy.academy import Academy, BrainSpec, VectorSensor, modern_observations
 from academy.grpc_communicator import GrpcClient, ModernUnity
 from academy.internal import OnnxInternalBrain
-from trainers.onnx_export import export_onnx
+from trainers.export.onnx_model import export_onnx
 from unityagents.brain import BrainParameters
-from unityagents.communicator import Peer
 from unityagents.exception import UnityObservationException
-from unityagents.grpc_communicator import GrpcCommunicator
+from unityagents.wire.api2 import Peer
+from unityagents.wire.grpc import GrpcCommunicator
 
 
 class Served:

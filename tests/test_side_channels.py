@@ -1,4 +1,4 @@
-"""A user's side channels (``unityagents/side_channels.py``): the message format, the id checks, and
+"""A user's side channels (``unityagents/wire/side_channels.py``): the message format, the id checks, and
 their frames over gRPC (sent to the academy's gRPC side; received through the communicator's router)."""
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import pytest
 from conftest import free_port
 
 from unityagents import UnityEnvironment
-from unityagents.communicator import Peer
 from unityagents.exception import UnityEnvironmentException
-from unityagents.grpc_communicator import (
+from unityagents.wire.api2 import Peer
+from unityagents.wire.grpc import (
     STATS_CHANNEL,
     GrpcCommunicator,
     side_channel_frame,
 )
-from unityagents.side_channels import BUILT_IN_CHANNELS, IncomingMessage, OutgoingMessage, SideChannel
+from unityagents.wire.side_channels import BUILT_IN_CHANNELS, IncomingMessage, OutgoingMessage, SideChannel
 
 USER_ID = uuid.UUID("621f0a70-4f87-11ea-a6bf-784f4387d1f7")
 

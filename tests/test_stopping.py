@@ -154,11 +154,11 @@ def test_run_paths_outside_models_are_refused(tmp_path, run_path):
 
 @pytest.mark.slow
 def test_a_poisoned_model_is_never_saved_and_the_last_good_checkpoint_stays(tmp_path):
-    from trainers.config import load_trainer_config
-    from trainers.registry import load_registry
+    from trainers.controller import PoisonedModelError, TrainerController
+    from trainers.settings.trainer_config import load_trainer_config
     from trainers.tf_utils import tf
-    from trainers.trainer_controller import PoisonedModelError, TrainerController
-    from unityagents.environment_set import EnvironmentSet
+    from trainers.trainer.registry import load_registry
+    from unityagents.vector.environment_set import EnvironmentSet
 
     config = load_trainer_config(write(tmp_path / "c.yaml", "B:\n    normalize: true\n"), load_registry())
     controller = TrainerController(EnvironmentSet.of(ScriptedWorker(0)), config, env_name="Scripted",

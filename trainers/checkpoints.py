@@ -20,8 +20,8 @@ import os
 import re
 from typing import Dict, List, Optional
 
-from .tf_utils import tf
-from .trainer import UnityTrainerException
+from trainers.tf_utils import tf
+from trainers.trainer.base import UnityTrainerException
 
 STATE_SUFFIX = ".state.json"
 _STEP = re.compile(r"model-(\d+)\.cptk$")

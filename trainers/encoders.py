@@ -42,7 +42,7 @@ from trainers.models import (
     visual_encoder_min_size,
 )
 from trainers.tf_utils import tf
-from trainers.trainer import UnityTrainerException
+from trainers.trainer.base import UnityTrainerException
 from unityagents.brain import BrainParameters
 
 

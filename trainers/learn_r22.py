@@ -58,12 +58,11 @@ from typing import Any, Dict, List, Optional, Tuple
 import yaml
 from docopt import docopt
 
+from trainers.run_paths import RunPaths
+from trainers.settings.environment_parameters import EnvironmentParameters, parse_environment_parameters
+from trainers.settings.run_config import RunConfig, RunConfigError, resolve
+from trainers.settings.trainer_config import StrictLoader, TrainerConfig, _DuplicateKeyError, trainer_config_from_dict
 from unityagents.brain import team_base
-
-from .config import StrictLoader, TrainerConfig, _DuplicateKeyError, trainer_config_from_dict
-from .environment_parameters import EnvironmentParameters, parse_environment_parameters
-from .run_config import RunConfig, RunConfigError, resolve
-from .run_paths import RunPaths
 
 logger = logging.getLogger("unityagents")
 
@@ -239,9 +238,8 @@ def check_results_folder(run: RunConfig, create: bool = True) -> Tuple[str, Opti
 def run_options(argv: List[str]):
     """Everything checked and translated into learn.py's ``RunOptions`` (or a dry-run's text)."""
     import learn
-    from unityagents.environment_set import RestartPolicy
-
-    from .registry import load_registry
+    from trainers.trainer.registry import load_registry
+    from unityagents.vector.environment_set import RestartPolicy
 
     rest, env_args = split_env_args(argv)
     options = docopt(__doc__, argv=rest)
@@ -312,7 +310,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         except RunConfigError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-        except Exception as e:  # any other refusal of the config (trainers.config's checks)
+        except Exception as e:  # any other refusal of the config (trainers.settings.trainer_config's checks)
             from unityagents.exception import UnityException
 
             if not isinstance(e, UnityException):

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
-from .onnx_export import onnx_file_stem
+from trainers.export.onnx_model import onnx_file_stem
 
 STATUS_FORMAT_VERSION = "0.3.0"
 
@@ -80,7 +80,7 @@ class RunPaths:
         """Record a checkpoint (or the final export) in ``training_status.json``; legacy: nothing."""
         if self.status_path is None:
             return
-        from .export import write_atomically
+        from trainers.export.frozen_graph import write_atomically
 
         now = time.time()
         status: Dict[str, Any] = self.read_status() or {}
@@ -115,6 +115,6 @@ class RunPaths:
 
 
 def _tf_version() -> str:
-    from .tf_utils import tf
+    from trainers.tf_utils import tf
 
     return str(getattr(tf, "__version__", "unknown"))

@@ -141,7 +141,9 @@ class Timers:
 
     def write_json(self, path: str) -> str:
         """Write :meth:`to_dict` to ``path`` atomically (temporary file, then rename); return the path."""
-        from .export import write_atomically  # here, not at the top: this module needs no TensorFlow
+        from trainers.export.frozen_graph import (
+            write_atomically,  # here, not at the top: this module needs no TensorFlow
+        )
 
         return write_atomically(path, json.dumps(self.to_dict(), indent=2).encode("utf-8"))
 

@@ -2,7 +2,7 @@
 environment, reset it, step it.
 
 No TensorFlow here: this package is usable from a notebook or a script that only wants to drive
-an environment. Its public names load on first use, so that ``unityagents.protos`` (the generated
+an environment. Its public names load on first use, so that ``unityagents.wire.protos`` (the generated
 messages that the built-in Unity side imports too) comes without the environment's machinery.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ _EXPORTS = {
     "BrainInfo": "brain", "BrainParameters": "brain",
     "Curriculum": "curriculum",
     "UnityEnvironment": "environment", "builtin_scenes": "launcher",
-    "EnvironmentSet": "environment_set", "RestartPolicy": "environment_set",
+    "EnvironmentSet": "vector.environment_set", "RestartPolicy": "vector.environment_set",
     "UnityActionException": "exception", "UnityCommunicationException": "exception",
     "UnityEnvironmentException": "exception", "UnityException": "exception",
     "UnityMessageException": "exception", "UnityObservationException": "exception",

@@ -24,7 +24,7 @@ import math
 import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .exception import UnityEnvironmentException
+from unityagents.exception import UnityEnvironmentException
 
 logger = logging.getLogger("unityagents")
 

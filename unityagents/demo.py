@@ -29,9 +29,9 @@ import numpy as np
 from google.protobuf.internal.decoder import _DecodeVarint32
 from google.protobuf.message import DecodeError
 
-from .brain import BrainParameters
-from .exception import UnityException
-from .protos import communicator_objects_pb2 as pb
+from unityagents.brain import BrainParameters
+from unityagents.exception import UnityException
+from unityagents.wire.protos import communicator_objects_pb2 as pb
 
 #: Where the BrainParametersProto starts: the 32 bytes Unity reserves for the meta header, plus one.
 INITIAL_POS = 33
@@ -214,7 +214,7 @@ def _decode_observation(obs: "pb.ObservationProto", shape: Tuple[int, ...], visu
             values = values.reshape(shape)
             return values.transpose(1, 2, 0) if channels_first else values
         return values
-    from .grpc_communicator import decode_png_observation
+    from unityagents.wire.grpc import decode_png_observation
 
     try:
         return decode_png_observation(obs.compressed_data, _hwc(shape, channels_first),

@@ -25,16 +25,16 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from .brain import BrainInfo, BrainParameters
-from .communicator import API2_VERSION, API2Communicator, Communicator, Peer, Stat
-from .curriculum import AnyResetParameter, Curriculum
-from .exception import (
+from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.curriculum import AnyResetParameter, Curriculum
+from unityagents.exception import (
     UnityActionException,
     UnityEnvironmentException,
     UnityException,
     is_own_log,
 )
-from .launcher import launch
+from unityagents.launcher import launch
+from unityagents.wire.api2 import API2_VERSION, API2Communicator, Communicator, Peer, Stat
 
 logger = logging.getLogger("unityagents")
 
@@ -71,7 +71,7 @@ class UnityEnvironment:
         side channel (time scale 20 by default); see ``grpc_communicator.EngineConfig``.
     :param no_graphics: gRPC only: launch the build with ``-nographics -batchmode``.
     :param side_channels: gRPC only: the user's ``side_channels.SideChannel`` instances (their ids
-        must differ from each other and from the built-in channels'); see ``unityagents.side_channels``.
+        must differ from each other and from the built-in channels'); see ``unityagents.wire.side_channels``.
     """
 
     def __init__(
@@ -112,7 +112,7 @@ class UnityEnvironment:
         self.port = int(base_port) + int(worker_id)
         self.worker_id = int(worker_id)
         if protocol == "grpc":
-            from .grpc_communicator import GrpcCommunicator
+            from unityagents.wire.grpc import GrpcCommunicator
 
             self._communicator = GrpcCommunicator(self._peer, self.port, self.worker_id, seed=seed,
                                                   engine_config=engine_config, side_channels=side_channels)

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from typing import List, Optional, Sequence, Tuple
 
-from .exception import UnityEnvironmentException, register_own_log
+from unityagents.exception import UnityEnvironmentException, register_own_log
 
 logger = logging.getLogger("unityagents")
 

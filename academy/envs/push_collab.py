@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..academy import BrainSpec, Scene
+from academy.academy import BrainSpec, Scene
 
 AREAS = 16
 MEMBERS = 3

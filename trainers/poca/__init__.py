@@ -1,4 +1,4 @@
 """MA-POCA (``trainer: poca``): decentralised policies, a centralised group critic with attention."""
-from .trainer import POCA_HYPERPARAMETERS, POCATrainer
+from trainers.poca.trainer import POCA_HYPERPARAMETERS, POCATrainer
 
 __all__ = ["POCATrainer", "POCA_HYPERPARAMETERS"]

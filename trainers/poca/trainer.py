@@ -30,12 +30,12 @@ from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from trainers.bases import PolicyOutput
 from trainers.poca.groups import GroupTrajectory, MemberStep, finish, pad_rows, team_reward
 from trainers.poca.models import HEADS, POCACritic
-from trainers.ppo_trainer import PPO_HYPERPARAMETERS, PPOTrainer
+from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
 from trainers.tf_utils import tf
-from trainers.trainer import Param, TrainerConfigError, UnityTrainerException
+from trainers.trainer.base import Param, TrainerConfigError, UnityTrainerException
+from trainers.trainer.bases import PolicyOutput
 from unityagents.brain import CONTINUOUS_ACTION_CLIP, BrainInfo, BrainParameters
 
 POCA_HYPERPARAMETERS: Dict[str, Param] = {

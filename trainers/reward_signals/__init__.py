@@ -45,7 +45,7 @@ from trainers.reward_signals.curiosity import CuriositySignal
 from trainers.reward_signals.extrinsic import ExtrinsicSignal
 from trainers.reward_signals.gail import GAILSignal
 from trainers.reward_signals.rnd import RNDSignal
-from trainers.trainer import Param, TrainerConfigError, coerce_value, did_you_mean
+from trainers.trainer.base import Param, TrainerConfigError, coerce_value, did_you_mean
 from unityagents.brain import BrainParameters
 
 #: The registry: a signal's name in a ``reward_signals`` block -> its class. A new signal is a

@@ -2,7 +2,7 @@
 
 A signal is a module of this package with one ``RewardSignal`` subclass that declares its name,
 its TensorBoard title and its keys (``parameters``), plus one line in the package's registry
-(``trainers.reward_signals.SIGNALS``). Their keys are coerced by ``trainers.trainer.coerce_value``,
+(``trainers.reward_signals.SIGNALS``). Their keys are coerced by ``trainers.trainer.base.coerce_value``,
 as every other settings key is, so all errors read alike.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 from trainers.encoders import encode, observation_placeholders, state_placeholder, state_vector
 from trainers.models import dense
 from trainers.tf_utils import tf
-from trainers.trainer import Param, non_negative, positive, unit_interval
+from trainers.trainer.base import Param, non_negative, positive, unit_interval
 from unityagents.brain import BrainParameters
 
 

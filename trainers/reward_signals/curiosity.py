@@ -18,7 +18,7 @@ from trainers.reward_signals.base import (
     strength_param,
 )
 from trainers.tf_utils import tf
-from trainers.trainer import Param, positive
+from trainers.trainer.base import Param, positive
 from unityagents.brain import BrainParameters
 
 

@@ -6,7 +6,7 @@ from typing import ClassVar, Dict, Mapping
 import numpy as np
 
 from trainers.reward_signals.base import GAMMA, RewardSignal, strength_param
-from trainers.trainer import Param
+from trainers.trainer.base import Param
 
 
 class ExtrinsicSignal(RewardSignal):

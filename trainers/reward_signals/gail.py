@@ -40,7 +40,7 @@ from trainers.encoders import encode, observation_placeholders, state_placeholde
 from trainers.models import RunningNormalizer, dense, new_trainable_variables
 from trainers.reward_signals.base import GAMMA, RewardSignal, SignalInputs, layers_param, strength_param
 from trainers.tf_utils import tf
-from trainers.trainer import Param, TrainerConfigError, non_negative, positive
+from trainers.trainer.base import Param, TrainerConfigError, non_negative, positive
 from unityagents.brain import BrainParameters
 from unityagents.demo import DemonstrationError, load_demonstration
 

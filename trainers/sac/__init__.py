@@ -1,4 +1,4 @@
 """Soft actor-critic (``trainer: sac``): continuous and discrete actions, on the off-policy base."""
-from .trainer import SAC_HYPERPARAMETERS, SACTrainer
+from trainers.sac.trainer import SAC_HYPERPARAMETERS, SACTrainer
 
 __all__ = ["SACTrainer", "SAC_HYPERPARAMETERS"]

@@ -1,4 +1,4 @@
-"""Soft actor-critic for one External brain, on ``trainers.bases.OffPolicyTrainer``.
+"""Soft actor-critic for one External brain, on ``trainers.trainer.bases.OffPolicyTrainer``.
 
 The off-policy base stores transitions and builds the target copy; SAC adds ML-Agents' schedule
 and settings (``trainer_type: sac`` of Release 22):
@@ -26,17 +26,17 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
-from trainers import bc
-from trainers.bases import OffPolicyTrainer, PolicyOutput, ReplayBuffer
-from trainers.config import total_memory_bytes
+from trainers.imitation import bc
 from trainers.reward_signals import (
     REWARD_SIGNALS_PARAM,
     create_reward_signals,
     signal_settings,
     validate_reward_signals,
 )
+from trainers.sac.models import SACModel
+from trainers.settings.trainer_config import total_memory_bytes
 from trainers.tf_utils import tf
-from trainers.trainer import (
+from trainers.trainer.base import (
     COMMON_HYPERPARAMETERS,
     Param,
     TrainerConfigError,
@@ -45,9 +45,8 @@ from trainers.trainer import (
     positive,
     unit_interval,
 )
+from trainers.trainer.bases import OffPolicyTrainer, PolicyOutput, ReplayBuffer
 from unityagents.brain import BrainInfo, BrainParameters
-
-from .models import SACModel
 
 SAC_HYPERPARAMETERS: Dict[str, Param] = {
     **COMMON_HYPERPARAMETERS,

@@ -12,10 +12,10 @@ from typing import Any, Dict, List, Mapping
 
 import numpy as np
 
-from trainers.bases import ON_POLICY_HYPERPARAMETERS, OnPolicyTrainer, PolicyOutput, add_gae_fields
 from trainers.buffer import AgentBuffer
 from trainers.tf_utils import tf
-from trainers.trainer import Param, non_negative, positive, unit_interval
+from trainers.trainer.base import Param, non_negative, positive, unit_interval
+from trainers.trainer.bases import ON_POLICY_HYPERPARAMETERS, OnPolicyTrainer, PolicyOutput, add_gae_fields
 from unityagents.brain import BrainInfo, BrainParameters
 
 from .a2c_model import A2CModel

@@ -11,9 +11,16 @@ from typing import Any, Dict, List, Mapping
 
 import numpy as np
 
-from trainers.bases import OFF_POLICY_HYPERPARAMETERS, OffPolicyTrainer, PolicyOutput, linear_schedule
 from trainers.tf_utils import tf
-from trainers.trainer import Param, TrainerConfigError, UnityTrainerException, non_negative, positive, unit_interval
+from trainers.trainer.base import (
+    Param,
+    TrainerConfigError,
+    UnityTrainerException,
+    non_negative,
+    positive,
+    unit_interval,
+)
+from trainers.trainer.bases import OFF_POLICY_HYPERPARAMETERS, OffPolicyTrainer, PolicyOutput, linear_schedule
 from unityagents.brain import BrainInfo, BrainParameters
 
 from .dqn_model import DQNModel

@@ -1,0 +1,310 @@
+"""Team self-play: the two (or more) ``?team=N`` behaviours of one base name, one learning trainer.
+
+Why one learner for all teams: the teams of a symmetric game are one behaviour (same spaces,
+mirrored views), so one policy learns to play either side; Release 22 has the teams take turns
+(``trainers.ghost.self_play`` holds the schedule). The controller builds trainers per brain name, so
+each team gets a *seat* (:class:`TeamSeat`, a ``Trainer``) and the seats of one behaviour share a
+:class:`TeamSelfPlay`:
+
+* the learner: the behaviour's own trainer (PPO), built once for the base name (``Tennis``) and
+  handed the learning team's ``BrainInfo`` under that name, so it neither knows about teams nor
+  sees a socket; it exports ``Tennis.onnx`` as ML-Agents names it;
+* the opponent: an acting copy of the learner's network (the ghost trainer's way: the same
+  ``create_agent_model`` arguments, weights matched by their names relative to each scope) that
+  plays the other team with a snapshot;
+* the pool (``ghost_trainer.SnapshotPool``): ``window`` ring slots of the learner's acting
+  weights plus one for "the latest weights", all TF variables, so the checkpoint holds them and
+  a resumed run plays the same past selves; the schedule and ratings ride in the checkpoint's
+  state.
+
+A team change resets every environment (``reset_request``), and takes effect when the
+controller reports the cut episodes (``end_episode``), so no trajectory of the learner spans two
+teams and no game is scored against the wrong side.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from trainers.ghost.self_play import LATEST, SelfPlaySchedule, SelfPlaySettings
+from trainers.ghost.trainer import SnapshotPool, _relative_name, variables_read_by
+from trainers.ppo.models import create_agent_model
+from trainers.ppo.trainer import ActingInputs, PPOTrainer
+from trainers.tf_utils import tf
+from trainers.trainer.base import Trainer, UnityTrainerException, logger
+from unityagents.brain import BrainInfo, BrainParameters, team_base, team_id
+
+
+class TeamSelfPlay:
+    """The learner, the opponent network, the pool and the schedule of one team behaviour."""
+
+    def __init__(self, sess, brains: Mapping[str, BrainParameters], team_names: Sequence[str],
+                 params: Dict[str, Any], learner_class: type, training: bool, seed: int = 0):
+        self.sess = sess
+        self.team_names = sorted(team_names, key=team_id)
+        self.base = team_base(self.team_names[0])
+        self.training = training
+        self.settings = SelfPlaySettings(**params["self_play"])
+        if not issubclass(learner_class, PPOTrainer):
+            raise UnityTrainerException(
+                f"Behaviour '{self.base}': self_play is built for the ppo trainer (its opponent rebuilds the PPO "
+                f"network), not {learner_class.__name__}. Use trainer_type: ppo.")
+        learner_brains = dict(brains)
+        learner_brains[self.base] = brains[self.team_names[0]]
+        self.learner: PPOTrainer = learner_class(sess, learner_brains, self.base, params, training, seed)
+        scope = params.get("graph_scope", "")
+        if not scope:
+            raise UnityTrainerException(f"Behaviour '{self.base}': the self-play learner needs a graph scope of its "
+                                        "own (the controller gives it the behaviour's name).")
+        brain = learner_brains[self.base]
+        self.is_continuous = brain.action_space_type == "continuous"
+        self.use_recurrent = bool(params.get("use_recurrent", False))
+        opponent_scope = f"{scope}-opponent"
+        with sess.graph.as_default(), tf.variable_scope(opponent_scope):
+            self.model = create_agent_model(brain, **PPOTrainer.model_arguments(params))
+            outputs = [self.model.output] + ([self.model.memory_out] if self.use_recurrent else [])
+            acting = variables_read_by(outputs)
+            names = [_relative_name(v.op.name, opponent_scope) for v in acting]
+            by_name = {v.op.name: v for v in tf.global_variables()}
+            sources = [by_name.get(f"{scope}/{n}") for n in names]
+            missing = [n for n, v, a in zip(names, sources, acting) if v is None or v.shape != a.shape]
+            if missing:
+                raise UnityTrainerException(
+                    f"Behaviour '{self.base}': the opponent rebuilt the learner's network but the learner has no "
+                    f"matching {', '.join(missing[:3])} under '{scope}/'.")
+            # Slots 0..window-1: the ring of snapshots; slot `window`: the latest weights at a swap.
+            self.pool = SnapshotPool(acting, sources, names, self.settings.window + 1)
+        self.acting_inputs = ActingInputs(self.model)
+        self._act_call = None
+        self.rng = np.random.default_rng(seed + 7919)
+        self.schedule = SelfPlaySchedule(self.settings, n_teams=len(self.team_names), seed=seed)
+        self.pending_change = False
+        self._reset_reason: Optional[str] = None
+        self.seats = {name: TeamSeat(self, sess, brains, name, params, training, seed)
+                      for name in self.team_names}
+
+    # ---------------------------------------------------------------- roles
+    @property
+    def learning_name(self) -> str:
+        return self.team_names[self.schedule.learning_team]
+
+    def is_learning(self, name: str) -> bool:
+        return name == self.learning_name
+
+    # ---------------------------------------------------------------- pool
+    def _ensure_started(self) -> None:
+        """Before the first action of a fresh run: the initial weights are snapshot 0 and the opponent."""
+        if self.schedule.snapshots_taken == 0:
+            self.pool.snapshot(self.sess, self.schedule.record_snapshot(self.learner.step))
+            self.pool.load(self.sess, 0)
+            self.schedule.current_opponent = 0
+
+    def swap(self) -> int:
+        """Give the opponent its next weights (the latest, or a ring snapshot)."""
+        slot = self.schedule.choose_opponent()
+        if slot == LATEST:
+            self.pool.snapshot(self.sess, self.settings.window)
+            self.pool.load(self.sess, self.settings.window)
+        else:
+            self.pool.load(self.sess, slot)
+        return slot
+
+    def after_learner_steps(self) -> None:
+        """Snapshot every ``save_steps``; ask for a team change every ``team_change`` learner steps."""
+        if not self.training:
+            return
+        step = self.learner.step
+        if self.schedule.snapshots_taken and self.schedule.snapshot_due(step):
+            self.pool.snapshot(self.sess, self.schedule.record_snapshot(step))
+        if not self.pending_change and self.schedule.team_change_due(step):
+            self.pending_change = True
+            self._reset_reason = f"self-play: the learning team of {self.base} changes at learner step {step}"
+
+    def after_opponent_steps(self, n: int) -> None:
+        if self.schedule.add_opponent_steps(n) and self.training and self.schedule.snapshots_taken:
+            self.swap()
+
+    def take_reset_request(self) -> Optional[str]:
+        reason, self._reset_reason = self._reset_reason, None
+        return reason
+
+    def end_episode(self, agents: Optional[Iterable[Hashable]]) -> None:
+        """Cut episodes end the learner's trajectories; a requested team change happens now."""
+        self.learner.end_episode(agents)
+        if self.pending_change:
+            self.pending_change = False
+            old = self.learning_name
+            self.schedule.change_team(self.learner.step)
+            slot = self.swap()
+            logger.info("%s: Step: %d. Self-play: the learning team changes from %s to %s; the opponent plays %s. "
+                        "ELO %.3f.", self.base, self.learner.step, old, self.learning_name,
+                        "the latest weights" if slot == LATEST else f"snapshot {slot}", self.schedule.elo)
+
+    # ---------------------------------------------------------------- acting and scoring
+    def opponent_act(self, seat: "TeamSeat", info: BrainInfo):
+        self._ensure_started()
+        m, n = self.model, len(info.agents)
+        memories = None
+        if self.use_recurrent:
+            memories = info.memories
+            if memories is None or np.size(memories) == 0:
+                memories = np.zeros((n, m.m_size), dtype=np.float32)
+        values = self.acting_inputs.values(info, None, memories)
+        masks = getattr(m, "action_masks", None)
+        if self.is_continuous:
+            values.append(self.rng.standard_normal((n, seat.brain.action_space_size)).astype(np.float32))
+        if masks is not None:
+            width = int(sum(seat.brain.action_branches))
+            values.append(np.ones((n, width), np.float32) if info.action_masks is None
+                          else np.asarray(info.action_masks, np.float32))
+        if self._act_call is None:
+            feeds = list(self.acting_inputs.placeholders) + ([m.epsilon] if self.is_continuous else []) \
+                + ([masks] if masks is not None else [])
+            fetches = [m.output] + ([m.memory_out] if self.use_recurrent else [])
+            self._act_call = self.sess.make_callable(fetches, feeds)
+        out = self._act_call(*values)
+        return seat.environment_actions(out[0]), (out[1] if self.use_recurrent else None), None, None
+
+    def score_games(self, info: BrainInfo) -> None:
+        """Rate each finished, uninterrupted game of the learning team by its last reward's sign."""
+        group = getattr(info, "group_rewards", None)
+        for j, done in enumerate(info.local_done):
+            if done and not info.max_reached[j]:
+                reward = float(info.rewards[j]) + (float(group[j]) if group is not None and len(group) > j else 0.0)
+                self.schedule.record_game(reward)
+                self.learner.add_stat("Self-play/ELO", self.schedule.elo)
+
+    def write_summary(self, lesson: Any) -> None:
+        learner = self.learner
+        if learner.summary_due():
+            if "Self-play/ELO" not in learner.stats:
+                learner.add_stat("Self-play/ELO", self.schedule.elo)
+            learner.add_stat("Self-play/Learning Team", float(self.schedule.learning_team))
+            logger.info("%s: Step: %d. ELO: %.3f. Learning team: %s; opponent: %s (ELO %.3f); %d snapshot(s), %d "
+                        "team change(s).", self.base, learner.step, self.schedule.elo, self.learning_name,
+                        "latest" if self.schedule.current_opponent == LATEST
+                        else f"snapshot {self.schedule.current_opponent}",
+                        self.schedule.opponent_elo, self.schedule.filled, len(self.schedule.team_changes))
+        learner.write_summary(lesson)
+
+    def get_state(self) -> Dict[str, Any]:
+        return {"learner": self.learner.get_state(), "self_play": self.schedule.get_state(),
+                "pending_change": self.pending_change}
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        self.learner.set_state(state.get("learner", {}))
+        self.schedule.set_state(state.get("self_play", {}))
+        self.pending_change = bool(state.get("pending_change", False))
+
+
+class TeamSeat(Trainer):
+    """The trainer of one team's behaviour: the learner's when its team learns, else the opponent's.
+
+    Only the first team's seat exports (the learner's network, as ``<Behaviour>.onnx``) and writes
+    summaries; every seat reports the learner's step, so the run lasts the learner's ``max_steps``.
+    """
+
+    trainer_type = "ppo"
+
+    def __init__(self, group: TeamSelfPlay, sess, brains, brain_name: str, params: Dict[str, Any], training: bool,
+                 seed: int):
+        super().__init__(sess, brains, brain_name, dict(params, summary_path=None), training, seed)
+        self.group = group
+        self.team = team_id(brain_name)
+        self.exports = brain_name == group.team_names[0]
+
+    @property
+    def learning(self) -> bool:
+        return self.group.is_learning(self.brain_name)
+
+    def _own(self, info: Mapping[str, BrainInfo]) -> Dict[str, BrainInfo]:
+        return {self.group.base: info[self.brain_name]}
+
+    # ---------------------------------------------------------------- the controller's calls
+    def take_action(self, all_info):
+        if self.learning:
+            self.group._ensure_started()
+            return self.group.learner.take_action(self._own(all_info))
+        return self.group.opponent_act(self, all_info[self.brain_name])
+
+    def add_experiences(self, info, next_info, outputs) -> None:
+        if self.learning:
+            self.group.learner.add_experiences(self._own(info), self._own(next_info), outputs)
+
+    def process_experiences(self, info) -> None:
+        if self.learning:
+            self.group.learner.process_experiences(self._own(info))
+            self.group.score_games(info[self.brain_name])
+
+    def is_ready_update(self) -> bool:
+        return self.learning and self.group.learner.is_ready_update()
+
+    def update_model(self) -> None:
+        self.group.learner.update_model()
+
+    def write_summary(self, lesson: Any = None) -> None:
+        if self.learning:
+            self.group.write_summary(lesson)
+
+    def increment_step(self, n: int = 1) -> None:
+        if self.learning:
+            self.group.learner.increment_step(n)
+            self.group.after_learner_steps()
+        else:
+            self.group.after_opponent_steps(n)
+
+    def update_last_reward(self) -> None:
+        if self.learning:
+            self.group.learner.update_last_reward()
+
+    def end_episode(self, agents: Optional[Iterable[Hashable]] = None) -> None:
+        self.group.end_episode(agents)
+
+    def reset_request(self) -> Optional[str]:
+        return self.group.take_reset_request()
+
+    # ---------------------------------------------------------------- what the controller reads
+    @property
+    def get_step(self) -> int:
+        return self.group.learner.step
+
+    @property
+    def get_max_steps(self) -> float:
+        return self.group.learner.get_max_steps
+
+    @property
+    def get_last_reward(self) -> float:
+        return self.group.learner.get_last_reward
+
+    @property
+    def should_still_train(self) -> bool:
+        return self.group.learner.should_still_train
+
+    @property
+    def graph_scope(self) -> Optional[str]:
+        return self.group.learner.graph_scope if self.exports else None
+
+    def export_nodes(self) -> List[str]:
+        return self.group.learner.export_nodes() if self.exports else []
+
+    def write_tensorboard_text(self, key: str, input_dict: Mapping[str, Any]) -> None:
+        if self.exports:
+            self.group.learner.write_tensorboard_text(key, input_dict)
+
+    def get_state(self) -> Dict[str, Any]:
+        return {"team": self.team, **self.group.get_state()}
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        self.group.set_state(state)
+
+    def close(self) -> None:
+        if self.exports:
+            self.group.learner.close()
+
+
+def build_team_trainers(sess, brains: Mapping[str, BrainParameters], team_names: Sequence[str],
+                        params: Dict[str, Any], learner_class: type, training: bool, seed: int = 0
+                        ) -> Dict[str, TeamSeat]:
+    """The seats of one team behaviour, sharing one learner: ``{'Tennis?team=0': seat, ...}``."""
+    return TeamSelfPlay(sess, brains, team_names, params, learner_class, training, seed).seats

@@ -1,0 +1,453 @@
+"""The ghost: an opponent that plays with past snapshots of another brain's policy (self-play).
+
+In an adversarial scene (Tennis) one External brain learns with PPO and the other side is a
+*ghost* of it: ``ghost-TennisBrain`` with ``brain_to_copy: TennisBrain``. Playing against a pool
+of earlier selves rather than only the latest one keeps the learner from chasing its own tail
+(forgetting how to beat older strategies) and gives it opponents of gradually rising strength.
+
+Everything is built once in ``__init__`` (the controller finalizes the graph before the loop):
+
+* the acting network: ``create_agent_model`` with exactly the arguments the copied brain's PPO
+  trainer used (recurrent included, with the brain's ``memorySize``), under the ghost's scope;
+* the pool (:class:`SnapshotPool`): one non-trainable variable per copied weight, with a leading
+  axis of ``max_num_models`` slots, so the checkpoint holds the pool and ``--load`` restores it;
+* two assign ops, parameterised by a slot-index placeholder: "snapshot the learner into slot k"
+  and "load slot k into the acting network".
+
+Unlike the original ML-Agents 0.3 ghost trainer, this ghost builds no op
+after set-up, matches weights by their name relative to each brain's scope (not by zip order of
+prefix-matched collections), passes the memory size (not the parameter dict) as ``m_size``,
+writes a summary, and never keeps the run alive: it is not a learner, so the controller stops
+when the brains it serves have reached their ``max_steps``.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from trainers.ppo.models import PPOModel, create_agent_model
+from trainers.ppo.trainer import ActingInputs, PPOTrainer
+from trainers.tf_utils import tf
+from trainers.trainer.base import (
+    COMMON_HYPERPARAMETERS,
+    Param,
+    Trainer,
+    TrainerConfigError,
+    UnityTrainerException,
+    logger,
+    positive,
+)
+from unityagents.brain import BrainInfo, BrainParameters, same_spaces_error
+
+#: Op types that hold a variable's value (v1 ref variables are what tf_utils configures).
+_VARIABLE_OPS = ("VariableV2", "Variable", "VarHandleOp")
+
+
+def variables_read_by(tensors: Sequence[tf.Tensor]) -> List[tf.Variable]:
+    """The global variables whose values ``tensors`` depend on, in graph creation order.
+
+    Walking the graph backwards from the acting outputs selects exactly the weights a policy
+    acts with (policy layers, ``log_sigma``, LSTM, normaliser statistics), and leaves out what
+    only training uses (value head, Adam slots), so snapshots hold nothing else.
+    """
+    graph = tensors[0].graph
+    seen, stack, variable_ops = set(), [t.op for t in tensors], set()
+    while stack:
+        op = stack.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        if op.type in _VARIABLE_OPS:
+            variable_ops.add(op.name)
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+    with graph.as_default():
+        return [v for v in tf.global_variables() if v.op.name in variable_ops]
+
+
+class SnapshotPool:
+    """``max_num_models`` snapshots of a learner's acting weights, kept in TF variables.
+
+    Why TF variables and not NumPy copies: the ``Saver`` then checkpoints the pool with
+    everything else, so ``--load`` resumes self-play against the same past selves, and taking a
+    snapshot never leaves the TensorFlow runtime.
+
+    Why one variable per weight with a slot axis (``[max_num_models, *shape]``) rather than one
+    variable per slot: the two assign ops take the slot as a fed index, so they are built once
+    and their count does not grow with the pool size.
+
+    :param acting: the variables of the ghost's acting network.
+    :param sources: the learner's variables, ``sources[i]`` being copied into ``acting[i]``.
+    :param names: ``names[i]`` names the pool variable of ``acting[i]`` (its name relative to
+        the network's scope, so the checkpoint reads like the network).
+    :param size: number of slots.
+    :param name: variable scope of the pool's variables (inside the caller's scope).
+    """
+
+    def __init__(self, acting: Sequence[tf.Variable], sources: Sequence[tf.Variable], names: Sequence[str],
+                 size: int, name: str = "snapshot_pool"):
+        self.size = size
+        with tf.variable_scope(name):
+            self.slot = tf.placeholder(tf.int32, [], name="slot")
+            self.variables = []
+            snapshot_ops, load_ops = [], []
+            for target, source, relative in zip(acting, sources, names):
+                shape = [size] + target.shape.as_list()
+                pool = tf.get_variable(relative, shape, target.dtype.base_dtype,
+                                       initializer=tf.zeros_initializer(), trainable=False)
+                self.variables.append(pool)
+                snapshot_ops.append(tf.scatter_update(pool, self.slot, source))
+                load_ops.append(tf.assign(target, tf.gather(pool, self.slot)))
+            self.snapshot_op = tf.group(*snapshot_ops, name="snapshot")
+            self.load_op = tf.group(*load_ops, name="load")
+
+    def snapshot(self, sess, slot: int) -> None:
+        """Copy the learner's current weights into ``slot``."""
+        sess.run(self.snapshot_op, {self.slot: slot})
+
+    def load(self, sess, slot: int) -> None:
+        """Make the acting network play with the weights stored in ``slot``."""
+        sess.run(self.load_op, {self.slot: slot})
+
+
+def _relative_name(name: str, scope: str) -> str:
+    """``name`` without its leading ``scope/`` (unchanged when ``scope`` is empty)."""
+    return name[len(scope) + 1:] if scope and name.startswith(scope + "/") else name
+
+
+class EloRating:
+    """The learner's Elo rating from games against snapshots of itself.
+
+    Why Elo: raw win rates against a pool are not comparable over time (the pool gets stronger
+    as the learner does); an Elo rating keeps rising only while the learner beats opponents
+    whose ratings were, in turn, earned. Each snapshot keeps the learner's rating at the moment
+    it was taken; a game updates only the learner's rating, by ``k * (score - expected)`` with
+    ``expected = 1 / (1 + 10 ** ((opponent - learner) / 400))`` and ``score`` 1, 0.5 or 0.
+
+    :param initial: the rating of a fresh learner (and of the first snapshot).
+    :param k: the update step (16 is the usual value for established players).
+    """
+
+    def __init__(self, initial: float = 1200.0, k: float = 16.0):
+        self.rating = float(initial)
+        self.k = float(k)
+
+    def expected_score(self, opponent: float) -> float:
+        return 1.0 / (1.0 + 10.0 ** ((opponent - self.rating) / 400.0))
+
+    def update(self, opponent: float, score: float) -> float:
+        """Record one game (``score`` for the learner) against a player rated ``opponent``."""
+        self.rating += self.k * (score - self.expected_score(opponent))
+        return self.rating
+
+
+GHOST_HYPERPARAMETERS: Dict[str, Param] = {
+    **COMMON_HYPERPARAMETERS,
+    "brain_to_copy": Param(str, None, required=True,
+                           doc="the External brain (trained here by PPO) whose past policies this brain plays"),
+    "new_model_freq": Param(int, 10000, check=(positive, "> 0"),
+                            doc="agent steps of the ghost brain between snapshots of the copied brain"),
+    "max_num_models": Param(int, 10, check=(positive, "> 0"), doc="snapshots kept; the oldest is overwritten first"),
+}
+
+
+class GhostTrainer(Trainer):
+    """Acts for ``brain_name`` with a random past snapshot of ``brain_to_copy``'s policy.
+
+    * A snapshot is taken before the first action and then every ``new_model_freq`` agent steps
+      *of the ghost brain* (its own agents, counted by the controller; with one ghost per learner
+      agent, as in Tennis, that is also the learner's step count), into the next slot, round
+      robin (only while training; in inference the restored pool is kept as it is).
+    * A new random filled slot is picked after every global reset (``end_episode``) and whenever
+      one of the ghost's agents finishes an episode. All ghost agents share one acting network,
+      so the agents still playing then continue against the new snapshot.
+    * Continuous actions are sampled (mean + sigma * N(0, 1)) like the learner's while training:
+      a snapshot is a stochastic policy, and sampled play is how that past self really played.
+    * Self-play rating: see :class:`EloRating` and :meth:`episode_scores`.
+
+    Its own ``max_steps`` is not used: the ghost never keeps the run going (``should_still_train``
+    is False; the controller loops only while a learner does), and ``get_max_steps`` reports the
+    copied brain's, for the console's ETA.
+    """
+
+    trainer_type = "ghost"
+    is_learner = False
+    hyperparameters = GHOST_HYPERPARAMETERS
+
+    def __init__(
+        self,
+        sess,
+        brains: Mapping[str, BrainParameters],
+        brain_name: str,
+        trainer_parameters: Dict[str, Any],
+        training: bool,
+        seed: int = 0,
+    ):
+        super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
+        self.copied_name: str = trainer_parameters["brain_to_copy"]
+        self.new_model_freq = int(self.hp["new_model_freq"])
+        self.max_num_models = int(self.hp["max_num_models"])
+        self.is_continuous = self.brain.action_space_type == "continuous"
+        original = trainer_parameters.get("original_brain_parameters")
+        if not isinstance(original, dict):
+            raise UnityTrainerException(
+                f"The ghost trainer of brain '{brain_name}' needs 'original_brain_parameters' (the resolved "
+                f"hyperparameters of '{self.copied_name}', graph_scope included), which the controller adds; "
+                f"got {original!r}.")
+        self.original = original
+        copied_type = original.get("trainer", "ppo")
+        if copied_type != "ppo":
+            raise UnityTrainerException(
+                f"Brain '{brain_name}' is a ghost of '{self.copied_name}', which is trained by the {copied_type!r} "
+                "trainer; a ghost can only copy a brain trained by the 'ppo' trainer (it rebuilds that brain's "
+                f"PPO network). Train '{self.copied_name}' with PPO or drop the ghost.")
+        self.copied_brain = self.brains[self.copied_name]
+        self.use_recurrent = bool(original.get("use_recurrent", False))
+        if self.use_recurrent and self.brain.memory_space_size != self.copied_brain.memory_space_size:
+            raise UnityTrainerException(
+                f"Brain '{brain_name}' is a ghost of the recurrent brain '{self.copied_name}', whose memorySize is "
+                f"{self.copied_brain.memory_space_size}, but its own memorySize is {self.brain.memory_space_size}: "
+                "the LSTM state round-trips through the ghost's agents' memories. Give both brains the same "
+                "Memory Size in the scene.")
+
+        scope = trainer_parameters.get("graph_scope", "")
+        copied_scope = original.get("graph_scope", "")
+        if not scope or scope == copied_scope:
+            raise UnityTrainerException(
+                f"The ghost brain '{brain_name}' needs a graph scope of its own, distinct from that of "
+                f"'{self.copied_name}' ({copied_scope!r}); got {scope!r}. The controller gives every brain one "
+                "when several External brains are trained.")
+        with sess.graph.as_default(), tf.variable_scope(scope):
+            self.model: PPOModel = create_agent_model(self.copied_brain, **PPOTrainer.model_arguments(original))
+            acting_outputs = [self.model.output] + ([self.model.memory_out] if self.use_recurrent else [])
+            acting = variables_read_by(acting_outputs)
+            names = [_relative_name(v.op.name, scope) for v in acting]
+            sources = self._learner_variables(acting, names, copied_scope)
+            self.pool = SnapshotPool(acting, sources, names, self.max_num_models)
+        # The same feed as the PPO trainer's acting call, compiled on first use.
+        self.acting_inputs = ActingInputs(self.model)
+        self._act_call = None
+
+        self.n_snapshots = 0  # snapshots taken so far; the filled slots are 0 .. min(n, size) - 1
+        self.current_slot = 0
+        self._next_snapshot_step = 0
+        self.elo = EloRating()
+        self.slot_ratings: List[float] = [self.elo.rating] * self.max_num_models
+        self.games: List[float] = []  # the learner's scores since the last summary
+        self._episode_rewards: Dict[str, Dict[Any, float]] = {self.brain_name: {}, self.copied_name: {}}
+
+    # ------------------------------------------------------------------ configuration
+    @classmethod
+    def check_environment(cls, brain_name: str, params: Dict[str, Any],
+                          brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
+        """``brain_to_copy`` must be another External brain with the same spaces as this one."""
+        copied = params.get("brain_to_copy")
+        where = f"brain '{brain_name}', key 'brain_to_copy'"
+        if copied == brain_name:
+            raise TrainerConfigError(f"{where}: a ghost cannot copy itself. Name the External brain it plays against.")
+        if copied not in brains:
+            raise TrainerConfigError(
+                f"{where}: the brain {copied!r} is not in the environment (its brains: {', '.join(sorted(brains))}). "
+                "Name an External brain of the scene.")
+        if copied not in external_brain_names:
+            others = ", ".join(n for n in external_brain_names if n != brain_name) or "none besides this one"
+            raise TrainerConfigError(
+                f"{where}: the brain {copied!r} is not External, so it is not trained here and has no weights to "
+                f"copy. Name an External brain: {others}.")
+        difference = same_spaces_error(brains[brain_name], brains[copied])
+        if difference:
+            raise TrainerConfigError(
+                f"{where}: the ghost plays with {copied!r}'s network, so both brains need the same state and action "
+                f"spaces and cameras, but they differ ('{brain_name}' vs {copied!r}): {difference}.")
+
+    def _learner_variables(self, acting: Sequence[tf.Variable], names: Sequence[str],
+                           copied_scope: str) -> List[tf.Variable]:
+        """For each acting variable, the learner variable with the same name relative to its scope."""
+        by_name = {v.op.name: v for v in tf.global_variables()}
+        sources = []
+        for target, relative in zip(acting, names):
+            name = f"{copied_scope}/{relative}" if copied_scope else relative
+            source = by_name.get(name)
+            if source is None or source.shape != target.shape:
+                found = "is missing" if source is None else f"has shape {source.shape}, not {target.shape}"
+                raise UnityTrainerException(
+                    f"The ghost '{self.brain_name}' rebuilt the network of '{self.copied_name}' but the learner's "
+                    f"variable '{name}' {found}. The ghost must be built after the brain it copies, from that brain's "
+                    "own PPO hyperparameters (the controller does both).")
+            sources.append(source)
+        return sources
+
+    # ------------------------------------------------------------------ seed surface
+    @property
+    def graph_scope(self) -> Optional[str]:
+        """None: the ghost exports nothing (its network is a copy of another brain's)."""
+        return None
+
+    @property
+    def should_still_train(self) -> bool:
+        return False
+
+    @property
+    def get_max_steps(self) -> float:
+        """The copied brain's ``max_steps``: the ghost plays exactly as long as its learner trains.
+
+        Its own ``max_steps`` (usually the ``default:`` block's) ends nothing, so the console's
+        ETA would otherwise count down to a step the run never reaches.
+        """
+        return float(self.original.get("max_steps", self.trainer_parameters["max_steps"]))
+
+    def export_nodes(self) -> List[str]:
+        return []
+
+    # ------------------------------------------------------------------ the pool
+    @property
+    def filled_slots(self) -> int:
+        return min(self.n_snapshots, self.max_num_models)
+
+    def take_snapshot(self) -> int:
+        """Copy the learner's weights into the next slot (round robin); return the slot."""
+        slot = self.n_snapshots % self.max_num_models
+        self.pool.snapshot(self.sess, slot)
+        self.slot_ratings[slot] = self.elo.rating
+        self.n_snapshots += 1
+        self._next_snapshot_step = (self.step // self.new_model_freq + 1) * self.new_model_freq
+        return slot
+
+    def select_slot(self, slot: Optional[int] = None) -> int:
+        """Load ``slot`` (a random filled one when None) into the acting network."""
+        if slot is None:
+            slot = int(self.rng.integers(self.filled_slots))
+        if not 0 <= slot < self.filled_slots:
+            raise UnityTrainerException(
+                f"Ghost '{self.brain_name}': slot {slot} is not filled (filled: 0..{self.filled_slots - 1}).")
+        self.pool.load(self.sess, slot)
+        self.current_slot = slot
+        return slot
+
+    def increment_step(self, n: int = 1) -> None:
+        """Count agent steps; snapshot the learner every ``new_model_freq`` of them when training."""
+        super().increment_step(n)
+        if self.is_training and self.n_snapshots and self.step >= self._next_snapshot_step:
+            self.take_snapshot()
+
+    # ------------------------------------------------------------------ acting
+    def take_action(self, all_info: Mapping[str, BrainInfo]) -> Tuple[np.ndarray, Optional[np.ndarray], None, None]:
+        """Act with the current snapshot (the first call snapshots the learner if the pool is empty)."""
+        if self.n_snapshots == 0:
+            self.take_snapshot()
+            self.select_slot(0)
+        info = all_info[self.brain_name]
+        m = self.model
+        n = len(info.agents)
+        memories = None
+        if self.use_recurrent:
+            memories = info.memories
+            if memories is None or np.size(memories) == 0:
+                memories = np.zeros((n, m.m_size), dtype=np.float32)
+        values = self.acting_inputs.values(info, None, memories)
+        if self.is_continuous:
+            values.append(self.rng.standard_normal((n, self.brain.action_space_size)).astype(np.float32))
+        if self._act_call is None:
+            feeds = list(self.acting_inputs.placeholders) + ([m.epsilon] if self.is_continuous else [])
+            fetches = [m.output] + ([m.memory_out] if self.use_recurrent else [])
+            self._act_call = self.sess.make_callable(fetches, feeds)
+        out = self._act_call(*values)
+        return self.environment_actions(out[0]), (out[1] if self.use_recurrent else None), None, None
+
+    def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo], outputs) -> None:
+        """Nothing to store: the ghost learns nothing by itself."""
+
+    # ------------------------------------------------------------------ episodes and rating
+    @staticmethod
+    def episode_scores(ghost_rewards: Sequence[float], learner_rewards: Sequence[float]) -> List[float]:
+        """The learner's score (1 win, 0.5 draw, 0 loss) for each ghost episode that just ended.
+
+        Episodes that end at the same step are paired in agent order (the k-th finished ghost
+        agent played the k-th finished learner agent: in Tennis both agents of a court finish
+        together, and both brains list their agents court by court). The learner wins a paired
+        game if its episode reward is higher than the ghost's: in Tennis each side gets +0.1 per
+        ball played over the net and the side that loses the rally -0.1, so the winner of the
+        rally always ends ahead. A ghost episode without a partner counts as lost by the ghost if
+        its reward is negative, won if positive, and a draw if zero.
+        """
+        scores = []
+        for k, ghost in enumerate(ghost_rewards):
+            margin = learner_rewards[k] - ghost if k < len(learner_rewards) else -ghost
+            scores.append(1.0 if margin > 0 else 0.0 if margin < 0 else 0.5)
+        return scores
+
+    def process_experiences(self, info: Mapping[str, BrainInfo]) -> None:
+        """Accumulate both brains' episode rewards; on finished ghost episodes, rate and re-draw."""
+        finished: Dict[str, List[float]] = {}
+        for name, rewards in self._episode_rewards.items():
+            brain_info = info[name]
+            finished[name] = []
+            for agent, reward, done in zip(brain_info.agents, brain_info.rewards, brain_info.local_done):
+                total = rewards.get(agent, 0.0) + float(reward)
+                if done:
+                    rewards.pop(agent, None)
+                    finished[name].append(total)
+                else:
+                    rewards[agent] = total
+        ghost_finished = finished[self.brain_name]
+        for reward in ghost_finished:
+            self.add_stat("cumulative_reward", reward)
+        if not ghost_finished or self.n_snapshots == 0:  # nothing ended, or the ghost never played
+            return
+        opponent = self.slot_ratings[self.current_slot]
+        for score in self.episode_scores(ghost_finished, finished[self.copied_name]):
+            self.elo.update(opponent, score)
+            self.games.append(score)
+        self.select_slot()
+
+    def end_episode(self, agents: Optional[Iterable[Hashable]] = None) -> None:
+        """After an environment reset: the unfinished games of ``agents`` (None: all) are dropped
+        (no result) and a snapshot is drawn (all ghost agents share one acting network)."""
+        for rewards in self._episode_rewards.values():
+            if agents is None:
+                rewards.clear()
+            else:
+                for agent in agents:
+                    rewards.pop(agent, None)
+        if self.n_snapshots:
+            self.select_slot()
+
+    def write_summary(self, lesson: Optional[int] = None) -> None:
+        """Every ``summary_freq`` steps: ``Self-play/ELO`` and the learner's results since the last one."""
+        if not self.summary_due():
+            return
+        games, self.games = self.games, []
+        values = {"Self-play/ELO": self.elo.rating, "Self-play/snapshots": self.filled_slots}
+        if games:
+            values["Self-play/learner_win_rate"] = float(np.mean([g == 1.0 for g in games]))
+            values["Self-play/learner_score"] = float(np.mean(games))
+        logger.info(
+            "%s: Step: %d. Self-play: %s ELO %.1f; %d game(s) since the last summary (%d won, %d drawn, %d lost); "
+            "playing snapshot %d of %d.",
+            self.brain_name, self.step, self.copied_name, self.elo.rating, len(games), games.count(1.0),
+            games.count(0.5), games.count(0.0), self.current_slot, self.filled_slots)
+        self.write_scalars(values)
+        super().write_summary(lesson)
+
+    # ------------------------------------------------------------------ state beyond TF variables
+    def get_state(self) -> Dict[str, Any]:
+        """Step, pool bookkeeping and rating; the pool's weights are in the checkpoint."""
+        return {
+            **super().get_state(),
+            "n_snapshots": self.n_snapshots,
+            "current_slot": self.current_slot,
+            "next_snapshot_step": self._next_snapshot_step,
+            "elo": self.elo.rating,
+            "slot_ratings": list(self.slot_ratings),
+        }
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        super().set_state(state)
+        self.n_snapshots = int(state.get("n_snapshots", 0))
+        self.current_slot = int(state.get("current_slot", 0))
+        self._next_snapshot_step = int(state.get("next_snapshot_step", 0))
+        self.elo.rating = float(state.get("elo", self.elo.rating))
+        ratings = state.get("slot_ratings")
+        if ratings is not None:
+            self.slot_ratings = [float(r) for r in ratings]

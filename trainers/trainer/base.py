@@ -1,0 +1,475 @@
+"""The interface every trainer implements, and the bookkeeping they all share.
+
+The controller drives each trainer with the same calls, once per environment step::
+
+    actions, memories, values, outputs = trainer.take_action(all_info)
+    new_info = env.step(action=..., memory=..., value=...)          # controller, not trainer
+    trainer.add_experiences(all_info, new_info, outputs)
+    trainer.process_experiences(new_info)
+    if training and trainer.is_ready_update():
+        trainer.update_model()
+    trainer.write_summary(lesson)
+    trainer.increment_step(n_agent_steps); trainer.update_last_reward()
+
+and ``trainer.end_episode(agents)`` after an environment reset (``agents``: the keys of the agents
+whose episodes it cut; None for all). With several environments (``--num-envs``) every agent is
+keyed ``(environment, agent id)`` and each environment resets on its own, so a trainer must drop
+the state of those agents only. A trainer never sees a socket: it gets
+``BrainInfo`` objects and the ``BrainParameters`` of the scene. It builds all its TensorFlow ops
+in ``__init__`` (inside ``tf.compat.v1.variable_scope(graph_scope)`` of the one shared graph); the
+controller finalizes the graph before the loop, so an op created later fails loudly.
+
+Steps are **agent steps**: one environment step of a brain with 12 agents adds 12. ``max_steps``
+and ``summary_freq`` count the same unit.
+"""
+from __future__ import annotations
+
+import collections
+import difflib
+import logging
+import math
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Deque, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.exception import UnityException
+
+logger = logging.getLogger("unityagents")
+
+#: Episode rewards each trainer keeps for curriculum criteria (Release 22's min_lesson_length counts episodes).
+EPISODE_REWARDS_KEPT = 10000
+
+
+class UnityTrainerException(UnityException):
+    """A trainer was misconfigured or asked to do something it cannot do."""
+
+
+class TrainerConfigError(UnityTrainerException):
+    """The trainer configuration is invalid. The message names the file, brain and key."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One hyperparameter a trainer accepts in ``trainer_configurations.yaml``.
+
+    :param kind: ``int``, ``float``, ``bool``, ``str`` or ``list``. Floats accept ints and
+        YAML-1.1 strings such as ``1.0e6``; ints accept integral floats (``1.0e6`` again).
+    :param default: used when neither the brain's block nor ``default:`` sets the key; ``None``
+        with ``required=True`` means the key must be given.
+    :param check: ``(predicate, description)``; the description completes "must be ...".
+    """
+
+    kind: type
+    default: Any = None
+    required: bool = False
+    doc: str = ""
+    check: Optional[Tuple[Callable[[Any], bool], str]] = None
+
+
+_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string", list: "a list",
+               dict: "a block of key: value"}
+
+
+def did_you_mean(key: Any, candidates) -> str:
+    """`` Did you mean 'x'?`` for the closest of ``candidates``, or nothing when none is close."""
+    close = difflib.get_close_matches(str(key), [str(c) for c in candidates], n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def coerce_value(where: str, value: Any, param: Param) -> Any:
+    """``value`` checked against ``param`` and returned in the declared type; errors start with ``where``.
+
+    The one coercion of every settings key, flat or nested. YAML 1.1 reads ``1.0e6`` (no sign in the
+    exponent) as a string, so numeric strings are accepted for numbers; integral floats are accepted
+    for integers; numbers must be finite.
+    """
+    kind = param.kind
+    converted: Any = None
+    if value is None and not param.required and param.default is None:
+        return None
+    if kind is bool:
+        converted = value if isinstance(value, bool) else None
+    elif kind in (int, float) and not isinstance(value, bool):
+        number: Optional[float] = None
+        if isinstance(value, (int, float)):
+            number = value
+        elif isinstance(value, str):
+            try:
+                number = float(value)
+            except ValueError:
+                number = None
+        if number is not None:
+            if not math.isfinite(number):
+                raise TrainerConfigError(
+                    f"{where}: expected a finite number, got {value!r}, which is {float(number)}. Give a finite "
+                    f"value{f' ({param.doc})' if param.doc else ''}.")
+            if kind is float:
+                converted = float(number)
+            elif float(number).is_integer():
+                converted = int(number)
+    elif kind is str:
+        converted = value if isinstance(value, str) else None
+    elif kind is list:
+        converted = list(value) if isinstance(value, (list, tuple)) else None
+    else:
+        converted = value if isinstance(value, kind) else None
+    if converted is None:
+        raise TrainerConfigError(
+            f"{where}: expected {_KIND_NAMES.get(kind, kind.__name__)}, got {value!r} ({type(value).__name__}).")
+    if param.check is not None:
+        predicate, description = param.check
+        if not predicate(converted):
+            raise TrainerConfigError(f"{where}: must be {description}, got {value!r}.")
+    return converted
+
+
+def positive(x) -> bool:
+    return x > 0
+
+
+def non_negative(x) -> bool:
+    return x >= 0
+
+
+def unit_interval(x) -> bool:
+    return 0.0 <= x <= 1.0
+
+
+#: Keys every trainer understands. Subclasses extend this with ``{**Trainer.hyperparameters, ...}``.
+COMMON_HYPERPARAMETERS: Dict[str, Param] = {
+    "trainer": Param(str, None, doc="trainer type; defaults to ppo (or ghost/imitation from is_ghost/is_imitation)"),
+    "is_ghost": Param(bool, False, doc="seed-compatible alias for trainer: ghost"),
+    "is_imitation": Param(bool, False, doc="seed-compatible alias for trainer: imitation"),
+    "max_steps": Param(float, 5.0e5, check=(positive, "> 0"), doc="agent steps to train for"),
+    "summary_freq": Param(int, 10000, check=(positive, "> 0"), doc="agent steps between console/TensorBoard summaries"),
+}
+
+
+class Trainer:
+    """Base class of all trainers (built-in and plugins).
+
+    :param sess: the run's one ``tf.compat.v1.Session``; ``sess.graph`` is the graph to build in.
+    :param brains: every subscribed brain of the scene (``env.brains``), so that ghost and
+        imitation trainers can look at the brain they copy or imitate.
+    :param brain_name: the External brain this trainer drives.
+    :param trainer_parameters: validated hyperparameters plus ``graph_scope`` and
+        ``summary_path`` (added by the controller).
+    :param training: False when ``learn.py`` runs without ``--train`` (inference only).
+    :param seed: seeds the trainer's own NumPy generator.
+    """
+
+    trainer_type: ClassVar[str] = "base"
+    #: False for trainers that only act for others (the ghost): they neither keep the run going
+    #: nor count towards the curriculum's measure.
+    is_learner: ClassVar[bool] = True
+    hyperparameters: ClassVar[Dict[str, Param]] = COMMON_HYPERPARAMETERS
+    #: True for a policy whose continuous actions are already in [-1, 1] (a tanh-squashed
+    #: policy, or one that copies actions the environment executed): over the modern protocol
+    #: they are sent as they are (clamped to [-1, 1]) instead of as ``clamp(a, -3, 3) / 3``.
+    continuous_actions_bounded: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        sess,
+        brains: Mapping[str, BrainParameters],
+        brain_name: str,
+        trainer_parameters: Dict[str, Any],
+        training: bool,
+        seed: int = 0,
+    ):
+        if hasattr(brains, "brains"):  # the seed passed the environment itself
+            brains = brains.brains
+        self.sess = sess
+        self.brains = dict(brains)
+        self.brain_name = brain_name
+        self.brain: BrainParameters = self.brains[brain_name]
+        self.trainer_parameters = trainer_parameters
+        # The declared hyperparameters; keys a direct caller (test, script) left out take their
+        # declared defaults, as the YAML would give them.
+        self.hp: Dict[str, Any] = {key: trainer_parameters.get(key, param.default)
+                                   for key, param in self.hyperparameters.items()}
+        self.is_training = training
+        self.rng = np.random.default_rng(seed)
+        self.stats: Dict[str, List[float]] = {}
+        #: The latest episodes' rewards (newest last) and how many episodes ended so far in this process.
+        self.episode_rewards: Deque[float] = collections.deque(maxlen=EPISODE_REWARDS_KEPT)
+        self.episodes_completed = 0
+        self._environment_stats: Dict[str, Tuple[str, List[float]]] = {}
+        self.step = 0
+        self.last_reward = 0.0
+        self._summary_writer = None
+        self._last_summary_step = 0
+        self._start_time = time.time()
+        self._start_step = 0
+
+    # ----------------------------------------------------------------- configuration hooks
+    @classmethod
+    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
+        """Cross-field checks of the hyperparameters (each already has its declared type).
+
+        Raise ``TrainerConfigError("brain 'X', key 'k': ...")``; the file name is prefixed.
+        """
+
+    @classmethod
+    def check_environment(cls, brain_name: str, params: Dict[str, Any],
+                          brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
+        """Checks that need the scene (e.g. the brain a ghost copies must be External)."""
+
+    # ----------------------------------------------------------------- seed surface: properties
+    @property
+    def parameters(self) -> Dict[str, Any]:
+        """The trainer's hyperparameters."""
+        return self.trainer_parameters
+
+    @property
+    def graph_scope(self) -> Optional[str]:
+        """The scope the trainer's graph lives in ('' when alone); None if it exports nothing."""
+        return self.trainer_parameters.get("graph_scope", "")
+
+    @property
+    def get_max_steps(self) -> float:
+        return float(self.trainer_parameters["max_steps"])
+
+    @property
+    def get_step(self) -> int:
+        return self.step
+
+    @property
+    def get_last_reward(self) -> float:
+        return self.last_reward
+
+    @property
+    def should_still_train(self) -> bool:
+        """Whether the controller's loop must keep running for this trainer."""
+        return self.step < self.get_max_steps
+
+    # ----------------------------------------------------------------- seed surface: methods
+    def increment_step(self, n: int = 1) -> None:
+        """Count ``n`` agent steps (the controller passes the number of agents that acted)."""
+        self.step += int(n)
+
+    def update_last_reward(self) -> None:
+        """Remember the mean episode reward since the last summary (the curriculum's measure)."""
+        rewards = self.stats.get("cumulative_reward")
+        if rewards:
+            self.last_reward = float(np.mean(rewards))
+
+    def environment_actions(self, actions: np.ndarray) -> np.ndarray:
+        """What the environment receives for the policy's ``actions``: the brain's contract applied.
+
+        Every ``take_action`` returns its actions through here, so that over the modern protocol
+        a Gaussian policy's sample reaches Unity as ``clamp(a, -3, 3) / 3``, the numbers its ONNX
+        export produces (``BrainParameters.environment_actions``); API-2 actions pass unchanged.
+        """
+        return self.brain.environment_actions(actions, bounded=self.continuous_actions_bounded)
+
+    def take_action(self, all_info: Dict[str, BrainInfo]):
+        """Decide for the agents of ``all_info[self.brain_name]``.
+
+        :return: ``(actions, memories or None, values or None, outputs)``; ``actions`` are what
+            the environment receives (``environment_actions`` of the policy's decision), and
+            ``outputs`` is handed back unchanged to ``add_experiences``.
+        """
+        raise UnityTrainerException(f"{type(self).__name__} does not implement take_action")
+
+    def add_experiences(self, info: Dict[str, BrainInfo], next_info: Dict[str, BrainInfo], outputs) -> None:
+        raise UnityTrainerException(f"{type(self).__name__} does not implement add_experiences")
+
+    def process_experiences(self, info: Dict[str, BrainInfo]) -> None:
+        raise UnityTrainerException(f"{type(self).__name__} does not implement process_experiences")
+
+    def end_episode(self, agents: Optional[Iterable[Hashable]] = None) -> None:
+        """Called after an environment reset: the episodes of ``agents`` (None: of every agent)
+        ended without a result, and their trajectories in progress are no longer continued."""
+
+    def is_ready_update(self) -> bool:
+        return False
+
+    def reset_request(self) -> Optional[str]:
+        """Why every environment must reset before the next step (self-play's team change), or None."""
+        return None
+
+    def update_model(self) -> None:
+        raise UnityTrainerException(f"{type(self).__name__} does not implement update_model")
+
+    def export_nodes(self) -> List[str]:
+        """Output node names (relative to ``graph_scope``) to keep in the frozen graph."""
+        return ["action"]
+
+    # ----------------------------------------------------------------- state beyond TF variables
+    def get_state(self) -> Dict[str, Any]:
+        """Python-side state saved beside each checkpoint (weights live in TF variables)."""
+        return {"step": self.step, "last_reward": self.last_reward}
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        self.step = int(state.get("step", 0))
+        self.last_reward = float(state.get("last_reward", 0.0))
+        self._last_summary_step = self.step
+        self._start_step = self.step
+        self._start_time = time.time()
+
+    # ----------------------------------------------------------------- summaries
+    @property
+    def summary_writer(self):
+        """A ``FileWriter`` on ``summary_path``, created on first use (no graph ops involved)."""
+        if self._summary_writer is None and self.trainer_parameters.get("summary_path"):
+            from trainers.tf_utils import tf
+
+            path = self.trainer_parameters["summary_path"]
+            os.makedirs(path, exist_ok=True)
+            with self.sess.graph.as_default():  # FileWriter refuses eager mode; it adds no op
+                self._summary_writer = tf.summary.FileWriter(path)
+        return self._summary_writer
+
+    def add_stat(self, key: str, value: float) -> None:
+        self.stats.setdefault(key, []).append(float(value))
+        if key == "cumulative_reward":  # the episodes a curriculum's reward criteria look at
+            self.episode_rewards.append(float(value))
+            self.episodes_completed += 1
+
+    def add_environment_stat(self, key: str, value: float, aggregation: str = "average") -> None:
+        """A custom stat the scene sent (modern protocol): written under its own key at the next
+        summary, reduced by its ``aggregation`` (``average``, ``sum`` or ``most_recent``; a
+        ``histogram`` is written as its average)."""
+        entry = self._environment_stats.setdefault(key, (aggregation, []))
+        entry[1].append(float(value))
+
+    def write_scalars(self, values: Mapping[str, float], step: Optional[int] = None) -> None:
+        """Write scalar summaries as protos (no graph ops, so safe after ``finalize``)."""
+        writer = self.summary_writer
+        if writer is None:
+            return
+        from trainers.tf_utils import tf
+
+        summary = tf.Summary()
+        for tag, value in values.items():
+            summary.value.add(tag=tag, simple_value=float(value))
+        writer.add_summary(summary, self.step if step is None else step)
+        writer.flush()
+
+    def write_tensorboard_text(self, key: str, input_dict: Mapping[str, Any]) -> None:
+        """Write a two-column table (e.g. the hyperparameters) to TensorBoard's text tab."""
+        writer = self.summary_writer
+        if writer is None:
+            return
+        from trainers.tf_utils import tf
+
+        rows = [f"| {k} | {v} |" for k, v in sorted(input_dict.items())]
+        text = "\n".join(["| key | value |", "|---|---|"] + rows)
+        tensor = tf.make_tensor_proto(text.encode())  # a DT_STRING scalar
+        metadata = tf.SummaryMetadata(plugin_data=tf.SummaryMetadata.PluginData(plugin_name="text"))
+        summary = tf.Summary()
+        summary.value.add(tag=key, metadata=metadata, tensor=tensor)
+        writer.add_summary(summary, self.step)
+        writer.flush()
+
+    def summary_due(self) -> bool:
+        """True once per ``summary_freq`` agent steps."""
+        freq = int(self.trainer_parameters.get("summary_freq", 10000))
+        return self.step // freq > self._last_summary_step // freq
+
+    @property
+    def writes_signal_rewards(self) -> bool:
+        """Whether the trainer writes ``Policy/<Signal> Reward`` itself (a ``reward_signals``
+        block); otherwise the extrinsic reward is the episode's reward and is written as such."""
+        return False
+
+    def write_summary(self, lesson: Any = None) -> None:
+        """Every ``summary_freq`` agent steps: a console line and the mean of each stat.
+
+        ``lesson``: parameter -> lesson index of the curriculum (``lesson_tags``), or None.
+        """
+        if not self.summary_due():
+            return
+        self._last_summary_step = self.step
+        rewards = self.stats.get("cumulative_reward", [])
+        elapsed = time.time() - self._start_time
+        rate = (self.step - self._start_step) / elapsed if elapsed > 0 else 0.0
+        remaining = max(self.get_max_steps - self.step, 0)
+        eta = remaining / rate if rate > 0 else math.inf
+        reward_text = (
+            f"Mean Reward: {np.mean(rewards):.3f}. Std of Reward: {np.std(rewards):.3f}. Episodes: {len(rewards)}."
+            if rewards
+            else "No episode completed since the last summary."
+        )
+        logger.info(
+            "%s: Step: %d. %s %.0f agent-steps/s. Elapsed: %s. ETA: %s.",
+            self.brain_name, self.step, reward_text, rate, _hms(elapsed),
+            _hms(eta) if self.is_training else "-",
+        )
+        values = {summary_tag(k): float(np.mean(v)) for k, v in self.stats.items() if v}
+        if "Environment/Cumulative Reward" in values and not self.writes_signal_rewards:
+            values["Policy/Extrinsic Reward"] = values["Environment/Cumulative Reward"]
+        values.update(lesson_tags(lesson))
+        values["Environment/Agent Steps Per Second"] = rate
+        reduce = {"sum": np.sum, "most_recent": lambda v: v[-1]}
+        for key, (aggregation, entries) in self._environment_stats.items():
+            values[key] = float(reduce.get(aggregation, np.mean)(entries))
+        self.write_scalars(values)
+        self.stats = {}
+        self._environment_stats = {}
+
+    def close(self) -> None:
+        """Flush and close the summary writer."""
+        if self._summary_writer is not None:
+            self._summary_writer.close()
+            self._summary_writer = None
+
+    def __str__(self) -> str:
+        params = "\n".join(f"\t{k}:\t{v}" for k, v in sorted(self.trainer_parameters.items()))
+        scope = "exports nothing" if self.graph_scope is None else f"scope '{self.graph_scope}'"
+        return f"{type(self).__name__} for brain {self.brain_name} ({scope}):\n{params}"
+
+
+#: TensorBoard tag of each stat key a trainer records with ``add_stat``: ML-Agents Release 22's
+#: names where it has the same quantity, so that dashboards and scripts written for it read these
+#: runs; the rest sit in the same groups under names of their own.
+SUMMARY_TAGS: Dict[str, str] = {
+    "cumulative_reward": "Environment/Cumulative Reward",
+    "episode_length": "Environment/Episode Length",
+    "entropy": "Policy/Entropy",
+    "value_estimate": "Policy/Extrinsic Value Estimate",
+    "learning_rate": "Policy/Learning Rate",
+    "epsilon": "Policy/Epsilon",
+    "beta": "Policy/Beta",
+    "policy_loss": "Losses/Policy Loss",
+    "value_loss": "Losses/Value Loss",
+    "policy_entropy": "Losses/Update Entropy",
+    "approx_kl": "Policy/Approx KL",
+    "clip_fraction": "Policy/Clip Fraction",
+    "loss": "Losses/Pretraining Loss",
+    "bc_loss": "Losses/Pretraining Loss",
+    "bc_learning_rate": "Policy/Pretraining Learning Rate",
+    "accuracy": "Policy/Cloning Accuracy",
+    "teacher_reward": "Environment/Teacher Cumulative Reward",
+}
+
+
+def summary_tag(key: str) -> str:
+    """The TensorBoard tag of stat ``key``: ``SUMMARY_TAGS``, else ``Policy/<key>`` as given."""
+    return SUMMARY_TAGS.get(key, key if "/" in key else f"Policy/{key}")
+
+
+def lesson_tags(lesson: Any) -> Dict[str, float]:
+    """``Environment/Lesson Number/<parameter>`` per curriculum parameter, as ML-Agents names them.
+
+    ``lesson`` is a mapping parameter -> lesson index (each parameter on its own track), or None
+    (no curriculum: no tag). A bare integer (a caller written for one shared track) has no
+    parameter name and is written as ``Environment/Lesson Number``.
+    """
+    if lesson is None:
+        return {}
+    if isinstance(lesson, Mapping):
+        return {f"Environment/Lesson Number/{name}": float(n) for name, n in lesson.items()}
+    return {"Environment/Lesson Number": float(lesson)}
+
+
+def _hms(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    seconds = int(seconds)
+    return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"

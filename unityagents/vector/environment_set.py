@@ -1,0 +1,530 @@
+"""``EnvironmentSet``: the one place that knows a run has several environments.
+
+The controller and the trainers see one ``BrainInfo`` per brain, whatever the number of
+environments behind it. This module owns the N environments of a run and
+
+* keys every agent by ``(environment index, agent id)`` (``BrainInfo.merge``), so that the
+  trainers' per-agent state (trajectories, episode rewards, the imitation pairing) never mixes
+  two environments;
+* steps them **concurrently**: it sends each environment its slice of the actions, then
+  collects the answers, so the N scenes simulate at the same time while the trainer infers once
+  per brain over the agents of all of them (one ``session.run``, not N), or, overlapped, over
+  those that have answered while the others still simulate;
+* resets each environment on its own when its Academy is done, and reports which agents lost
+  their episode, so that only their trajectories are dropped;
+* holds the run's one ``Curriculum``: a lesson change reaches each environment at its next reset;
+* restarts an environment that crashed, hung, closed its connection or sent malformed data,
+  under the limits users know from ML-Agents (``RestartPolicy``); past a limit it raises a
+  ``UnityEnvironmentException`` naming the cause and the environment's log;
+* treats an environment in which no agent asks for a decision for too long as failed too (a
+  modern build answers every step, so a scene whose agents were disabled would otherwise keep a
+  run going forever without learning anything): ``no_decision_steps`` consecutive steps, or
+  ``no_decision_seconds`` of stepping, without one decision request.
+
+Where an environment runs is a backend's business: a *worker* is anything with the
+``EnvironmentWorker`` interface. ``UnityEnvironment`` is the local one (a process on this
+machine); ``unityagents.vector.ray_backend`` puts each one in a Ray actor on a cluster node.
+
+Scheduling: ``step`` is synchronous (send to all, gather all, infer once);
+``OverlappedStepping`` (``send``, ``collect``, ``reset_idle``) steps each environment as soon as
+its actions are computed, which the controller uses with two or more environments.
+"""
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import contextlib
+import functools
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Deque, Dict, Hashable, List, Mapping, Optional, Protocol, Sequence, Tuple
+
+import numpy as np
+
+from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.curriculum import AnyResetParameter, Curriculum
+from unityagents.exception import (
+    UnityCommunicationException,
+    UnityEnvironmentException,
+    UnityException,
+    UnityTimeOutException,
+)
+from unityagents.vector.overlapped_stepping import OverlappedStepping, timed
+
+logger = logging.getLogger("unityagents")
+
+#: Failures of an environment (not of the trainer) that a restart can cure.
+RESTARTABLE = (UnityCommunicationException, UnityTimeOutException, UnityEnvironmentException)
+
+
+class EnvironmentWorker(Protocol):
+    """One environment, wherever it runs: what ``EnvironmentSet`` needs of it.
+
+    ``UnityEnvironment`` implements it for a process on this machine.
+    """
+
+    brains: Dict[str, BrainParameters]
+    external_brain_names: List[str]
+    reset_parameters: Dict[str, float]
+    academy_name: str
+    logfile_path: Optional[str]
+    global_done: Optional[bool]
+    #: The scene's custom stats sent with the last answer (modern protocol; empty for API-2).
+    stats: Dict[str, List[Tuple[float, str]]]
+
+    def reset_send(self, train_mode: bool = True, config: Optional[Dict[str, float]] = None) -> None: ...
+
+    def step_send(self, action: Any = None, memory: Any = None, value: Any = None) -> None: ...
+
+    def receive(self) -> Dict[str, BrainInfo]: ...
+
+    def close(self) -> None: ...
+
+
+#: Launches environment ``index`` (0..N-1); called again with the same index for a restart.
+WorkerFactory = Callable[[int], EnvironmentWorker]
+
+
+@dataclass
+class RestartPolicy:
+    """How often a crashed environment may be restarted (per environment, as in ML-Agents).
+
+    :param max_lifetime_restarts: restarts over the whole run; -1 for no limit.
+    :param rate_limit_n: at most this many restarts ...; -1 for no limit.
+    :param rate_limit_period_s: ... within this many seconds.
+    """
+
+    max_lifetime_restarts: int = 10
+    rate_limit_n: int = 1
+    rate_limit_period_s: float = 60.0
+    _history: Dict[int, Deque[float]] = field(default_factory=dict, repr=False)
+    _lifetime: Dict[int, int] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("max_lifetime_restarts", "rate_limit_n"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < -1:
+                raise UnityEnvironmentException(f"{name} must be an integer >= -1 (-1: no limit), got {value!r}.")
+        period = self.rate_limit_period_s
+        if isinstance(period, bool) or not isinstance(period, (int, float)) or not np.isfinite(period) or period <= 0:
+            raise UnityEnvironmentException(f"rate_limit_period_s must be a number of seconds > 0, got {period!r}.")
+
+    def refusal(self, index: int, now: Optional[float] = None) -> Optional[str]:
+        """Why environment ``index`` may not restart now, or None (and the restart is counted)."""
+        now = time.monotonic() if now is None else now
+        lifetime = self._lifetime.get(index, 0)
+        if 0 <= self.max_lifetime_restarts <= lifetime:
+            return (f"it already restarted {lifetime} time(s), the limit of --max-lifetime-restarts "
+                    f"{self.max_lifetime_restarts}")
+        recent = self._history.setdefault(index, collections.deque())
+        while recent and now - recent[0] >= self.rate_limit_period_s:
+            recent.popleft()
+        if 0 <= self.rate_limit_n <= len(recent):
+            return (f"it restarted {len(recent)} time(s) in the last {self.rate_limit_period_s:g} s, the limit of "
+                    f"--restarts-rate-limit-n {self.rate_limit_n} per --restarts-rate-limit-period-s "
+                    f"{self.rate_limit_period_s:g}")
+        recent.append(now)
+        self._lifetime[index] = lifetime + 1
+        return None
+
+    def restarts(self, index: int) -> int:
+        return self._lifetime.get(index, 0)
+
+
+def _empty_info(params: BrainParameters) -> BrainInfo:
+    """A ``BrainInfo`` with no agents, shaped like the brain's (when every environment is down)."""
+    observations = [np.zeros((0, r["height"], r["width"], 1 if r.get("blackAndWhite") else 3), np.float32)
+                    for r in params.camera_resolutions]
+    return BrainInfo(observations, np.zeros((0, params.state_width), np.float32),
+                     np.zeros((0, params.memory_space_size), np.float32), [], [], [],
+                     np.zeros((0, params.action_width), np.float32))
+
+
+def _rows(x: Any, start: int, stop: int) -> Any:
+    return None if x is None else np.asarray(x)[start:stop]
+
+
+class EnvironmentSet(OverlappedStepping):
+    """N environments of the same scene or build, seen as one by the controller.
+
+    :param factory: launches environment ``i``; called with ``0..n_envs-1`` at start (in
+        parallel threads: start-up is mostly waiting) and again with ``i`` to restart it.
+    :param n_envs: how many environments.
+    :param curriculum: path of a curriculum JSON file, or None; checked against the reset
+        parameters of the environments. Or an object with ``Curriculum``'s interface, whose
+        ``get_config()`` is asked once per environment reset.
+    :param restart_policy: limits on restarts; None: a failing environment ends the run.
+    :param workers: already running workers instead of ``factory`` (they cannot be restarted
+        unless ``factory`` is also given).
+    :param no_decision_steps: consecutive steps of an environment without any agent asking for a
+        decision after which it counts as failed (-1: never).
+    :param no_decision_seconds: the same, in seconds spent stepping (the trainers' updates do not
+        count); None: no time limit.
+    :param schedule: how ``TrainerController`` steps the set: ``"overlapped"`` (each environment
+        is sent its actions as soon as they are computed, ``unityagents.vector.overlapped_stepping``) or
+        ``"sync"`` (every environment together, ``step``: the interleaving of one run repeats
+        exactly in the next). One environment is always stepped synchronously.
+    """
+
+    def __init__(self, factory: Optional[WorkerFactory], n_envs: int = 1, curriculum: Optional[str] = None,
+                 restart_policy: Optional[RestartPolicy] = None,
+                 workers: Optional[Sequence[EnvironmentWorker]] = None, no_decision_steps: int = 10_000,
+                 no_decision_seconds: Optional[float] = None, schedule: str = "overlapped"):
+        self._init_overlap(schedule)
+        if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
+            raise UnityEnvironmentException(f"The number of environments must be an integer >= 1, got {n_envs!r}.")
+        if isinstance(no_decision_steps, bool) or not isinstance(no_decision_steps, int) or no_decision_steps < -1 \
+                or no_decision_steps == 0:
+            raise UnityEnvironmentException(
+                f"no_decision_steps must be an integer >= 1 (-1: no limit), got {no_decision_steps!r}.")
+        if no_decision_seconds is not None and not (isinstance(no_decision_seconds, (int, float))
+                                                    and np.isfinite(no_decision_seconds) and no_decision_seconds > 0):
+            raise UnityEnvironmentException(
+                f"no_decision_seconds must be a number of seconds > 0 (or None), got {no_decision_seconds!r}.")
+        self.no_decision_steps = no_decision_steps
+        self.no_decision_seconds = no_decision_seconds
+        self._factory = factory
+        self.restart_policy = restart_policy
+        self._last_errors: Dict[int, Tuple[Optional[UnityException], Optional[str]]] = {}
+        self._workers: List[Optional[EnvironmentWorker]] = list(workers) if workers else self._start(n_envs)
+        self.n_envs = len(self._workers)
+        try:
+            first = self._workers[0]
+            self._check_same_scene()
+            self._brains: Dict[str, BrainParameters] = dict(first.brains)
+            self._brain_names: List[str] = list(first.brains)
+            self._external: List[str] = list(first.external_brain_names)
+            self._reset_parameters = dict(first.reset_parameters)
+            if curriculum is None or isinstance(curriculum, str):
+                self._curriculum = Curriculum(curriculum, self._reset_parameters if self.resets_by_itself
+                                              else AnyResetParameter())
+            else:  # an object with Curriculum's interface (the Release 22 environment parameters)
+                self._curriculum = curriculum
+                if hasattr(curriculum, "check_scene"):
+                    curriculum.check_scene(self._reset_parameters if self.resets_by_itself else None)
+        except BaseException:
+            self.close()
+            raise
+        self.train_mode = True
+        #: ``timer(name)`` gives a context manager that times a phase (the controller's timers); no-op by default.
+        self.timer: Callable[[str], Any] = lambda name: contextlib.nullcontext()
+        self._current: List[Optional[Dict[str, BrainInfo]]] = [None] * self.n_envs
+        self._pending: Dict[int, str] = {}  # environments to reset before the next step: index -> why
+        #: The scenes' custom stats of the last step, over every environment: ``{key: [(value, aggregation)]}``.
+        self.stats: Dict[str, List[Tuple[float, str]]] = {}
+        # Per environment: (steps, seconds of stepping) since an agent last asked for a decision.
+        self._quiet: List[Tuple[int, float]] = [(0, 0.0)] * self.n_envs
+        self._closed = False
+
+    @classmethod
+    def of(cls, env: EnvironmentWorker) -> "EnvironmentSet":
+        """One running environment as a set (for scripts and tests that built it themselves).
+
+        The set shares ``env``'s curriculum; a failure of ``env`` is raised, not restarted.
+        """
+        envs = cls(None, workers=[env])
+        if getattr(env, "curriculum", None) is not None:
+            envs._curriculum = env.curriculum
+        return envs
+
+    # ------------------------------------------------------------------ start-up
+    def _start(self, n_envs: int) -> List[Optional[EnvironmentWorker]]:
+        if self._factory is None:
+            raise UnityEnvironmentException("EnvironmentSet needs a factory or running workers.")
+        if n_envs == 1:
+            return [self._factory(0)]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(n_envs, 16)) as pool:
+            futures = [pool.submit(self._factory, i) for i in range(n_envs)]
+            concurrent.futures.wait(futures)
+        started = [f.result() for f in futures if f.exception() is None]
+        failed = [(i, f.exception()) for i, f in enumerate(futures) if f.exception() is not None]
+        if failed:
+            for w in started:
+                w.close()
+            index, error = failed[0]
+            if not isinstance(error, UnityException):
+                raise error
+            others = f" ({len(failed) - 1} other environment(s) failed too)" if len(failed) > 1 else ""
+            raise type(error)(f"Environment {index} of {n_envs} could not start{others}, so none was kept "
+                              f"running: {error}") from error
+        return started
+
+    def _check_same_scene(self) -> None:
+        first = self._workers[0]
+        reference = {b: p.to_dict() for b, p in first.brains.items()}
+        for i, w in enumerate(self._workers[1:], start=1):
+            if {b: p.to_dict() for b, p in w.brains.items()} != reference:
+                raise UnityEnvironmentException(
+                    f"Environment {i} has other brains than environment 0 "
+                    f"({sorted(w.brains)} vs {sorted(first.brains)}, or different sizes). "
+                    "Every environment of a run must be the same scene or build.")
+
+    # ------------------------------------------------------------------ what the controller reads
+    @property
+    def brains(self) -> Dict[str, BrainParameters]:
+        return self._brains
+
+    @property
+    def brain_names(self) -> List[str]:
+        return self._brain_names
+
+    @property
+    def external_brain_names(self) -> List[str]:
+        return self._external
+
+    @property
+    def reset_parameters(self) -> Dict[str, float]:
+        return dict(self._reset_parameters)
+
+    @property
+    def curriculum(self) -> Curriculum:
+        return self._curriculum
+
+    @property
+    def academy_name(self) -> str:
+        return self._workers[0].academy_name if self._workers[0] is not None else ""
+
+    @property
+    def logfile_paths(self) -> List[Optional[str]]:
+        return [w.logfile_path if w is not None else None for w in self._workers]
+
+    @property
+    def needs_reset(self) -> bool:
+        """Some environment is done (its Academy) or was lost: call ``reset_finished`` before ``step``."""
+        return bool(self._pending)
+
+    @property
+    def resets_by_itself(self) -> bool:
+        """Whether the environments end their Academy episodes (API-2's global done). Modern builds
+        never do: their agents reset one by one, so a curriculum has to ask for resets."""
+        return all(getattr(w, "protocol", "api2") == "api2" for w in self._workers if w is not None)
+
+    def reset_all(self, why: str) -> None:
+        """Have every environment reset before the next step (e.g. for a new curriculum lesson)."""
+        for i in range(self.n_envs):
+            self._pending.setdefault(i, why)
+
+    def restarts(self) -> int:
+        """Restarts so far, over all environments."""
+        return sum(self.restart_policy.restarts(i) for i in range(self.n_envs)) if self.restart_policy else 0
+
+    # ------------------------------------------------------------------ reset / step
+    def reset(self, train_mode: bool = True) -> Dict[str, BrainInfo]:
+        """Reset every environment with the curriculum's current lesson; the first merged info."""
+        self.train_mode = bool(train_mode)
+        self._pending = {i: "the run starts" for i in range(self.n_envs)}
+        info, _ = self.reset_finished()
+        return info
+
+    def reset_finished(self) -> Tuple[Dict[str, BrainInfo], List[Hashable]]:
+        """Reset the environments that are done or were lost (restarting the lost ones).
+
+        :return: the merged info to act on next (the other environments' agents keep their
+            state), and the keys of the agents (of every brain) whose episodes ended without a
+            result: their trajectories are to be dropped (``Trainer.end_episode(agents)``). All
+            of them belong to the environments that were reset.
+        """
+        ended: List[Hashable] = []
+        while self._pending:
+            pending, self._pending = self._pending, {}
+            for i in sorted(pending):
+                if self._current[i] is not None:
+                    for info in self._current[i].values():
+                        ended.extend((i, a) for a in info.agents)
+                    self._current[i] = None
+                if self._workers[i] is None:
+                    self._restart(i, pending[i])
+            sent = []
+            for i in sorted(pending):
+                config = self._curriculum.get_config()  # drawn again for each environment (samplers)
+                try:
+                    self._workers[i].reset_send(self.train_mode, config)
+                    sent.append(i)
+                except RESTARTABLE as e:
+                    self._lost(i, e)
+            for i in sent:
+                try:
+                    self._current[i] = self._workers[i].receive()
+                except RESTARTABLE as e:
+                    self._lost(i, e)
+        return self._merged(), ended
+
+    def step(self, action: Optional[Mapping[str, Any]] = None, memory: Optional[Mapping[str, Any]] = None,
+             value: Optional[Mapping[str, Any]] = None) -> Dict[str, BrainInfo]:
+        """Send each environment its rows of the decisions, then collect every answer.
+
+        The arguments are dicts keyed by External brain, with one row per agent of the info last
+        returned (``reset``, ``reset_finished`` or ``step``), in its order. Environments that
+        fail are left out of the result and restarted by the next ``reset_finished``; so are
+        the next states of environments whose Academy is done (``needs_reset``).
+        """
+        if self._inflight:
+            raise UnityEnvironmentException(
+                f"Environment(s) {self.in_flight} are in flight (overlapped schedule): collect() their answers "
+                "before a synchronous step().")
+        if self._pending:
+            raise UnityEnvironmentException(
+                f"Environment(s) {sorted(self._pending)} must be reset first: call reset_finished() when "
+                "needs_reset is set.")
+        began = time.monotonic()
+        sent = [i for i, slices in self._slices(range(self.n_envs), action, memory, value) if self._send_one(i, slices)]
+        self.stats = {}
+        with self.timer("env_wait"):  # the environments simulate; what is left is waiting and decoding
+            for i in sent:
+                self._take_answer(i, functools.partial(timed, self._workers[i].receive), began)
+        return self._merged()
+
+    def _slices(self, indices: Sequence[int], action: Optional[Mapping[str, Any]], memory: Optional[Mapping[str, Any]],
+                value: Optional[Mapping[str, Any]]) -> List[Tuple[int, Tuple[Dict[str, Any], ...]]]:
+        """Each live environment of ``indices`` with its rows of the decisions, in ``merged(indices)`` order."""
+        action, memory, value = dict(action or {}), dict(memory or {}), dict(value or {})
+        out = []
+        start = {b: 0 for b in self._external}
+        for i in indices:
+            current = self._current[i]
+            if current is None or self._workers[i] is None:  # lost and not yet restarted
+                continue
+            slices: Tuple[Dict[str, Any], Dict[str, Any], Dict[str, Any]] = ({}, {}, {})
+            for b in self._external:
+                n = len(current[b].agents)
+                lo, hi = start[b], start[b] + n
+                start[b] = hi
+                for part, given in zip(slices, (action, memory, value)):
+                    if b in given and given[b] is not None:
+                        part[b] = _rows(given[b], lo, hi)
+            out.append((i, slices))
+        return out
+
+    def _send_one(self, i: int, slices: Tuple[Dict[str, Any], ...]) -> bool:
+        try:
+            self._workers[i].step_send(*slices)
+            return True
+        except RESTARTABLE as e:
+            self._lost(i, e)
+            return False
+
+    def _take_answer(self, i: int, receive: Callable[[], Tuple[Dict[str, BrainInfo], float]], began: float) -> bool:
+        """Store environment ``i``'s answer to a step sent at ``began``; False if it failed (it is then lost).
+
+        ``receive()`` gives the answer and when it arrived (``timed``), so that the time an
+        answer waits for the trainer does not count as time without decisions.
+        """
+        try:
+            self._current[i], arrived = receive()
+        except RESTARTABLE as e:
+            self._lost(i, e)
+            return False
+        quiet = self._quiet_fault(i, arrived - began)
+        if quiet is not None:
+            self._current[i] = None
+            self._lost(i, quiet)
+            return False
+        for key, entries in (getattr(self._workers[i], "stats", None) or {}).items():
+            self.stats.setdefault(key, []).extend(entries)
+        if self._workers[i].global_done:
+            self._pending[i] = "its Academy is done"
+        return True
+
+    def _empty(self, brain: str) -> BrainInfo:
+        return _empty_info(self._brains[brain])
+
+    def _merged(self) -> Dict[str, BrainInfo]:
+        live = [(i, c) for i, c in enumerate(self._current) if c is not None and self._workers[i] is not None]
+        return {b: BrainInfo.merge([(i, c[b]) for i, c in live]) if live else _empty_info(self._brains[b])
+                for b in self._brain_names}
+
+    # ------------------------------------------------------------------ failures
+    def _quiet_fault(self, index: int, seconds: float) -> Optional[UnityTimeOutException]:
+        """The fault of environment ``index`` if none of its agents has asked for a decision for too long."""
+        if any(any(info.decision_requested) for info in self._current[index].values()):
+            self._quiet[index] = (0, 0.0)
+            return None
+        steps, total = self._quiet[index]
+        steps, total = steps + 1, total + seconds
+        self._quiet[index] = (steps, total)
+        if not (0 < self.no_decision_steps <= steps
+                or (self.no_decision_seconds is not None and total >= self.no_decision_seconds)):
+            return None
+        worker = self._workers[index]
+        return UnityTimeOutException(
+            f"Environment {index}: no agent asked for a decision in {steps} consecutive environment steps "
+            f"({total:.0f} s of stepping): is the scene running, are its agents enabled? (Each agent needs a "
+            f"Decision Requester or calls to RequestDecision, and Behavior Type 'Default'.) The limits are "
+            f"{self.no_decision_steps} steps"
+            + (f" or {self.no_decision_seconds:g} s (--timeout)" if self.no_decision_seconds is not None else "")
+            + ".", worker.logfile_path if worker is not None else None)
+
+    def _lost(self, index: int, error: UnityException) -> None:
+        """Environment ``index`` failed: close it; ``reset_finished`` restarts it (or gives up)."""
+        if self._factory is None or self.restart_policy is None:
+            raise error
+        logger.warning("Environment %d failed and will be restarted: %s: %s", index, type(error).__name__,
+                       str(error).splitlines()[0])
+        worker = self._workers[index]
+        self._workers[index] = None
+        # Its agents' trajectories are dropped at the next reset_finished (they are "ended").
+        self._pending[index] = f"it failed ({type(error).__name__}: {str(error).splitlines()[0]})"
+        self._last_errors[index] = (error, worker.logfile_path if worker is not None else None)
+        if worker is not None:
+            try:
+                worker.close()
+            except Exception:  # a dead worker may fail to close; it is gone either way
+                logger.debug("closing the failed environment %d raised", index, exc_info=True)
+
+    def _check_same_brains(self, index: int) -> None:
+        """A restarted environment must have the brains the trainers were built for."""
+        worker = self._workers[index]
+        if {b: p.to_dict() for b, p in worker.brains.items()} == {b: p.to_dict() for b, p in self._brains.items()}:
+            return
+        self._workers[index] = None
+        try:
+            worker.close()
+        except Exception:
+            logger.debug("closing the restarted environment %d raised", index, exc_info=True)
+        raise UnityEnvironmentException(
+            f"Environment {index} came back with other brains than the run's ({sorted(worker.brains)} vs "
+            f"{sorted(self._brains)}, or different sizes); the trainers were built for the first ones. Every "
+            "environment of a run must be the same scene or build.")
+
+    def _restart(self, index: int, why: str) -> None:
+        """Launch environment ``index`` again, within the restart policy, retrying failed starts."""
+        while True:
+            error, log_path = self._last_errors.get(index, (None, None))
+            refusal = self.restart_policy.refusal(index)
+            if refusal is not None:
+                raise UnityEnvironmentException(
+                    f"Environment {index} failed and cannot be restarted: {refusal}. Its last error: "
+                    f"{type(error).__name__ if error else 'unknown'}: {error}"
+                    + (f"\nIts log: {log_path}" if log_path else "")
+                    + "\nRaise the limits (--max-lifetime-restarts, --restarts-rate-limit-n) if the environment "
+                      "crashes rarely, or fix the crash.")
+            logger.warning("Restarting environment %d (restart %d; %s).", index, self.restart_policy.restarts(index),
+                           why)
+            try:
+                self._workers[index] = self._factory(index)
+                self._quiet[index] = (0, 0.0)
+                self._check_same_brains(index)
+                return
+            except RESTARTABLE as e:
+                self._last_errors[index] = (e, getattr(e, "log_file_path", log_path))
+                why = f"its restart failed ({type(e).__name__})"
+                logger.warning("Environment %d did not start again: %s", index, str(e).splitlines()[0])
+
+    # ------------------------------------------------------------------ close
+    def close(self) -> None:
+        """Close every environment. Safe to call more than once."""
+        self._stop_pool()
+        for w in getattr(self, "_workers", []):
+            if w is not None:
+                try:
+                    w.close()
+                except Exception:
+                    logger.debug("closing an environment raised", exc_info=True)
+        self._closed = True
+
+    def __enter__(self) -> "EnvironmentSet":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,171 @@
+"""A user's own side channels over the modern (gRPC) protocol: ML-Agents' ``SideChannel`` model.
+
+A side channel is a stream of messages between the scene and Python beside the observations,
+named by a UUID that both ends agree on (the C# class registers the same id with
+``SideChannelManager.RegisterSideChannel``). Subclass :class:`SideChannel`, pass instances as
+``UnityEnvironment(..., protocol="grpc", side_channels=[...])``; each message Unity sends on the
+channel's id reaches ``on_message_received`` as an :class:`IncomingMessage` when the step or
+reset that carried it is received, and each :class:`OutgoingMessage` given to
+``queue_message_to_send`` travels with the next step or reset.
+
+Message bytes follow ML-Agents' format (C#'s ``BinaryWriter``/``BinaryReader``): little-endian,
+no alignment; a bool is one byte, an int32 and a float32 four, a float list an int32 count then
+the floats, a string an int32 byte length then its bytes. Strings are written as UTF-8, which is
+ASCII for ASCII text; Unity's reader decodes ASCII, so other characters arrive there as '?'.
+Reading past the end of a message returns the default value given, as both ML-Agents readers do.
+
+The engine-configuration, environment-parameters and stats channels are built in (see
+``grpc_communicator``); a user channel with one of their ids is refused.
+"""
+from __future__ import annotations
+
+import abc
+import struct
+import uuid
+from typing import Dict, Iterable, List, Optional
+
+from unityagents.exception import UnityEnvironmentException
+
+__all__ = ["SideChannel", "IncomingMessage", "OutgoingMessage", "BUILT_IN_CHANNELS", "check_side_channels"]
+
+#: The ids of the channels the gRPC communicator speaks itself (their values as ML-Agents defines them).
+ENGINE_CONFIGURATION_CHANNEL = uuid.UUID("e951342c-4f7e-11ea-b238-784f4387d1f7")
+ENVIRONMENT_PARAMETERS_CHANNEL = uuid.UUID("534c891e-810f-11ea-a9d0-822485860400")
+STATS_CHANNEL = uuid.UUID("a1d8f7b7-cec8-50f9-b78b-d3e165a78520")
+
+#: Those ids, by name.
+BUILT_IN_CHANNELS: Dict[uuid.UUID, str] = {
+    ENGINE_CONFIGURATION_CHANNEL: "engine configuration",
+    ENVIRONMENT_PARAMETERS_CHANNEL: "environment parameters",
+    STATS_CHANNEL: "stats",
+}
+
+
+class OutgoingMessage:
+    """A message being written for Unity; ``buffer`` holds its bytes so far."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+
+    def write_bool(self, value: bool) -> None:
+        self.buffer += struct.pack("<?", bool(value))
+
+    def write_int32(self, value: int) -> None:
+        self.buffer += struct.pack("<i", int(value))
+
+    def write_float32(self, value: float) -> None:
+        self.buffer += struct.pack("<f", float(value))
+
+    def write_float32_list(self, values: Iterable[float]) -> None:
+        values = [float(v) for v in values]
+        self.buffer += struct.pack(f"<i{len(values)}f", len(values), *values)
+
+    def write_string(self, text: str) -> None:
+        data = str(text).encode("utf-8")
+        self.buffer += struct.pack("<i", len(data)) + data
+
+    def set_raw_bytes(self, data: bytes) -> None:
+        """Replace the whole message with ``data`` (a channel with its own encoding)."""
+        self.buffer = bytearray(data)
+
+
+class IncomingMessage:
+    """A message Unity sent, read front to back; a read past its end returns ``default``."""
+
+    def __init__(self, data: bytes) -> None:
+        self.buffer = bytes(data)
+        self.offset = 0
+
+    def _unpack(self, layout: str, default):
+        size = struct.calcsize(layout)
+        if self.offset + size > len(self.buffer):
+            self.offset = len(self.buffer)
+            return default
+        (value,) = struct.unpack_from(layout, self.buffer, self.offset)
+        self.offset += size
+        return value
+
+    def read_bool(self, default: bool = False) -> bool:
+        return bool(self._unpack("<?", default))
+
+    def read_int32(self, default: int = 0) -> int:
+        return int(self._unpack("<i", default))
+
+    def read_float32(self, default: float = 0.0) -> float:
+        return float(self._unpack("<f", default))
+
+    def read_float32_list(self, default: Optional[List[float]] = None) -> List[float]:
+        count = self._unpack("<i", None)
+        if count is None or count < 0 or self.offset + 4 * count > len(self.buffer):
+            self.offset = len(self.buffer)
+            return [] if default is None else list(default)
+        values = struct.unpack_from(f"<{count}f", self.buffer, self.offset)
+        self.offset += 4 * count
+        return [float(v) for v in values]
+
+    def read_string(self, default: str = "") -> str:
+        size = self._unpack("<i", None)
+        if size is None or size < 0 or self.offset + size > len(self.buffer):
+            self.offset = len(self.buffer)
+            return default
+        text = self.buffer[self.offset:self.offset + size].decode("utf-8", errors="replace")
+        self.offset += size
+        return text
+
+    def get_raw_bytes(self) -> bytes:
+        """The whole message, whatever has been read of it."""
+        return self.buffer
+
+
+class SideChannel(abc.ABC):
+    """A channel of the user's: a UUID shared with the scene, a handler, a queue of messages to send.
+
+    :param channel_id: the ``uuid.UUID`` the scene's C# channel registers.
+    """
+
+    def __init__(self, channel_id: uuid.UUID) -> None:
+        if not isinstance(channel_id, uuid.UUID):
+            raise UnityEnvironmentException(
+                f"A side channel's id must be a uuid.UUID (the Guid the scene registers), got "
+                f"{type(channel_id).__name__} {channel_id!r}; write uuid.UUID('...').")
+        self._channel_id = channel_id
+        self._queued: List[bytes] = []
+
+    @property
+    def channel_id(self) -> uuid.UUID:
+        return self._channel_id
+
+    @abc.abstractmethod
+    def on_message_received(self, msg: IncomingMessage) -> None:
+        """Called with each message Unity sent on this channel, in order, as its step is received."""
+
+    def queue_message_to_send(self, msg: OutgoingMessage) -> None:
+        """Send ``msg`` (its bytes as they are now) with the next step or reset."""
+        self._queued.append(bytes(msg.buffer))
+
+    def take_queued(self) -> List[bytes]:
+        """The queued payloads, oldest first; the queue is then empty (the communicator sends them)."""
+        queued, self._queued = self._queued, []
+        return queued
+
+
+def check_side_channels(channels: Iterable[SideChannel]) -> Dict[uuid.UUID, SideChannel]:
+    """The user's channels by id, refusing non-channels, built-in ids and ids given twice."""
+    by_id: Dict[uuid.UUID, SideChannel] = {}
+    for channel in channels:
+        if not isinstance(channel, SideChannel):
+            raise UnityEnvironmentException(
+                f"side_channels takes unityagents.wire.side_channels.SideChannel instances, got "
+                f"{type(channel).__name__} {channel!r}; subclass SideChannel and pass an instance.")
+        cid = channel.channel_id
+        if cid in BUILT_IN_CHANNELS:
+            raise UnityEnvironmentException(
+                f"Side channel {type(channel).__name__} uses id {cid}, which is the built-in "
+                f"{BUILT_IN_CHANNELS[cid]} channel; give your channel its own uuid (uuid.uuid4() once, then "
+                "the same value in the scene), or use the environment's own options for that channel.")
+        if cid in by_id:
+            raise UnityEnvironmentException(
+                f"Two side channels share the id {cid} ({type(by_id[cid]).__name__} and "
+                f"{type(channel).__name__}); each channel needs its own uuid.")
+        by_id[cid] = channel
+    return by_id
