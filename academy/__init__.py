@@ -5,11 +5,14 @@
 scene stand-alone with its scripted heuristics (or an exported graph, ``--brain NAME=internal:PATH``)
 and prints the mean episode reward per brain.
 
-Modules: ``academy.py`` (scene contract, Academy loop, brain bookkeeping), ``communicator.py`` (the
-wire), ``internal.py`` (the Internal brain, the only TensorFlow user), ``envs/`` (the scenes).
+Modules: ``scene.py`` (the scene contract: spaces, sensors, ``BrainSpec``, ``Scene``), ``brain.py``
+(how each brain is run, its agents' arrays), ``checks.py`` (what the trainer sends, checked before
+it is stored), ``academy.py`` (the Academy loop), ``communicator.py`` (the API-2 wire),
+``grpc_communicator.py`` (the modern protocol), ``demo_recorder.py`` (``.demo`` files),
+``internal.py`` (the Internal brain, the only TensorFlow and onnxruntime user), ``envs/`` (the scenes).
 Importing this package is cheap: no numpy, Pillow or TensorFlow until a scene is loaded.
 
-Adding a scene (see ``academy.academy.Scene``; ``envs/basic.py`` is the smallest example):
+Adding a scene (see ``academy.scene.Scene``; ``envs/basic.py`` is the smallest example):
 
 1. subclass ``Scene`` in ``academy/envs/<name>.py``; set ``academy_name``, ``brains`` (a tuple of
    ``BrainSpec``: name, n_agents, spaces, sizes, cameras, ``max_step``, default ``brain_type``),

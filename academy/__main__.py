@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _brain_configs(scene_cls: type, overrides: list[str], silent: list[str], seed: int) -> dict:
     """Turn ``--brain`` / ``--no-broadcast`` into BrainConfigs; ValueError on a bad spec."""
-    from academy.academy import BRAIN_TYPES, BrainConfig
+    from academy.brain import BRAIN_TYPES, BrainConfig
 
     specs = {spec.name: spec for spec in scene_cls.brains}
     configs = {name: BrainConfig(spec.brain_type) for name, spec in specs.items()}
@@ -167,7 +167,7 @@ def serve_trainer(academy: "Academy", comm: "ExternalCommunicator", log_path: st
     started message stalls, 3 when the trainer's bytes or values break the protocol. Each of these
     is one logged line, never a traceback, whatever the trainer sends (tests/test_academy_fuzz.py).
     """
-    from academy.academy import TrainerMessageError
+    from academy.checks import TrainerMessageError
     from academy.communicator import ConnectionLost, ProtocolError
 
     try:

@@ -37,6 +37,8 @@ import time
 import numpy as np
 import orjson
 
+from academy.checks import clip
+
 log = logging.getLogger("academy.communicator")
 
 API_NUMBER = "API-2"
@@ -266,7 +268,7 @@ class ExternalCommunicator:
             parameters = {}
         if not isinstance(train_model, bool) or not isinstance(parameters, dict):
             raise ProtocolError('the reset configuration must be {"train_model": bool, "parameters": {...}}, '
-                                f"got {_clip(repr(config))}")
+                                f"got {clip(repr(config))}")
         return train_model, parameters
 
     def get_actions(self) -> dict:
@@ -306,10 +308,6 @@ class ExternalCommunicator:
     def send_done(self, done: bool) -> None:
         """The unframed global done flag that ends every reset and step."""
         self._send(b"True" if done else b"False")
-
-
-def _clip(text: str, n: int = 200) -> str:
-    return text if len(text) <= n else f"{text[:n]}... ({len(text)} characters)"
 
 
 def encode_png(image: np.ndarray) -> bytes:

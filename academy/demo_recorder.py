@@ -29,7 +29,8 @@ from typing import BinaryIO, Dict, List
 import numpy as np
 from google.protobuf.internal.encoder import _VarintBytes
 
-from academy.academy import Academy, BrainRuntime
+from academy.academy import Academy
+from academy.brain import BrainRuntime
 from academy.grpc_communicator import DEFAULT_PACKAGE_VERSION, ModernUnity
 from unityagents.wire.protos import communicator_objects_pb2 as pb
 

@@ -41,8 +41,11 @@ from typing import Any
 
 import numpy as np
 
-from academy.academy import Academy, ActionError, BrainRuntime, CameraSensor, modern_observations
+from academy.academy import Academy
+from academy.brain import BrainRuntime
+from academy.checks import ActionError
 from academy.communicator import encode_png
+from academy.scene import CameraSensor, modern_observations
 from unityagents.wire.protos import communicator_objects_pb2 as pb
 
 log = logging.getLogger("academy.grpc")

@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from academy.academy import BrainSpec, CameraSensor, default_sensors
+from academy.scene import BrainSpec, CameraSensor, default_sensors
 
 log = logging.getLogger("academy.internal")
 

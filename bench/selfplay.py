@@ -72,7 +72,8 @@ def export_checkpoint(prefix: str, scope: str, path: str) -> str:
 
 def play(left_policy, right_policy, rallies: int, seed: int) -> Tuple[int, int, int]:
     """(wins, losses, draws) of the left player over the first ``rallies`` finished rallies."""
-    from academy.academy import Academy, BrainConfig
+    from academy.academy import Academy
+    from academy.brain import BrainConfig
     from academy.envs.tennis import Tennis
     from trainers.ghost.trainer import GhostTrainer
 

@@ -84,7 +84,7 @@ def value_status(scene: str, seed: int, check, fresh: bool = True) -> int:
     seeded sessions check is that the wire brings each message to them and maps the verdict to
     the exit status. A reset needs a fresh scene; an action check changes nothing it could reuse.
     """
-    from academy.academy import TrainerMessageError
+    from academy.checks import TrainerMessageError
 
     if fresh or scene not in _ACADEMIES:
         _ACADEMIES[scene] = Academy(load_scene(scene)(seed))

@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from academy import load_scene
-from academy.academy import Academy, BrainConfig, BrainSpec, Camera
+from academy.academy import Academy
+from academy.brain import BrainConfig
+from academy.scene import BrainSpec, Camera
 from trainers.tf_utils import tf
 
 REPO = __file__.rsplit("/tests/", 1)[0]
@@ -211,7 +213,7 @@ def test_onnx_memory_is_sized_by_the_file_and_carried(tmp_path):
     assert memory.tolist() == [[2.0] * 4] * 2
     # The academy keeps the file's 4 floats per agent whatever the brain's memorySize (a gRPC-trained
     # model's memory_size need not match it), as Unity's ModelRunner sizes memories from the model.
-    from academy.academy import BrainConfig, BrainRuntime
+    from academy.brain import BrainConfig, BrainRuntime
 
     for declared in (0, 8):
         other = BrainSpec(name="Hard", n_agents=2, state_size=2, action_size=2, memory_size=declared)

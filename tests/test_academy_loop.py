@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 
 import academy
-from academy.academy import Academy, ActionError, BrainConfig, BrainSpec, Scene
+from academy.academy import Academy
+from academy.brain import BrainConfig
+from academy.checks import ActionError
+from academy.scene import BrainSpec, Scene
 
 
 class Counter(Scene):

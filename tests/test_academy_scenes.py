@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from academy import SCENES, load_scene
-from academy.academy import Academy, BrainConfig
+from academy.academy import Academy
+from academy.brain import BrainConfig
 
 REPO = __file__.rsplit("/tests/", 1)[0]
 

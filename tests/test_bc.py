@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from academy import load_scene
-from academy.academy import Academy, BrainConfig
+from academy.academy import Academy
+from academy.brain import BrainConfig
 from academy.demo_recorder import record_demonstration
 from trainers.ppo.trainer import PPOTrainer
 from trainers.sac.trainer import SACTrainer

@@ -17,8 +17,9 @@ from test_ppo import make_trainer
 
 from academy import load_scene
 from academy.__main__ import _brain_configs
-from academy.academy import Academy, BrainSpec, Camera
+from academy.academy import Academy
 from academy.internal import InternalBrain, OnnxInternalBrain, load_internal_brain
+from academy.scene import BrainSpec, Camera
 from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
 from trainers.export.onnx_model import export_onnx, unroll_single_step
 from trainers.tf_utils import tf

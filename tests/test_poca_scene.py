@@ -5,7 +5,8 @@ import numpy as np
 from conftest import free_port
 
 from academy import load_scene
-from academy.academy import Academy, BrainConfig
+from academy.academy import Academy
+from academy.brain import BrainConfig
 from academy.envs.push_collab import AREAS, MEMBERS, PENALTY
 from unityagents import UnityEnvironment
 

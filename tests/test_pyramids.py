@@ -13,7 +13,8 @@ import pytest
 from conftest import free_port
 
 from academy import load_scene
-from academy.academy import Academy, BrainConfig
+from academy.academy import Academy
+from academy.brain import BrainConfig
 from academy.envs import pyramids as P
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -17,8 +17,8 @@ import yaml
 from conftest import learn, learn_in_process, mean_rewards, run_academy
 from test_ppo import BRAINS, FakeStream, collect_until_ready, make_trainer
 
-from academy.academy import BrainSpec, Camera
 from academy.internal import InternalBrain
+from academy.scene import BrainSpec, Camera
 from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
 from unityagents.brain import BrainParameters
 

@@ -19,9 +19,10 @@ from test_onnx_export import randomise
 from test_ppo import make_trainer
 
 from academy import SCENES, load_scene
-from academy.academy import Academy, BrainSpec, VectorSensor, modern_observations
+from academy.academy import Academy
 from academy.grpc_communicator import GrpcClient, ModernUnity
 from academy.internal import OnnxInternalBrain
+from academy.scene import BrainSpec, VectorSensor, modern_observations
 from trainers.export.onnx_model import export_onnx
 from unityagents.brain import BrainParameters
 from unityagents.exception import UnityObservationException

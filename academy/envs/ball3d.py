@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from academy.academy import BrainSpec, Scene
+from academy.scene import BrainSpec, Scene
 
 DT = 0.1                      # seconds per decision
 HALF = 2.5                    # half the platform's side

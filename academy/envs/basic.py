@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from academy.academy import BrainSpec, Scene
+from academy.scene import BrainSpec, Scene
 
 START, SMALL_GOAL, LARGE_GOAL, CELLS = 10, 7, 17, 20
 

@@ -18,7 +18,7 @@ from collections import deque
 
 import numpy as np
 
-from academy.academy import BrainSpec, Camera, CameraSensor, Scene, VectorSensor
+from academy.scene import BrainSpec, Camera, CameraSensor, Scene, VectorSensor
 
 log = logging.getLogger("academy.gridworld")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from academy.academy import BrainSpec, Scene, VectorSensor
+from academy.scene import BrainSpec, Scene, VectorSensor
 
 LENGTH = 6        # the junction is cell LENGTH
 CUE_CELLS = 2     # the cue can be seen from cells 0 and 1

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from academy.academy import BrainSpec, Scene
+from academy.scene import BrainSpec, Scene
 
 SPEED = 0.15
 REACH = 0.3

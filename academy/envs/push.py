@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from academy.academy import BrainSpec, Scene
+from academy.scene import BrainSpec, Scene
 
 AREA = 8.0
 STRIDE = 0.5

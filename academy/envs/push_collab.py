@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from academy.academy import BrainSpec, Scene
+from academy.scene import BrainSpec, Scene
 
 AREAS = 16
 MEMBERS = 3

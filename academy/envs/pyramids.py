@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from academy.academy import BrainSpec, Scene, VectorSensor
+from academy.scene import BrainSpec, Scene, VectorSensor
 
 ROOM = 16             # cells per side of each room
 MAX_STEP = 149        # done after 150 decisions

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from academy.academy import BrainSpec, Scene
+from academy.scene import BrainSpec, Scene
 
 HALF = 8.0          # half-court length
 NET = 1.0           # net height
