@@ -113,7 +113,7 @@ class Academy:
         try:
             self.scene.academy_reset()
             for brain in self.brains:
-                self._reset_agents(brain, np.arange(brain.spec.n_agents))
+                self.reset_agents(brain, np.arange(brain.spec.n_agents))
         except (ValueError, ArithmeticError, MemoryError) as exc:
             self.scene.params.clear()
             self.scene.params.update(previous)
@@ -125,7 +125,7 @@ class Academy:
             brain.done[:] = False
             brain.episode_reward[:] = 0.0
 
-    def _reset_agents(self, brain: BrainRuntime, index: np.ndarray) -> None:
+    def reset_agents(self, brain: BrainRuntime, index: np.ndarray) -> None:
         """``Agent.Reset()``: zero memory and step counter, then the scene's ``AgentReset``."""
         brain.memory[index] = 0.0
         brain.steps[index] = 0
@@ -202,7 +202,7 @@ class Academy:
                 if self.record_episodes:
                     brain.finished.extend(brain.episode_reward[done_rows].tolist())
                 brain.episode_reward[done_rows] = 0.0
-                self._reset_agents(brain, done_rows)
+                self.reset_agents(brain, done_rows)
             if emit is not None and brain.subscribed:
                 emit(brain)
             brain.reward[:] = 0.0

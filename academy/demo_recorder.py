@@ -169,7 +169,7 @@ class DemonstrationRecorder:
             for other in academy.brains:  # reset done agents, clear what was reported
                 done_rows = np.flatnonzero(other.done)
                 if done_rows.size:
-                    academy._reset_agents(other, done_rows)
+                    academy.reset_agents(other, done_rows)
                 other.done[:] = False
                 if other is not b:
                     other.reward[:] = 0.0

@@ -26,7 +26,8 @@ made with the C# package 3.0.0 would (the Python end and its messages are descri
   stats channel;
 * side channels: the engine configuration is accepted (and logged: a Python scene has no frame
   rate); environment parameters become the reset parameters of the next reset; one stat per
-  finished episode, ``Academy/<brain> Episode Reward``, goes to the stats channel;
+  finished episode, ``Academy/<brain> Episode Reward``, goes to the stats channel (frames read and
+  written by ``side_channels.py``);
 * status 400 or QUIT from Python ends the run (exit 0); on an error we send a status-400 call.
 
 Written independently of ``unityagents``: it shares only the message classes generated from the
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import logging
 import struct
-import uuid
 from typing import Any
 
 import numpy as np
@@ -46,6 +46,7 @@ from academy.brain import BrainRuntime
 from academy.checks import ActionError
 from academy.communicator import encode_png
 from academy.scene import CameraSensor, modern_observations
+from academy.side_channels import TrainerProtocolError, read_side_channels, stat_frame
 from unityagents.wire.protos import communicator_objects_pb2 as pb
 
 log = logging.getLogger("academy.grpc")
@@ -55,19 +56,9 @@ DEFAULT_PACKAGE_VERSION = "3.0.0"
 _METHOD = "/communicator_objects.UnityToExternalProto/Exchange"
 _OK, _BYE = 200, 400
 
-ENGINE_CHANNEL = uuid.UUID("e951342c-4f7e-11ea-b238-784f4387d1f7")
-PARAMETERS_CHANNEL = uuid.UUID("534c891e-810f-11ea-a9d0-822485860400")
-STATS_CHANNEL = uuid.UUID("a1d8f7b7-cec8-50f9-b78b-d3e165a78520")
-_ENGINE_SETTINGS = {0: ("resolution", "<ii"), 1: ("quality level", "<i"), 2: ("time scale", "<f"),
-                    3: ("target frame rate", "<i"), 4: ("capture frame rate", "<i")}
-
 
 class TrainerGone(Exception):
     """The trainer refused a call, closed the channel, or was never there."""
-
-
-class TrainerProtocolError(Exception):
-    """The trainer's reply does not follow the protocol."""
 
 
 class GrpcClient:
@@ -112,25 +103,6 @@ class GrpcClient:
 
     def close(self) -> None:
         self._channel.close()
-
-
-def _frame(channel: uuid.UUID, payload: bytes) -> bytes:
-    return channel.bytes_le + struct.pack("<i", len(payload)) + payload
-
-
-def _frames(data: bytes) -> list[tuple[uuid.UUID, bytes]]:
-    out, at = [], 0
-    while at < len(data):
-        if at + 20 > len(data):
-            raise TrainerProtocolError(f"side-channel bytes end inside a frame header at offset {at}")
-        channel = uuid.UUID(bytes_le=bytes(data[at:at + 16]))
-        (size,) = struct.unpack_from("<i", data, at + 16)
-        at += 20
-        if size < 0 or at + size > len(data):
-            raise TrainerProtocolError(f"side-channel frame of {channel} claims {size} bytes, {len(data) - at} remain")
-        out.append((channel, bytes(data[at:at + size])))
-        at += size
-    return out
 
 
 class ModernUnity:
@@ -191,7 +163,7 @@ class ModernUnity:
                 self.client.open = False
                 return f"the trainer closed the run (status {reply.header.status})"
             rl = reply.unity_input.rl_input
-            self._side_channels(rl.side_channel)
+            self.pending_parameters.update(read_side_channels(rl.side_channel))
             if rl.command == pb.QUIT:
                 return "QUIT"
             if rl.command == pb.RESET:
@@ -200,26 +172,6 @@ class ModernUnity:
                 self._apply_actions(rl)
                 output = self._run_until_report()
             reply = self.client.exchange(output)
-
-    def _side_channels(self, data: bytes) -> None:
-        for channel, payload in _frames(data):
-            if channel == PARAMETERS_CHANNEL:
-                (size,) = struct.unpack_from("<i", payload, 0)
-                key = payload[4:4 + size].decode("ascii", errors="replace")
-                (kind,) = struct.unpack_from("<i", payload, 4 + size)
-                if kind != 0:
-                    log.warning("environment parameter %r: only constant (FLOAT) values are supported; ignored", key)
-                    continue
-                (value,) = struct.unpack_from("<f", payload, 8 + size)
-                self.pending_parameters[key] = float(value)
-            elif channel == ENGINE_CHANNEL:
-                (kind,) = struct.unpack_from("<i", payload, 0)
-                name, layout = _ENGINE_SETTINGS.get(kind, (f"setting {kind}", ""))
-                value = struct.unpack_from(layout, payload, 4) if layout else ()
-                log.info("engine configuration: %s %s accepted (a Python scene has no engine to apply it to)",
-                         name, value)
-            else:
-                log.info("side channel %s: not registered here; ignored", channel)
 
     # --- the Academy ------------------------------------------------------------------------------
 
@@ -294,7 +246,7 @@ class ModernUnity:
                 done_rows = np.flatnonzero(b.done)
                 ending = self._terminal(b, done_rows) if done_rows.size else []
                 if done_rows.size:
-                    academy._reset_agents(b, done_rows)
+                    academy.reset_agents(b, done_rows)
                     b.done[done_rows] = False
                 reports[b.name] = (ending, np.zeros(0, np.int64))
             if academy.done:
@@ -309,7 +261,7 @@ class ModernUnity:
                 if b.config.kind != "external":  # not behaviours: Unity would not send them
                     done_rows = np.flatnonzero(b.done)
                     if done_rows.size:
-                        academy._reset_agents(b, done_rows)
+                        academy.reset_agents(b, done_rows)
                     b.reward[:] = 0.0
                     b.group_reward[:] = 0.0
                     b.done[:] = False
@@ -329,8 +281,7 @@ class ModernUnity:
             interrupted = bool(forced[row]) or (max_step > 0 and b.steps[row] > max_step)
             infos.append({"row": int(row), "reward": reward, "done": True, "max_step_reached": interrupted,
                           "sensors": sensors, "k": k, "group_reward": group_reward})
-            self.stats.append(_frame(STATS_CHANNEL, _stat(f"Academy/{b.name} Episode Reward",
-                                                          float(b.episode_reward[row]))))
+            self.stats.append(stat_frame(f"Academy/{b.name} Episode Reward", float(b.episode_reward[row])))
             b.episode_reward[row] = 0.0
             b.reward[row] = 0.0
             b.group_reward[row] = 0.0
@@ -423,16 +374,11 @@ class ModernUnity:
                     params.action_spec.num_continuous_actions = b.spec.action_size
                     params.action_spec.num_discrete_actions = len(b.spec.discrete_branches)
                     params.action_spec.discrete_branch_sizes.extend(b.spec.discrete_branches)
-        self.stats += [_frame(STATS_CHANNEL, _stat(key, value)) for key, value in self.academy.scene.take_stats()]
+        self.stats += [stat_frame(key, value) for key, value in self.academy.scene.take_stats()]
         if self.stats:
             rl.side_channel = b"".join(self.stats)
             self.stats = []
         return message
-
-
-def _stat(key: str, value: float, aggregation: int = 0) -> bytes:
-    data = key.encode("ascii", errors="replace")
-    return struct.pack("<i", len(data)) + data + struct.pack("<fi", value, aggregation)
 
 
 def serve_modern(academy: Academy, port: int, package_version: str = DEFAULT_PACKAGE_VERSION,
