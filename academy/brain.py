@@ -24,7 +24,6 @@ class Policy(Protocol):
         ...
 
 
-
 @dataclasses.dataclass
 class BrainConfig:
     """How a brain is run: ``kind`` in BRAIN_TYPES, its Internal ``policy``, and ``broadcast``."""
