@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from academy.academy import Academy, ActionError, BrainRuntime, CameraSensor, modern_observations
+from academy.buffer_sensor import BUFFER_DIMENSION_PROPERTIES, BufferSensor
 from academy.communicator import encode_png
 from unityagents.wire.protos import communicator_objects_pb2 as pb
 
@@ -360,6 +361,9 @@ class ModernUnity:
                         shape, dims = (camera.height, camera.width, channels), (2, 2, 1)
                     cached.append(pb.ObservationProto(shape=shape, dimension_properties=dims,
                                                       compression_type=pb.PNG, name=sensor.name))
+                elif isinstance(sensor, BufferSensor):  # [max_entities, entity_size], the first dim variable
+                    cached.append(pb.ObservationProto(shape=sensor.shape, name=sensor.name,
+                                                      dimension_properties=BUFFER_DIMENSION_PROPERTIES))
                 else:
                     cached.append(pb.ObservationProto(shape=[sensor.size], dimension_properties=[1], name=sensor.name,
                                                       observation_type=pb.GOAL_SIGNAL if sensor.goal else pb.DEFAULT))
