@@ -181,6 +181,7 @@ class ModernUnity:
         log.info("trainer: communication version %r, package %r, seed %d", settings.communication_version,
                  settings.package_version, settings.seed)
         self.academy.scene.rng = np.random.default_rng(settings.seed)  # Random.InitState(seed)
+        self._check_trainer_capabilities(settings)
         second = pb.UnityMessageProto()
         second.header.status = _OK
         reply = self.client.exchange(second)
@@ -334,6 +335,17 @@ class ModernUnity:
             b.group_reward[row] = 0.0
         forced[rows] = False
         return infos
+
+    def _check_trainer_capabilities(self, settings: "pb.UnityRLInitializationInputProto") -> None:
+        """Unity throws when a BufferSensor meets a trainer whose capabilities say it cannot read one
+        (no capabilities at all count as every one)."""
+        if not settings.HasField("capabilities") or settings.capabilities.variableLengthObservation:
+            return
+        buffers = [f"{s.name} of {b.name}" for b in self.brains for s in b.spec.modern_sensors()
+                   if isinstance(s, BufferSensor)]
+        if buffers:
+            raise ValueError(f"Variable Length Observations are not supported by the trainer ({', '.join(buffers)}: "
+                             "its capabilities say variableLengthObservation false)")
 
     def _sensors(self, b: BrainRuntime, rows: np.ndarray) -> list[list]:
         """The sensor data of ``rows``, per sensor in Unity's order: a camera's PNGs, a vector's float lists."""
