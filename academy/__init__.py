@@ -41,6 +41,8 @@ _REGISTRY = {
     "Push": "academy.envs.push:Push",
     "Pyramids": "academy.envs.pyramids:Pyramids",
     "PushCollab": "academy.envs.push_collab:PushCollab",
+    "Sorter": "academy.envs.sorter:Sorter",
+    "SorterFlat": "academy.envs.sorter:SorterFlat",
 }
 
 #: Names of the built-in scenes, for clients that list them without loading any of them.

@@ -43,6 +43,7 @@ import numpy as np
 
 from academy.academy import Academy
 from academy.brain import BrainRuntime
+from academy.buffer_sensor import BUFFER_DIMENSION_PROPERTIES, BufferSensor
 from academy.checks import ActionError
 from academy.communicator import encode_png
 from academy.scene import CameraSensor, modern_observations
@@ -155,6 +156,7 @@ class ModernUnity:
         log.info("trainer: communication version %r, package %r, seed %d", settings.communication_version,
                  settings.package_version, settings.seed)
         self.academy.scene.rng = np.random.default_rng(settings.seed)  # Random.InitState(seed)
+        self._check_trainer_capabilities(settings)
         second = pb.UnityMessageProto()
         second.header.status = _OK
         reply = self.client.exchange(second)
@@ -288,6 +290,17 @@ class ModernUnity:
         forced[rows] = False
         return infos
 
+    def _check_trainer_capabilities(self, settings: "pb.UnityRLInitializationInputProto") -> None:
+        """Unity throws when a BufferSensor meets a trainer whose capabilities say it cannot read one
+        (no capabilities at all count as every one)."""
+        if not settings.HasField("capabilities") or settings.capabilities.variableLengthObservation:
+            return
+        buffers = [f"{s.name} of {b.name}" for b in self.brains for s in b.spec.modern_sensors()
+                   if isinstance(s, BufferSensor)]
+        if buffers:
+            raise ValueError(f"Variable Length Observations are not supported by the trainer ({', '.join(buffers)}: "
+                             "its capabilities say variableLengthObservation false)")
+
     def _sensors(self, b: BrainRuntime, rows: np.ndarray) -> list[list]:
         """The sensor data of ``rows``, per sensor in Unity's order: a camera's PNGs, a vector's float lists."""
         out = []
@@ -314,6 +327,9 @@ class ModernUnity:
                         shape, dims = (camera.height, camera.width, channels), (2, 2, 1)
                     cached.append(pb.ObservationProto(shape=shape, dimension_properties=dims,
                                                       compression_type=pb.PNG, name=sensor.name))
+                elif isinstance(sensor, BufferSensor):  # [max_entities, entity_size], the first dim variable
+                    cached.append(pb.ObservationProto(shape=sensor.shape, name=sensor.name,
+                                                      dimension_properties=BUFFER_DIMENSION_PROPERTIES))
                 else:
                     cached.append(pb.ObservationProto(shape=[sensor.size], dimension_properties=[1], name=sensor.name,
                                                       observation_type=pb.GOAL_SIGNAL if sensor.goal else pb.DEFAULT))

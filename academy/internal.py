@@ -19,6 +19,7 @@ import os
 
 import numpy as np
 
+from academy.buffer_sensor import sensor_shape
 from academy.scene import BrainSpec, CameraSensor, default_sensors
 
 log = logging.getLogger("academy.internal")
@@ -146,7 +147,8 @@ class OnnxInternalBrain:
 
     Inputs: ``obs_k`` for the k-th sensor of ``spec.modern_sensors()`` (the order a modern Unity
     agent sorts its sensors in, and the one the academy's gRPC side reports): a vector sensor's
-    raw floats ``[N, size]``, a camera channels-first ``[N, C, H, W]`` in 0..1; ``action_masks``
+    raw floats ``[N, size]``, a BufferSensor's rows ``[N, max_entities, entity_size]`` (zeros where
+    no entity), a camera channels-first ``[N, C, H, W]`` in 0..1; ``action_masks``
     all 1 (no agent script here disables an action); ``recurrent_in`` ``[N, 1, M]`` with each
     agent's memory (zeros for a new agent: the academy clears it at every agent reset, as Unity
     drops it at the episode's end). Outputs: the stochastic ``continuous_actions``/``discrete_actions``
@@ -208,7 +210,7 @@ class OnnxInternalBrain:
         if isinstance(sensor, CameraSensor):
             camera = self.spec.cameras[sensor.camera]
             return [1 if camera.black_and_white else 3, camera.height, camera.width]
-        return [sensor.size]
+        return sensor_shape(sensor)  # a BufferSensor's is [max_entities, entity_size]
 
     def _fits(self, sensors: tuple) -> bool:
         """Whether the file's ``obs_k`` are exactly ``sensors`` (a discrete state may be its index)."""
@@ -287,7 +289,7 @@ class OnnxInternalBrain:
             elif self.index_state:
                 feed[f"obs_{k}"] = np.argmax(value, axis=1).astype(np.float32).reshape(n, 1)
             else:
-                feed[f"obs_{k}"] = np.asarray(value, dtype=np.float32).reshape(n, sensor.size)
+                feed[f"obs_{k}"] = np.asarray(value, dtype=np.float32).reshape(n, *self._sensor_shape(sensor))
         if "action_masks" in self.inputs:
             feed["action_masks"] = np.ones((n, self.inputs["action_masks"].shape[1]), np.float32)
         fetches = [self.action_output] + (["recurrent_out"] if self.recurrent else [])

@@ -234,9 +234,9 @@ def test_python_end_speaks_the_worked_example(fake_build, tmp_path):
     assert env._peer.process.poll() is not None
     got = replies(transcript)
     r1 = message(field(2, field(2, b"1.5.0") + field(3, b"0.3.0")
-                       + field(4, bytes.fromhex("08 01 10 01 18 01 20 01 38 01")) + varint(5 << 3) + varint(1)))
+                       + field(4, bytes.fromhex("08 01 10 01 18 01 20 01 30 01 38 01")) + varint(5 << 3) + varint(1)))
     assert r1[:5] == R1_FACTS[:5] and len(got) == 7
-    assert got[0] == r1  # our capabilities: no analytics sent, no variable-length observations
+    assert got[0] == r1  # our capabilities: all but trainingAnalytics (we send no analytics)
     assert got[1] == reset_input(ENGINE_TIME_SCALE_20)
     gravity = struct.pack("<i", 7) + b"gravity" + bytes.fromhex("00 00 00 00 c3 f5 1c 41")
     assert got[2] == reset_input(frame(PARAMETERS_UUID, gravity))

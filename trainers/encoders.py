@@ -10,7 +10,9 @@ relative to the caller's variable scope:
   a discrete one; absent when ``stateSize`` is 0;
 * ``observation_k``: float32 ``[N, H, W, C]`` in 0..1, one per camera (C = 1 for black and white);
 * the features: the state as floats (one-hot if discrete, optionally normalised by running
-  statistics) and one encoder per camera, in input order.
+  statistics) and one encoder per camera, in input order. A state that holds variable-length
+  sensors (entity lists) gives its vector sensors' values and their attention encoding instead
+  (``trainers/attention.py``).
 
 The camera encoder is ML-Agents' ``vis_encode_type`` (``VISUAL_ENCODERS``, with the smallest side
 each accepts, ML-Agents' ``MIN_RESOLUTION_FOR_ENCODER``): ``simple`` is the original trainer's two
@@ -32,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
+from trainers.attention import variable_length_inputs, variable_length_sensors
 from trainers.models import (
     HIDDEN_GAIN,
     RunningNormalizer,
@@ -243,12 +246,17 @@ def create_inputs(
     features: List[tf.Tensor] = []
     if brain.state_space_size > 0:
         state = state_placeholder(brain, "state")
-        if normalize:
+        if variable_length_sensors(brain):  # entity lists in the state: attention.py encodes them
+            vector_in, update_normalization, normalize, encoded = variable_length_inputs(
+                brain, state, h_size, normalize, vector_name)
+            features.extend(encoded)
+        elif normalize:
             normalizer = RunningNormalizer(state)
             vector_in, update_normalization = normalizer.normalized, normalizer.update
         else:
             vector_in = state_vector(brain, state, vector_name)
-        features.append(vector_in)
+        if not features:
+            features.append(vector_in)
     observations = []
     for k in range(brain.number_observations):
         image = observation_placeholder(brain, k)

@@ -50,6 +50,10 @@ class Sensor:
     :param offset: a vector sensor's first float in the brain's state: the state is the vector
         sensors' values concatenated in sensor order, so offsets grow with the sensors.
     :param observation_type: 0 default, 1 goal signal (ML-Agents' ``ObservationType``).
+    :param variable_length: a rank-2 ``(N_max, F)`` sensor whose first dimension varies (Unity's
+        BufferSensor, dimension properties ``[VariableSize, None]``): up to ``N_max`` entities of
+        ``F`` floats, padded with rows of zeros, which the encoder masks (``trainers/attention.py``).
+        Its values sit in the state like a vector sensor's, row after row.
     """
 
     name: str
@@ -57,6 +61,7 @@ class Sensor:
     camera: int = -1
     offset: int = 0
     observation_type: int = 0
+    variable_length: bool = False
 
     @property
     def is_camera(self) -> bool:
@@ -68,13 +73,17 @@ class Sensor:
         return int(np.prod(self.shape))
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"name": self.name, "shape": list(self.shape), "camera": self.camera, "offset": self.offset,
-                "observationType": self.observation_type}
+        entry = {"name": self.name, "shape": list(self.shape), "camera": self.camera, "offset": self.offset,
+                 "observationType": self.observation_type}
+        if self.variable_length:
+            entry["variableLength"] = True
+        return entry
 
     @classmethod
     def from_dict(cls, entry: Dict[str, Any]) -> "Sensor":
         return cls(str(entry["name"]), tuple(int(d) for d in entry["shape"]), int(entry.get("camera", -1)),
-                   int(entry.get("offset", 0)), int(entry.get("observationType", 0)))
+                   int(entry.get("offset", 0)), int(entry.get("observationType", 0)),
+                   bool(entry.get("variableLength", False)))
 
 
 def camera_shape(camera: Dict[str, Any]) -> Tuple[int, int, int]:
@@ -144,6 +153,10 @@ class BrainParameters:
                 camera += 1
             else:
                 ok = sensor.offset == offset
+                if sensor.variable_length and len(sensor.shape) != 2:
+                    raise ValueError(
+                        f"Brain {self.brain_name!r}: sensor {k} ({sensor.name!r}) is variable-length with shape "
+                        f"{sensor.shape}; a variable-length sensor is rank 2, (max entities, floats per entity).")
                 offset += sensor.size
             if not ok:
                 where = f"camera {camera - 1}" if sensor.is_camera else f"the state from offset {offset - sensor.size}"

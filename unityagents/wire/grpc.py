@@ -27,8 +27,10 @@ last observation is kept in ``BrainInfo.terminal_info``.
 A hybrid behaviour (continuous actions and discrete branches) is one continuous brain with
 ``action_branches``: its action rows are the continuous values then one index per branch, sent as
 both ``continuous_actions`` and ``discrete_actions`` of one ``AgentActionProto`` (ML-Agents'
-``ActionTuple``). Not supported (a clear error): variable-length observations (we tell Unity so
-through the capabilities).
+``ActionTuple``). A variable-length observation (a BufferSensor's ``[N_max, F]``, dimension
+properties ``[VariableSize, None]``; we announce ``variableLengthObservation``) joins the state
+row after row as its own sensor (``Sensor.variable_length``); any other rank-2 observation is
+refused when its behaviour is announced (``wire/variable_length.py``).
 
 ``BrainParameters.sensors`` keeps what the state folds together: each sensor's name, shape and
 place, in the wire order, which the ONNX export's ``obs_k`` inputs follow.
@@ -86,6 +88,7 @@ from unityagents.wire.validate import (  # noqa: F401 (parse_side_channels, spli
     spec_of,
     split_pngs,
 )
+from unityagents.wire.variable_length import check_dimension_properties
 
 logger = logging.getLogger("unityagents")
 
@@ -361,7 +364,7 @@ class GrpcCommunicator(Communicator):
         caps.compressedChannelMapping = True
         caps.hybridActions = True
         caps.trainingAnalytics = False  # we send no analytics
-        caps.variableLengthObservation = False  # Unity then refuses such sensors with a clear error
+        caps.variableLengthObservation = True  # BufferSensors: wire/variable_length.py, trainers/attention.py
         caps.multiAgentGroups = True
         ri.num_areas = 1
         self._reply(reply)
@@ -514,6 +517,7 @@ class GrpcCommunicator(Communicator):
             logger.debug("Behaviour %r was announced without agents; ignored.", name)
             return
         spec = spec_of(name, params, infos[0], log)
+        check_dimension_properties(name, infos[0], log)
         known = self._behaviours.get(name)
         if known is not None:
             check_same_spec(name, known.spec, spec, log)
@@ -544,7 +548,8 @@ class GrpcCommunicator(Communicator):
                 size = int(np.prod(shape))
                 observations.append(_ObservationSpec(shape, False, size=size, name=sensor_name))
                 sensors.append({"name": sensor_name, "shape": list(shape), "offset": state_size,
-                                "observationType": observation_type})
+                                "observationType": observation_type,
+                                "variableLength": len(shape) == 2})  # rank 2: variable-length once announced
                 state_size += size
         if branches and not continuous:
             action_type, action_size = 0, int(sum(branches))
