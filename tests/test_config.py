@@ -110,4 +110,4 @@ def test_configuration_reference_matches_the_code():
     with open(os.path.join(ROOT, "docs", "configuration.md")) as f:
         assert f.read().strip() == hyperparameters_markdown(REGISTRY).strip(), \
             "docs/configuration.md is stale: regenerate it with " \
-            "`python -m trainers.settings.trainer_config > docs/configuration.md`"
+            "`python -m trainers.settings.config_docs > docs/configuration.md`"

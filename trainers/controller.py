@@ -141,6 +141,9 @@ class TrainerController:
         self.graph.finalize()
         for t in self.trainers.values():
             logger.info("%s", t)
+            # Reporters are made here, so that a broken stats writer plugin stops the run before its first step.
+            writers = t.stats_reporter.writers
+            logger.debug("%s: stats go to %s", t.brain_name, ", ".join(type(w).__name__ for w in writers))
         if self.train:  # what this run actually used, for reproducing it
             write_resolved_parameters(self.trainers, self.paths.parameters_path)
 

@@ -3,7 +3,7 @@
 The tables come from the same declarations the loader checks against (each trainer's
 ``hyperparameters``, the reward signals', behavioral cloning's and self-play's nested blocks, and
 ``SANE_MAXIMUM``), so the documentation cannot drift from the code; ``tests/test_config.py``
-compares the file with this text. ``python -m trainers.settings.trainer_config`` prints it.
+compares the file with this text. ``python -m trainers.settings.config_docs`` prints it.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def hyperparameters_markdown(registry: TrainerRegistry,
     lines = [
         "# Trainer configuration reference",
         "",
-        "Generated from the trainers' declarations by `python -m trainers.settings.trainer_config`; a test keeps it in",
+        "Generated from the trainers' declarations by `python -m trainers.settings.config_docs`; a test keeps it in",
         "step with the code. `trainer_configurations.yaml` has a `default:` block and one block per",
         "brain; a brain's block overrides the default key by key, and a block may be a string naming",
         "another block (an alias). Steps count agent steps. Numbers such as `1.0e6` are accepted;",
@@ -83,3 +83,9 @@ def _reward_signals_markdown() -> List[str]:
             lines.append(f"| `{key}` | {p.kind.__name__} | `{p.default}` | {allowed} | {p.doc} |")
         lines.append("")
     return lines
+
+
+if __name__ == "__main__":
+    from trainers.trainer.registry import load_registry
+
+    print(hyperparameters_markdown(load_registry()))

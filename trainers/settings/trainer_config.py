@@ -445,10 +445,3 @@ def _check_brain_memory(path: str, name: str, params: Dict[str, Any], brain: Bra
 def _looks_like_default(name: str) -> bool:
     """A block name that is a near miss of 'default' ('Default', 'defualt', 'defaults')."""
     return name.lower() == "default" or bool(difflib.get_close_matches(name.lower(), ["default"], n=1, cutoff=0.8))
-
-
-if __name__ == "__main__":
-    from trainers.settings.config_docs import hyperparameters_markdown
-    from trainers.trainer.registry import load_registry
-
-    print(hyperparameters_markdown(load_registry()))
