@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Dict, List, Mapping
+from typing import Dict, List, Mapping, Optional
 
 import yaml
 
@@ -28,11 +28,16 @@ def graph_scope_for(brain_name: str, n_external_brains: int) -> str:
 
 
 def build_trainers(sess, brains: Mapping[str, BrainParameters], external_brain_names: List[str],
-                   settings: Dict[str, BrainSettings], paths: RunPaths, train: bool, seed: int) -> Dict[str, Trainer]:
+                   settings: Dict[str, BrainSettings], paths: RunPaths, train: bool, seed: int,
+                   built: Optional[Dict[str, Trainer]] = None) -> Dict[str, Trainer]:
     """One trainer per External brain, in ``external_brain_names``' order (each seeded ``seed + i``
-    with ``i`` its place in the build order)."""
+    with ``i`` its place in the build order).
+
+    :param built: filled as the trainers are built, so that a caller can close those built before
+        one of them failed.
+    """
     n_ext = len(external_brain_names)
-    built: Dict[str, Trainer] = {}
+    built = {} if built is None else built
     # Trainers that copy another brain's model (the ghost) are built after it.
     order = sorted(settings.values(), key=lambda s: "brain_to_copy" in s.parameters)
     for i, s in enumerate(order):

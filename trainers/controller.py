@@ -62,6 +62,7 @@ from unityagents.vector.environment_set import EnvironmentSet
 
 logger = logging.getLogger("unityagents")
 
+
 class TrainerController:
     """Runs training (or inference) of every External brain of ``env``.
 
@@ -126,7 +127,7 @@ class TrainerController:
         tf.set_random_seed(self.seed)
         self.sess = tf.Session(graph=self.graph)
         self.trainers = build_trainers(self.sess, self.env.brains, self.env.external_brain_names, settings,
-                                       self.paths, self.train, self.seed)
+                                       self.paths, self.train, self.seed, built=self.trainers)
         self.files = RunSaver(self.sess, self.paths, self.env_name, self.keep_checkpoints, self.timers, self.seed)
         self.saver = self.files.saver
         init = tf.global_variables_initializer()
@@ -314,15 +315,7 @@ class TrainerController:
             if ready:
                 info = env.merged(ready)
                 actions, memories, values, outputs = self._act(info)
-                singles = {i: env.merged([i]) for i in ready} if len(ready) > 1 else {ready[0]: info}
-                start = {name: 0 for name in outputs}
-                for i in ready:
-                    rows = {}
-                    for name in outputs:
-                        n = len(singles[i][name].agents)
-                        rows[name] = _output_rows(outputs[name], start[name], start[name] + n, len(info[name].agents))
-                        start[name] += n
-                    acted[i] = (singles[i], rows)
+                acted.update(_per_environment(env, ready, info, outputs))
             with timers("env_step"):
                 if ready:
                     env.send(ready, action=actions, memory=memories, value=values)
@@ -405,6 +398,23 @@ def _takes_agents(method) -> bool:
         return len(inspect.signature(method).parameters) >= 1
     except (TypeError, ValueError):
         return False
+
+
+def _per_environment(env: EnvironmentSet, ready: List[int], info: Dict[str, BrainInfo],
+                     outputs: Dict[str, Any]) -> Dict[int, Any]:
+    """Environment -> (its own info, {brain: its rows of the outputs}) of one inference over ``ready``,
+    whose agents ``env.merged`` lists environment by environment."""
+    singles = {i: env.merged([i]) for i in ready} if len(ready) > 1 else {ready[0]: info}
+    start = {name: 0 for name in outputs}
+    acted = {}
+    for i in ready:
+        rows = {}
+        for name in outputs:
+            n = len(singles[i][name].agents)
+            rows[name] = _output_rows(outputs[name], start[name], start[name] + n, len(info[name].agents))
+            start[name] += n
+        acted[i] = (singles[i], rows)
+    return acted
 
 
 def _output_rows(outputs: Any, lo: int, hi: int, n: int) -> Any:
