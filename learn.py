@@ -158,30 +158,33 @@ class RunOptions:
 
     env: str
     config: Any  # trainers.settings.trainer_config.TrainerConfig
+    # What is trained, and from where.
     run_path: str = "ppo"
     train: bool = False
     load: bool = False
+    init_from: Optional[str] = None  # a checkpoint folder whose weights start the run
+    lesson: int = 0
+    #: A curriculum JSON path, or an object with ``Curriculum``'s interface (environment parameters).
+    curriculum: Any = None
+    seed: int = 0
+    # Which files are kept.
+    paths: Any = None  # trainers.run_paths.RunPaths; None: models/<run_path>/ and summaries/
     keep_checkpoints: int = 5
     save_freq: int = 50000
-    lesson: int = 0
-    seed: int = 0
+    checkpoint_interval: Optional[int] = None  # also save every this many agent steps of the first learner
+    # The environments.
     worker_id: int = 0
     base_port: int = 5005
     timeout: int = 60
+    slow: bool = False
     num_envs: int = 1
     schedule: str = "overlapped"  # unityagents.vector.overlapped_stepping.SCHEDULES
     env_args: List[str] = field(default_factory=list)
     protocol_options: Dict[str, Any] = field(default_factory=dict)
     restarts: Optional[RestartPolicy] = None
-    #: A curriculum JSON path, or an object with ``Curriculum``'s interface (environment parameters).
-    curriculum: Any = None
     ray_address: Optional[str] = None
     ray_resource: Optional[str] = None
-    slow: bool = False
-    paths: Any = None  # trainers.run_paths.RunPaths; None: models/<run_path>/ and summaries/
-    init_from: Optional[str] = None  # a checkpoint folder whose weights start the run
     log_dir: Optional[str] = None  # the environments' logs; None: <checkpoints>/logs
-    checkpoint_interval: Optional[int] = None  # also save every this many agent steps of the first learner
 
     def checkpoint_dir(self) -> str:
         return self.paths.checkpoint_dir if self.paths is not None else os.path.join("models", self.run_path)
@@ -189,7 +192,7 @@ class RunOptions:
 
 def run(make_options: Callable[[], RunOptions]) -> int:
     """Build the options (their errors are reported like the run's), train, map the end onto an exit status."""
-    from trainers.controller import Stop, install_signal_handlers
+    from trainers.stopping import Stop, install_signal_handlers
 
     install_signal_handlers()  # from here on SIGINT and SIGTERM raise Stop, even during start-up
     try:
@@ -250,7 +253,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def _run_options(options) -> RunOptions:
     """learn.py's options, checked (everything that can be checked without the environment)."""
-    from trainers.controller import latest_checkpoint
+    from trainers.checkpoints import latest_checkpoint
     from trainers.settings.trainer_config import load_trainer_config
     from trainers.trainer.registry import load_registry
 

@@ -1,7 +1,8 @@
 """Installs the three packages (unityagents, trainers, academy), learn.py and the `learn` command.
 
-The built-in trainers register under the same entry-point group as plugins do
-(``unityagents.trainers``), so a plugin package is discovered exactly like them.
+The built-in trainers and stats writers register under the same entry-point groups as plugins do
+(``unityagents.trainers``, ``unityagents.stats_writers``), so a plugin package is discovered
+exactly like them.
 """
 from setuptools import find_packages, setup
 
@@ -40,6 +41,10 @@ setup(
             "imitation = trainers.imitation.trainer:ImitationTrainer",
             "sac = trainers.sac.trainer:SACTrainer",
             "poca = trainers.poca.trainer:POCATrainer",
+        ],
+        "unityagents.stats_writers": [
+            "console = trainers.stats:console_writer",
+            "tensorboard = trainers.stats:tensorboard_writer",
         ],
     },
 )

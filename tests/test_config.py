@@ -105,9 +105,9 @@ def test_environment_checks_run_for_external_brains(tmp_path):
 
 
 def test_configuration_reference_matches_the_code():
-    from trainers.settings.trainer_config import hyperparameters_markdown
+    from trainers.settings.config_docs import hyperparameters_markdown
 
     with open(os.path.join(ROOT, "docs", "configuration.md")) as f:
         assert f.read().strip() == hyperparameters_markdown(REGISTRY).strip(), \
             "docs/configuration.md is stale: regenerate it with " \
-            "`python -m trainers.settings.trainer_config > docs/configuration.md`"
+            "`python -m trainers.settings.config_docs > docs/configuration.md`"

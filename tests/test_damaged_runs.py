@@ -18,8 +18,8 @@ import pytest
 from conftest import fill_the_disk, write
 from test_environment_set import ScriptedWorker
 
-from trainers.checkpoints import SaveFailedError, checkpoint_damage
-from trainers.controller import TrainerController, latest_checkpoint
+from trainers.checkpoints import SaveFailedError, checkpoint_damage, latest_checkpoint
+from trainers.controller import TrainerController
 from trainers.settings.trainer_config import load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException

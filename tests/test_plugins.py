@@ -31,13 +31,13 @@ PLUGIN_ENTRY_POINTS = {
 }
 
 
-def write_dist_info(site, name, entry_points):
-    """What ``pip install`` leaves in site-packages for a package's entry points."""
+def write_dist_info(site, name, entry_points, group=ENTRY_POINT_GROUP):
+    """What ``pip install`` leaves in site-packages for a package's entry points (in ``group``)."""
     dist = site / f"{name}-0.1.0.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
     lines = "\n".join(f"{k} = {v}" for k, v in entry_points.items())
-    (dist / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{lines}\n")
+    (dist / "entry_points.txt").write_text(f"[{group}]\n{lines}\n")
 
 
 @pytest.fixture

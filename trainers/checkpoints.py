@@ -18,8 +18,9 @@ import glob
 import json
 import os
 import re
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
+from trainers.export.frozen_graph import write_atomically
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
 
@@ -51,6 +52,40 @@ def checkpoint_prefixes(model_path: str) -> List[str]:
         if match:
             steps[name] = int(match.group(1))
     return [os.path.join(model_path, n) for n in sorted(steps, key=lambda n: steps[n], reverse=True)]
+
+
+class StepInterval:
+    """Due each time a step counter passes a multiple of ``every`` (never with ``every`` 0 or None),
+    counted from the first step it is asked about."""
+
+    def __init__(self, every: Optional[int]):
+        self.every = every
+        self._at: Optional[int] = None  # the step of the last time it was due
+
+    def due(self, step: Optional[int]) -> bool:
+        if not self.every or step is None:
+            return False
+        if self._at is None:
+            self._at = step
+        if step // self.every > self._at // self.every:
+            self._at = step
+            return True
+        return False
+
+
+def latest_checkpoint(model_path: str) -> Optional[str]:
+    """The newest checkpoint of a run, whole or not (``--load`` checks it and falls back)."""
+    found = checkpoint_prefixes(model_path)
+    return found[0] if found else None
+
+
+def write_text_atomically(path: str, text: str) -> None:
+    """Write, then rename: a crash leaves the old file or the new one, never half of one."""
+    write_atomically(path, text.encode("utf-8"))
+
+
+def write_json_atomically(path: str, data: Dict[str, Any]) -> None:
+    write_text_atomically(path, json.dumps(data, indent=2))
 
 
 def checkpoint_damage(prefix: str) -> Optional[str]:

@@ -51,19 +51,23 @@ INT_MAXIMUM = 2 ** 31 - 1
 #: Values beyond them hang while the graph is built (``num_layers: 100000``), exhaust memory
 #: (``hidden_units: 1e12``) or make the run meaningless (``learning_rate: 5``), so they are refused
 #: before the environment is launched. ``(bound, why)``; the bound is inclusive.
+_DO_NOT_FIT = "{} do not fit in memory"
+_STALLS = "more gradient steps per update would stall the run"
 SANE_MAXIMUM: Dict[str, Tuple[float, str]] = {
     "max_steps": (1.0e12, "a trillion agent steps is decades at 1000 steps per second"),
     "learning_rate": (1.0, "a step size above 1 diverges at once"),
-    "hidden_units": (65536, "wider layers do not fit in memory"),
     "num_layers": (64, "deeper MLPs do not train and take minutes to build"),
-    "buffer_size": (1.0e8, "longer buffers do not fit in memory"),
-    "batch_size": (1.0e7, "larger minibatches do not fit in memory"),
-    "time_horizon": (1.0e7, "longer trajectories do not fit in memory"),
-    "sequence_length": (10000, "longer LSTM unrolls do not fit in memory"),
-    "num_epoch": (1000, "more passes over one buffer would stall the run at each update"),
-    "batches_per_epoch": (100000, "more gradient steps per update would stall the run"),
     "max_num_models": (1000, "each snapshot is a full copy of the network's weights"),
-    "gradient_steps": (100000, "more gradient steps per update would stall the run"),
+    "num_epoch": (1000, "more passes over one buffer would stall the run at each update"),
+    "batches_per_epoch": (100000, _STALLS),
+    "gradient_steps": (100000, _STALLS),
+    **{key: (bound, _DO_NOT_FIT.format(what)) for key, bound, what in [
+        ("hidden_units", 65536, "wider layers"),
+        ("buffer_size", 1.0e8, "longer buffers"),
+        ("batch_size", 1.0e7, "larger minibatches"),
+        ("time_horizon", 1.0e7, "longer trajectories"),
+        ("sequence_length", 10000, "longer LSTM unrolls"),
+    ]},
 }
 
 #: Bytes per network weight counted when a configuration is checked against the machine's memory:
@@ -286,13 +290,10 @@ def _follow_aliases(path: str, raw: Dict[str, Any], name: str) -> Tuple[str, Dic
                 f"Blocks: {', '.join(sorted(map(str, raw)))}.")
         chain.append(target)
         block = raw[target]
-    if block is None:
-        block = {}
-    if not isinstance(block, dict):
-        raise TrainerConfigError(
-            f"{path}: brain {chain[-1]!r}: expected a block of key: value (or an alias string), "
-            f"got {block!r}.")
-    return chain[-1], block
+    if block is None or isinstance(block, dict):
+        return chain[-1], {} if block is None else block
+    raise TrainerConfigError(
+        f"{path}: brain {chain[-1]!r}: expected a block of key: value (or an alias string), got {block!r}.")
 
 
 def _trainer_type(path: str, name: str, block: Dict[str, Any], default: Dict[str, Any]) -> str:
@@ -378,14 +379,14 @@ def _check_upper_bound(where: str, key: str, value: Any, number: float, kind: ty
     bound, why = SANE_MAXIMUM.get(key, (None, ""))
     if bound is not None and number > bound:
         raise TrainerConfigError(
-            f"{where}: must be at most {_number(bound)} ({why}), got {value!r}. Use a smaller value.")
+            f"{where}: must be at most {short_number(bound)} ({why}), got {value!r}. Use a smaller value.")
     if kind is int and abs(number) > INT_MAXIMUM:
         raise TrainerConfigError(
             f"{where}: must be at most {INT_MAXIMUM} in size (TensorFlow counts it in int32), got {value!r}. "
             "Use a smaller value.")
 
 
-def _number(x: float) -> str:
+def short_number(x: float) -> str:
     """``1e7`` rather than ``1e+07``; small integers as they are."""
     if float(x).is_integer() and abs(x) < 1e6:
         return str(int(x))
@@ -444,81 +445,3 @@ def _check_brain_memory(path: str, name: str, params: Dict[str, Any], brain: Bra
 def _looks_like_default(name: str) -> bool:
     """A block name that is a near miss of 'default' ('Default', 'defualt', 'defaults')."""
     return name.lower() == "default" or bool(difflib.get_close_matches(name.lower(), ["default"], n=1, cutoff=0.8))
-
-
-def hyperparameters_markdown(registry: TrainerRegistry,
-                             names: Tuple[str, ...] = ("ppo", "sac", "poca", "ghost", "imitation")) -> str:
-    """Reference tables of the built-in trainers' keys (``docs/configuration.md`` is this text)."""
-    lines = [
-        "# Trainer configuration reference",
-        "",
-        "Generated from the trainers' declarations by `python -m trainers.settings.trainer_config`; a test keeps it in",
-        "step with the code. `trainer_configurations.yaml` has a `default:` block and one block per",
-        "brain; a brain's block overrides the default key by key, and a block may be a string naming",
-        "another block (an alias). Steps count agent steps. Numbers such as `1.0e6` are accepted;",
-        "numbers must be finite, and a key given twice in one block is an error.",
-        "",
-    ]
-    for name in names:
-        cls = registry.get(name)
-        lines += [f"## `{name}` ({cls.__module__}.{cls.__name__})", ""]
-        doc = (cls.__doc__ or "").strip().splitlines()
-        if doc:
-            lines += [doc[0], ""]
-        lines += ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
-        for key, p in sorted(cls.hyperparameters.items()):
-            default = "required" if p.required else ("-" if p.default is None else f"`{p.default}`")
-            allowed = p.check[1] if p.check else ""
-            if p.kind in (int, float) and key in SANE_MAXIMUM:
-                bound = f"<= {_number(SANE_MAXIMUM[key][0])}"
-                allowed = f"{allowed}, {bound}" if allowed else bound
-            lines.append(f"| `{key}` | {p.kind.__name__} | {default} | {allowed} | {p.doc} |")
-        lines.append("")
-    lines += _reward_signals_markdown()
-    from trainers.imitation.bc import behavioral_cloning_markdown
-    lines += behavioral_cloning_markdown()
-    from trainers.ghost.self_play import self_play_markdown
-    lines += self_play_markdown()
-    return "\n".join(lines)
-
-
-def _reward_signals_markdown() -> List[str]:
-    """The nested ``reward_signals`` block of PPO (and of plugins that declare it), per signal."""
-    from trainers.reward_signals import SIGNAL_PARAMETERS, SIGNAL_TITLES
-
-    lines = [
-        "## `reward_signals` (ppo, sac)",
-        "",
-        "A nested block, one entry per signal; each signal gets its own value head and its own GAE",
-        "(its `gamma`), its rewards are multiplied by its `strength`, and the policy's advantage is the",
-        "sum of the signals' advantages. Without the block a brain trains on the extrinsic reward alone",
-        "with the flat `gamma`, exactly as before; with it, the flat `gamma` is unused and only the listed",
-        "signals reward the agent (leave `extrinsic` out and the environment's reward is ignored). An",
-        "unknown signal or key, or a wrong type, is an error naming the brain and the dotted key, e.g.",
-        "`key 'reward_signals.rnd.strenght'`. TensorBoard: `Policy/<Signal> Reward` and",
-        "`Policy/<Signal> Value Estimate` per signal (mean per agent step, after `strength`), and the",
-        "intrinsic models' losses under `Losses/`. SAC gives each signal a Q head instead and re-scores every",
-        "sampled minibatch with the signals (times `strength`); only `extrinsic` cuts its bootstrap at episode ends.",
-        "",
-        "```yaml",
-        "PyramidsBrain:",
-        "    reward_signals:",
-        "        extrinsic: {strength: 1.0, gamma: 0.99}",
-        "        rnd: {strength: 0.01, gamma: 0.99, encoding_size: 64, learning_rate: 1.0e-4}",
-        "```",
-        "",
-    ]
-    for signal, declared in SIGNAL_PARAMETERS.items():
-        lines += [f"### `{signal}` ({SIGNAL_TITLES[signal]})", "",
-                  "| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
-        for key, p in declared.items():
-            allowed = p.check[1] if p.check else ""
-            lines.append(f"| `{key}` | {p.kind.__name__} | `{p.default}` | {allowed} | {p.doc} |")
-        lines.append("")
-    return lines
-
-
-if __name__ == "__main__":
-    from trainers.trainer.registry import load_registry
-
-    print(hyperparameters_markdown(load_registry()))

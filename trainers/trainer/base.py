@@ -28,7 +28,6 @@ import collections
 import difflib
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Deque, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
@@ -201,7 +200,7 @@ class Trainer:
         self._environment_stats: Dict[str, Tuple[str, List[float]]] = {}
         self.step = 0
         self.last_reward = 0.0
-        self._summary_writer = None
+        self._stats_reporter = None
         self._last_summary_step = 0
         self._start_time = time.time()
         self._start_step = 0
@@ -314,16 +313,14 @@ class Trainer:
 
     # ----------------------------------------------------------------- summaries
     @property
-    def summary_writer(self):
-        """A ``FileWriter`` on ``summary_path``, created on first use (no graph ops involved)."""
-        if self._summary_writer is None and self.trainer_parameters.get("summary_path"):
-            from trainers.tf_utils import tf
+    def stats_reporter(self):
+        """The ``trainers.stats.StatsReporter`` every summary goes through (TensorBoard, console, plugins)."""
+        if self._stats_reporter is None:
+            from trainers.stats import StatsReporter, WriterContext
 
-            path = self.trainer_parameters["summary_path"]
-            os.makedirs(path, exist_ok=True)
-            with self.sess.graph.as_default():  # FileWriter refuses eager mode; it adds no op
-                self._summary_writer = tf.summary.FileWriter(path)
-        return self._summary_writer
+            self._stats_reporter = StatsReporter.for_trainer(WriterContext(
+                self.brain_name, self.trainer_parameters.get("summary_path"), self.sess, self.is_training))
+        return self._stats_reporter
 
     def add_stat(self, key: str, value: float) -> None:
         self.stats.setdefault(key, []).append(float(value))
@@ -339,33 +336,12 @@ class Trainer:
         entry[1].append(float(value))
 
     def write_scalars(self, values: Mapping[str, float], step: Optional[int] = None) -> None:
-        """Write scalar summaries as protos (no graph ops, so safe after ``finalize``)."""
-        writer = self.summary_writer
-        if writer is None:
-            return
-        from trainers.tf_utils import tf
-
-        summary = tf.Summary()
-        for tag, value in values.items():
-            summary.value.add(tag=tag, simple_value=float(value))
-        writer.add_summary(summary, self.step if step is None else step)
-        writer.flush()
+        """Write scalar summaries (no graph ops, so safe after ``finalize``)."""
+        self.stats_reporter.write(self.step if step is None else step, values)
 
     def write_tensorboard_text(self, key: str, input_dict: Mapping[str, Any]) -> None:
         """Write a two-column table (e.g. the hyperparameters) to TensorBoard's text tab."""
-        writer = self.summary_writer
-        if writer is None:
-            return
-        from trainers.tf_utils import tf
-
-        rows = [f"| {k} | {v} |" for k, v in sorted(input_dict.items())]
-        text = "\n".join(["| key | value |", "|---|---|"] + rows)
-        tensor = tf.make_tensor_proto(text.encode())  # a DT_STRING scalar
-        metadata = tf.SummaryMetadata(plugin_data=tf.SummaryMetadata.PluginData(plugin_name="text"))
-        summary = tf.Summary()
-        summary.value.add(tag=key, metadata=metadata, tensor=tensor)
-        writer.add_summary(summary, self.step)
-        writer.flush()
+        self.stats_reporter.write_text(self.step, key, input_dict)
 
     def summary_due(self) -> bool:
         """True once per ``summary_freq`` agent steps."""
@@ -391,16 +367,9 @@ class Trainer:
         rate = (self.step - self._start_step) / elapsed if elapsed > 0 else 0.0
         remaining = max(self.get_max_steps - self.step, 0)
         eta = remaining / rate if rate > 0 else math.inf
-        reward_text = (
-            f"Mean Reward: {np.mean(rewards):.3f}. Std of Reward: {np.std(rewards):.3f}. Episodes: {len(rewards)}."
-            if rewards
-            else "No episode completed since the last summary."
-        )
-        logger.info(
-            "%s: Step: %d. %s %.0f agent-steps/s. Elapsed: %s. ETA: %s.",
-            self.brain_name, self.step, reward_text, rate, _hms(elapsed),
-            _hms(eta) if self.is_training else "-",
-        )
+        from trainers.stats import Progress
+
+        self.stats_reporter.write_progress(self.step, Progress(rewards, rate, elapsed, eta, self.is_training))
         values = {summary_tag(k): float(np.mean(v)) for k, v in self.stats.items() if v}
         if "Environment/Cumulative Reward" in values and not self.writes_signal_rewards:
             values["Policy/Extrinsic Reward"] = values["Environment/Cumulative Reward"]
@@ -414,10 +383,10 @@ class Trainer:
         self._environment_stats = {}
 
     def close(self) -> None:
-        """Flush and close the summary writer."""
-        if self._summary_writer is not None:
-            self._summary_writer.close()
-            self._summary_writer = None
+        """Flush and close the summary writers."""
+        if self._stats_reporter is not None:
+            self._stats_reporter.close()
+            self._stats_reporter = None
 
     def __str__(self) -> str:
         params = "\n".join(f"\t{k}:\t{v}" for k, v in sorted(self.trainer_parameters.items()))
@@ -466,10 +435,3 @@ def lesson_tags(lesson: Any) -> Dict[str, float]:
     if isinstance(lesson, Mapping):
         return {f"Environment/Lesson Number/{name}": float(n) for name, n in lesson.items()}
     return {"Environment/Lesson Number": float(lesson)}
-
-
-def _hms(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "?"
-    seconds = int(seconds)
-    return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"

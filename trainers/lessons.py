@@ -1,0 +1,45 @@
+"""The curriculum as the training loop sees it: which lesson each parameter is at, and when it moves on.
+
+The curriculum objects themselves (the JSON curriculum, Release 22's environment parameters)
+decide from a measure; this module computes that measure from the learners and writes the
+lesson numbers to their summaries when a lesson changes.
+"""
+from __future__ import annotations
+
+from typing import Dict, Mapping, Optional
+
+import numpy as np
+
+from trainers.trainer.base import Trainer, lesson_tags
+
+
+def lesson_numbers(curriculum) -> Optional[Dict[str, int]]:
+    """Parameter -> lesson index of the run's curriculum (None without one).
+
+    A curriculum with its own lesson track per parameter says so with ``lesson_numbers()``; the
+    JSON curriculum moves all its parameters together, so each of them has its one lesson number.
+    """
+    if hasattr(curriculum, "lesson_numbers"):
+        return curriculum.lesson_numbers()
+    if getattr(curriculum, "data", None) is None:
+        return None
+    return {name: curriculum.lesson_number for name in curriculum.data["parameters"]}
+
+
+def curriculum_progress(curriculum, trainers: Mapping[str, Trainer]) -> Optional[float]:
+    """The curriculum's measure over the learners: their mean share of ``max_steps`` done
+    (``progress``), the sum of their last mean rewards (``reward``), or None."""
+    learners = [t for t in trainers.values() if t.is_learner]
+    if curriculum.measure == "progress" and learners:
+        return float(np.mean([min(t.get_step / t.get_max_steps, 1.0) for t in learners]))
+    if curriculum.measure == "reward":
+        return float(sum(t.get_last_reward for t in learners))
+    return None
+
+
+def advance_curriculum(curriculum, trainers: Mapping[str, Trainer]) -> None:
+    """Maybe move to the next lesson (it reaches the environments at their next reset); a new
+    lesson is written to every trainer's summaries."""
+    if curriculum.increment_lesson(curriculum_progress(curriculum, trainers)):
+        for t in trainers.values():
+            t.write_scalars(lesson_tags(lesson_numbers(curriculum)))
