@@ -25,7 +25,7 @@ from academy.internal import OnnxInternalBrain
 from trainers.export.onnx_model import export_onnx
 from unityagents.brain import BrainParameters
 from unityagents.exception import UnityObservationException
-from unityagents.wire.api2 import Peer
+from unityagents.wire.base import Peer
 from unityagents.wire.grpc import GrpcCommunicator
 
 
