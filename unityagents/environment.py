@@ -94,7 +94,8 @@ class UnityEnvironment(SceneFacts):
         self._loaded = False
         self._closed = False
         self._communicator: Optional[Communicator] = None
-        self._global_done: Optional[bool] = None
+        #: Whether the Academy's episode ended with the last answer (API-2); None before the first reset.
+        self.global_done: Optional[bool] = None
         #: What the communicator knows of this environment (its process, its log, the answer timeout).
         self._peer = Peer(timeout_wait)
         self._n_agents: Dict[str, int] = {}
@@ -111,7 +112,7 @@ class UnityEnvironment(SceneFacts):
                 file_name, protocol, self.port, self.worker_id, seed, log_dir, bool(no_graphics), self._env_args)
             self._communicator.connect(float(start_timeout), file_name)
             hello = self._communicator.handshake()
-            self._academy_name = hello.academy_name
+            self.academy_name: str = hello.academy_name  # the Academy's name (API-2), the build's (gRPC)
             self._brains = hello.brains
             self._brain_names = list(hello.brains)
             self._external_brain_names = list(hello.external_brain_names)
@@ -131,7 +132,7 @@ class UnityEnvironment(SceneFacts):
             self.close()
             raise
         self._loaded = True
-        logger.info("'%s' started successfully!\n%s", self._academy_name, self)
+        logger.info("'%s' started successfully!\n%s", self.academy_name, self)
 
     # ------------------------------------------------------------------------ start-up
 
@@ -146,14 +147,6 @@ class UnityEnvironment(SceneFacts):
     @property
     def logfile_path(self) -> Optional[str]:
         return self._peer.log_path
-
-    @property
-    def global_done(self) -> Optional[bool]:
-        return self._global_done
-
-    @property
-    def academy_name(self) -> str:
-        return self._academy_name
 
     @property
     def resets_by_itself(self) -> bool:
@@ -176,7 +169,7 @@ class UnityEnvironment(SceneFacts):
         params.update(self._curriculum.get_config())
         lines = "\n\t\t".join(f"{k} -> {v}" for k, v in params.items())
         return (
-            f"Unity Academy name: {self._academy_name}\n"
+            f"Unity Academy name: {self.academy_name}\n"
             f"        Number of Brains: {self.number_brains}\n"
             f"        Number of External Brains : {self.number_external_brains}\n"
             f"        Lesson number : {self._curriculum.get_lesson_number}\n"
@@ -254,10 +247,10 @@ class UnityEnvironment(SceneFacts):
         sends to all of them before receiving from any.
         """
         self._require_idle()
-        if self._global_done is None:
+        if self.global_done is None:
             raise UnityActionException(
                 "You cannot conduct step without first calling reset. Reset the environment with 'reset()'")
-        if self._global_done:
+        if self.global_done:
             raise UnityActionException("The episode is completed. Reset the environment with 'reset()'")
         by_brain = self._decisions.by_brain
         action, memory, value = by_brain(action, "action"), by_brain(memory, "memory"), by_brain(value, "value")
@@ -279,7 +272,7 @@ class UnityEnvironment(SceneFacts):
                 "receive() was called with no reset or step in flight; call reset_send() or step_send() first.")
         self._awaiting = False
         try:
-            infos, self._global_done = self._communicator.receive()
+            infos, self.global_done = self._communicator.receive()
         except UnityException:
             self._failed()  # a malformed or missing answer leaves the stream out of step: reap it
             raise
