@@ -16,10 +16,10 @@ environments behind it. This module owns the N environments of a run and
 * restarts an environment that crashed, hung, closed its connection or sent malformed data,
   under the limits users know from ML-Agents (``RestartPolicy``); past a limit it raises a
   ``UnityEnvironmentException`` naming the cause and the environment's log;
-* treats an environment in which no agent asks for a decision for too long as failed too (a
-  modern build answers every step, so a scene whose agents were disabled would otherwise keep a
-  run going forever without learning anything): ``no_decision_steps`` consecutive steps, or
-  ``no_decision_seconds`` of stepping, without one decision request.
+* treats an environment in which no agent asks for a decision for too long as failed too:
+  ``no_decision_steps`` consecutive steps, or ``no_decision_seconds`` of stepping, without one
+  decision request (``unityagents.vector.restart`` says when an environment counts as failed and
+  launches it again).
 
 Where an environment runs is a backend's business: a *worker* is anything with the
 ``EnvironmentWorker`` interface. ``UnityEnvironment`` is the local one (a process on this
@@ -56,6 +56,7 @@ from unityagents.vector.restart import (
 
 logger = logging.getLogger("unityagents")
 
+
 class EnvironmentWorker(Protocol):
     """One environment, wherever it runs: what ``EnvironmentSet`` needs of it.
 
@@ -70,6 +71,8 @@ class EnvironmentWorker(Protocol):
     global_done: Optional[bool]
     #: The scene's custom stats sent with the last answer (modern protocol; empty for API-2).
     stats: Dict[str, List[Tuple[float, str]]]
+    #: Whether it ends its Academy episodes itself (API-2); a worker without it is taken to.
+    resets_by_itself: bool
 
     def reset_send(self, train_mode: bool = True, config: Optional[Dict[str, float]] = None) -> None: ...
 
