@@ -46,11 +46,16 @@ logger = logging.getLogger("unityagents")
 API2_VERSION = "API-2"
 _POLL_SECONDS = 0.2
 
+
 class API2Communicator(Communicator):
     """API-2 over a raw socket on 127.0.0.1 (the seed's bytes; see the module docstring).
 
     The listening socket is bound in the constructor, before anything is launched, so that a
     port in use is reported before a process is started for nothing.
+
+    :param seed: not sent: API-2 has no place for it (a built-in scene gets ``--seed`` from the launcher).
+    :param engine_config: ignored with a warning: API-2 has no engine configuration channel.
+    :param side_channels: refused: API-2 has no side channels.
     """
 
     protocol = "api2"

@@ -254,6 +254,7 @@ def brain_info_of(b: str, params: BrainParameters, msg: Dict[str, Any], log: Opt
                                      np.float32))
     return BrainInfo(observations, state, memory, rewards, agents, dones, prev)
 
+
 def _check_size(brain: str, field: str, got: int, expected: int, layout: str) -> None:
     if got != expected:
         raise UnityObservationException(
