@@ -65,8 +65,9 @@ from typing import Any, Callable, Dict, List, Optional
 from docopt import docopt
 
 from unityagents import UnityEnvironment, UnityEnvironmentException, UnityException
-from unityagents.vector.environment_set import EnvironmentSet, RestartPolicy
+from unityagents.vector.environment_set import EnvironmentSet
 from unityagents.vector.overlapped_stepping import SCHEDULES
+from unityagents.vector.restart import RestartPolicy
 
 logger = logging.getLogger("unityagents")
 
@@ -130,7 +131,7 @@ def _protocol_options(options) -> Dict[str, Any]:
                 f"{', '.join(given)} set the engine of a modern build and need --protocol grpc; an API-2 build has "
                 "no engine settings (use --slow for its inference settings).")
         return {}
-    from unityagents.wire.grpc import EngineConfig
+    from unityagents.wire.side_channels import EngineConfig
 
     try:
         time_scale = float(options["--time-scale"])

@@ -46,7 +46,8 @@ from trainers.controller import TrainerController  # noqa: E402
 from trainers.settings.trainer_config import load_trainer_config  # noqa: E402
 from trainers.trainer.registry import load_registry  # noqa: E402
 from unityagents import UnityEnvironment  # noqa: E402
-from unityagents.vector.environment_set import EnvironmentSet, RestartPolicy  # noqa: E402
+from unityagents.vector.environment_set import EnvironmentSet  # noqa: E402
+from unityagents.vector.restart import RestartPolicy  # noqa: E402
 
 
 def rss_mib() -> float:

@@ -392,7 +392,8 @@ def test_black_and_white_camera_frames_have_one_channel(fake):
 # ------------------------------------------------------------------------------ issue 13: hostile environments
 from unityagents.exception import UnityMessageException, UnityObservationException, _log_hint, register_own_log  # noqa: E402,E501
 from unityagents.launcher import find_unity_binary  # noqa: E402
-from unityagents.wire.api2 import Peer, _Connection  # noqa: E402
+from unityagents.wire.api2_stream import Connection  # noqa: E402
+from unityagents.wire.base import Peer  # noqa: E402
 
 
 def png_claiming(width: int, height: int) -> bytes:
@@ -454,7 +455,7 @@ def _read_unframed_seconds(payload: bytes, check) -> float:
     import threading
 
     writer = threading.Thread(target=feed, daemon=True)
-    conn = _Connection(b, Peer(300), timeout=300)
+    conn = Connection(b, Peer(300), timeout=300)
     t0 = time.perf_counter()
     writer.start()
     value = conn.read_json_unframed("AcademyParameters")
@@ -518,7 +519,7 @@ def test_unframed_academy_parameters_are_read_in_linear_time(make, monkeypatch):
     whole buffer again after each of the ~50 reads of 64 kB would be ~25 times the payload."""
     import orjson
 
-    from unityagents.wire import api2 as communicator
+    from unityagents.wire import api2_stream as communicator
 
     counter = {"bytes": 0}
     for name in ("_JSON_STRING", "_JSON_TOKENS", "_STRING_PART"):
@@ -756,43 +757,40 @@ def test_learn_stops_on_an_environment_sending_non_finite_states_with_a_finite_c
 # ------------------------------------------------------------------------------ the gRPC path, same classes
 def _grpc_behaviour():
     from unityagents.brain import BrainParameters
-    from unityagents.wire.grpc import GrpcCommunicator, _Behaviour, _ObservationSpec
+    from unityagents.wire.grpc_messages import Behaviour, ObservationSpec
 
-    comm = GrpcCommunicator.__new__(GrpcCommunicator)
-    comm.peer = Peer(30)
-    comm.channels_last = False
-    comm.package_version = "2.0.0"
     params = BrainParameters("Ball", {"stateSize": 3, "actionSize": 2, "memorySize": 0, "cameraResolutions": [],
                                       "actionDescriptions": [], "actionSpaceType": 1, "stateSpaceType": 1})
-    return comm, _Behaviour("Ball", [_ObservationSpec((3,), False, size=3)], 2, [], params)
+    return Behaviour("Ball", [ObservationSpec((3,), False, size=3)], 2, [], params, channels_last=False,
+                     package_version="2.0.0")
 
 
 @pytest.mark.parametrize("bad", ["nan-observation", "inf-reward", "duplicate-id"])
 def test_grpc_non_finite_values_and_duplicate_ids_are_environment_errors(bad):
     from unityagents.wire.protos import communicator_objects_pb2 as pb
 
-    comm, behaviour = _grpc_behaviour()
+    behaviour = _grpc_behaviour()
 
     def agent(i, values=(0.1, 0.2, 0.3), reward=0.0):
         return pb.AgentInfoProto(id=i, reward=reward, observations=[pb.ObservationProto(
             shape=[3], float_data=pb.ObservationProto.FloatData(data=list(values)))])
 
     good = [agent(0), agent(1)]
-    assert comm._brain_info(behaviour, good).states.shape == (2, 3)
+    assert behaviour.brain_info(good, None).states.shape == (2, 3)
     infos = {"nan-observation": [agent(0), agent(1, (0.1, float("nan"), 0.3))],
              "inf-reward": [agent(0, reward=float("inf")), agent(1)],
              "duplicate-id": [agent(0), agent(0)]}[bad]
     match = {"nan-observation": r"field observations \(vector\).*received nan", "inf-reward": r"field reward\).*inf",
              "duplicate-id": "the same agent sent two infos of the same kind"}[bad]
     with pytest.raises(UnityMessageException, match=match) as err:
-        comm._brain_info(behaviour, infos)
+        behaviour.brain_info(infos, None)
     assert err.value.brain == "Ball" and err.value.agent == (0 if bad != "nan-observation" else 1)
 
 
 def test_grpc_png_observation_is_refused_from_its_header_without_decoding(monkeypatch):
     import PIL.Image
 
-    from unityagents.wire.grpc import decode_png_observation
+    from unityagents.wire.validate import decode_png_observation
 
     monkeypatch.setattr(PIL.Image, "open", lambda *a, **k: pytest.fail("the frame was handed to the decoder"))
     with pytest.raises(ValueError, match=r"PNG header says 10000x10000 \(refused before decoding\), expected 4x3"):

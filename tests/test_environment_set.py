@@ -11,7 +11,8 @@ import pytest
 from trainers.trainer.bases import OnPolicyTrainer, PolicyOutput
 from unityagents.brain import BrainInfo, BrainParameters
 from unityagents.exception import UnityCommunicationException, UnityEnvironmentException, UnityTimeOutException
-from unityagents.vector.environment_set import EnvironmentSet, RestartPolicy
+from unityagents.vector.environment_set import EnvironmentSet
+from unityagents.vector.restart import RestartPolicy
 
 BRAIN = {"stateSize": 2, "actionSize": 1, "memorySize": 0, "cameraResolutions": [],
          "actionDescriptions": [], "actionSpaceType": 1, "stateSpaceType": 1}

@@ -41,7 +41,8 @@ from unityagents.exception import (
     UnityProtocolException,
     UnityTimeOutException,
 )
-from unityagents.vector.environment_set import EnvironmentSet, RestartPolicy
+from unityagents.vector.environment_set import EnvironmentSet
+from unityagents.vector.restart import RestartPolicy
 from unityagents.wire.protos import communicator_objects_pb2 as pb
 
 METHOD = "/communicator_objects.UnityToExternalProto/Exchange"

@@ -315,7 +315,7 @@ def test_png_observations_decode_with_their_channel_rules():
 
     from PIL import Image
 
-    from unityagents.wire.grpc import decode_png_observation
+    from unityagents.wire.validate import decode_png_observation
 
     def png(array):
         out = io.BytesIO()

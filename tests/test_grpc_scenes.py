@@ -10,7 +10,7 @@ import pytest
 from conftest import free_port
 
 from unityagents import UnityEnvironment
-from unityagents.wire.grpc import EngineConfig
+from unityagents.wire.side_channels import EngineConfig
 
 
 def open_env(scene, tmp_path, seed=0, **kwargs):

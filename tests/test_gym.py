@@ -30,7 +30,8 @@ def assert_in_space(value, space: gymnasium.Space) -> None:
 @pytest.mark.parametrize("scene", ["Basic", "GridWorld"])
 def test_check_env_passes_over_the_socket(scene):
     """gymnasium's own checker, with its soft complaints (warnings) counted as failures. The close check
-    re-makes the env from the registry, which a wrapper of an open environment cannot be (see bridges/gym.py)."""
+    re-makes the env from the registry, which a wrapper of an open environment cannot be (see
+    unityagents/bridges/gym.py)."""
     with UnityToGymWrapper(open_env(scene)) as env, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         check_env(env, skip_render_check=True, skip_close_check=True)

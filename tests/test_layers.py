@@ -4,6 +4,8 @@
 - the Unity side (``academy``) imports nothing of the trainers, and of ``unityagents`` only the
   generated protocol messages (``unityagents.wire.protos``) that both ends of the wire share;
 - the wire (``unityagents``) imports nothing of the trainers and never TensorFlow;
+- the protocols (``unityagents.wire``) import nothing of the environment or the set above them:
+  a communicator sees the environment only through its ``Peer``;
 - the algorithms (``trainers`` but the controller, which drives the environment set, and the
   ``unityagents-learn`` front end, which builds it) know of ``unityagents`` only its data types,
   exceptions and demonstration files: no sockets, processes or protocols.
@@ -95,7 +97,7 @@ def cycles(g: Dict[str, Set[str]]) -> List[List[str]]:
 def test_the_reader_sees_a_cycle_and_relative_imports():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     g = graph()
-    assert "unityagents.wire.api2" in g["unityagents.environment"]  # a relative import, resolved
+    assert "unityagents.wire.base" in g["unityagents.environment"]  # a relative import, resolved
     assert "trainers.returns" in g["trainers.reward_signals"]
 
 
@@ -113,6 +115,13 @@ def test_the_unity_side_imports_only_the_shared_messages():
 def test_the_wire_knows_nothing_of_learning():
     bad = {m: sorted(d for d in deps if d.split(".")[0] in ("trainers", "tensorflow"))
            for m, deps in graph().items() if m.startswith("unityagents")}
+    assert {m: d for m, d in bad.items() if d} == {}
+
+
+def test_the_protocols_know_nothing_of_the_environment_above_them():
+    above = ("unityagents.environment", "unityagents.vector", "unityagents.bridges", "unityagents.launcher")
+    bad = {m: sorted(d for d in deps if d.startswith(above))
+           for m, deps in graph().items() if m.startswith("unityagents.wire")}
     assert {m: d for m, d in bad.items() if d} == {}
 
 

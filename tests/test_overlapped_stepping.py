@@ -15,7 +15,8 @@ from trainers.controller import TrainerController
 from trainers.trainer.bases import PolicyOutput
 from unityagents.brain import BrainInfo, BrainParameters
 from unityagents.exception import UnityEnvironmentException
-from unityagents.vector.environment_set import EnvironmentSet, RestartPolicy
+from unityagents.vector.environment_set import EnvironmentSet
+from unityagents.vector.restart import RestartPolicy
 
 WIDE = dict(BRAIN, stateSize=4)
 

@@ -26,7 +26,7 @@ from academy.scene import BrainSpec, VectorSensor, modern_observations
 from trainers.export.onnx_model import export_onnx
 from unityagents.brain import BrainParameters
 from unityagents.exception import UnityObservationException
-from unityagents.wire.api2 import Peer
+from unityagents.wire.base import Peer
 from unityagents.wire.grpc import GrpcCommunicator
 
 

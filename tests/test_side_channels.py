@@ -10,13 +10,16 @@ from conftest import free_port
 
 from unityagents import UnityEnvironment
 from unityagents.exception import UnityEnvironmentException
-from unityagents.wire.api2 import Peer
-from unityagents.wire.grpc import (
+from unityagents.wire.base import Peer
+from unityagents.wire.grpc import GrpcCommunicator
+from unityagents.wire.side_channels import (
+    BUILT_IN_CHANNELS,
     STATS_CHANNEL,
-    GrpcCommunicator,
+    IncomingMessage,
+    OutgoingMessage,
+    SideChannel,
     side_channel_frame,
 )
-from unityagents.wire.side_channels import BUILT_IN_CHANNELS, IncomingMessage, OutgoingMessage, SideChannel
 
 USER_ID = uuid.UUID("621f0a70-4f87-11ea-a6bf-784f4387d1f7")
 

@@ -239,7 +239,7 @@ def run_options(argv: List[str]):
     """Everything checked and translated into learn.py's ``RunOptions`` (or a dry-run's text)."""
     import learn
     from trainers.trainer.registry import load_registry
-    from unityagents.vector.environment_set import RestartPolicy
+    from unityagents.vector.restart import RestartPolicy
 
     rest, env_args = split_env_args(argv)
     options = docopt(__doc__, argv=rest)

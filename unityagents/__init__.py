@@ -15,7 +15,7 @@ _EXPORTS = {
     "BrainInfo": "brain", "BrainParameters": "brain",
     "Curriculum": "curriculum",
     "UnityEnvironment": "environment", "builtin_scenes": "launcher",
-    "EnvironmentSet": "vector.environment_set", "RestartPolicy": "vector.environment_set",
+    "EnvironmentSet": "vector.environment_set", "RestartPolicy": "vector.restart",
     "UnityActionException": "exception", "UnityCommunicationException": "exception",
     "UnityEnvironmentException": "exception", "UnityException": "exception",
     "UnityMessageException": "exception", "UnityObservationException": "exception",

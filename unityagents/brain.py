@@ -4,7 +4,7 @@ Both mirror the API-2 Python package: ``BrainParameters(name, dict)`` takes one 
 AcademyParameters' ``brainParameters`` list, and ``BrainInfo`` carries one state message of one
 brain (its agents in the order Unity sent them).
 
-The modern (gRPC) protocol maps onto the same two classes (``grpc_communicator.py``): a behaviour
+The modern (gRPC) protocol maps onto the same two classes (``unityagents.wire.grpc_messages``): a behaviour
 becomes a brain, its vector observations one continuous state, its cameras ``[N, H, W, C]``
 observations, its discrete branches ``action_branches`` (a hybrid behaviour is a continuous
 brain with branches: ``is_hybrid``). ``BrainParameters.sensors`` keeps what

@@ -214,7 +214,7 @@ def _decode_observation(obs: "pb.ObservationProto", shape: Tuple[int, ...], visu
             values = values.reshape(shape)
             return values.transpose(1, 2, 0) if channels_first else values
         return values
-    from unityagents.wire.grpc import decode_png_observation
+    from unityagents.wire.validate import decode_png_observation
 
     try:
         return decode_png_observation(obs.compressed_data, _hwc(shape, channels_first),

@@ -4,14 +4,16 @@ Python is the server and the environment (a Unity build, or a built-in scene of 
 is the client, in either protocol:
 
 * ``protocol="api2"`` (default): the raw-socket protocol of ML-Agents #166
-  (its bytes are described in ``communicator.API2Communicator``);
+  (its bytes are described in ``unityagents.wire.api2``);
 * ``protocol="grpc"``: the modern ML-Agents protocol, communication API 1.5.0, which every
-  Unity build since 2021 speaks (described in ``grpc_communicator.GrpcCommunicator`` and the
-  README's "Modern Unity builds" section).
+  Unity build since 2021 speaks (described in ``unityagents.wire.grpc`` and the README's "Modern
+  Unity builds" section).
 
 This module has the process launched (``launcher``, by the rules of the chosen protocol), validates
-what the caller gives ``reset``/``step``, and keeps the brains' bookkeeping; the communicator owns
-the bytes and knows of the environment only its ``Peer`` (timeout, log, process). Both listen on
+what the caller gives ``reset``/``step`` (``decisions``), and keeps the brains' bookkeeping; it never
+asks which protocol it speaks: the communicator (``unityagents.wire.base.Communicator``) owns the
+bytes, answers what differs between protocols, and knows of the environment only its ``Peer``
+(timeout, log, process). Both listen on
 127.0.0.1 only, time out instead of hanging, poll the launched process while
 they wait and reap it on every failure, and raise errors that say what was expected, what arrived
 and what to do. This module knows nothing of learning and never imports TensorFlow.
@@ -21,12 +23,11 @@ from __future__ import annotations
 import atexit
 import logging
 import subprocess
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence
 
-import numpy as np
-
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainInfo
 from unityagents.curriculum import AnyResetParameter, Curriculum
+from unityagents.decisions import ActionInput, AgentMemories, DecisionChecker
 from unityagents.exception import (
     UnityActionException,
     UnityEnvironmentException,
@@ -34,19 +35,15 @@ from unityagents.exception import (
     is_own_log,
 )
 from unityagents.launcher import launch
-from unityagents.wire.api2 import API2_VERSION, API2Communicator, Communicator, Peer, Stat
+from unityagents.scene_facts import SceneFacts
+from unityagents.wire.base import COMMUNICATORS, Communicator, Peer, Stat, communicator_class
 
 logger = logging.getLogger("unityagents")
 
-API_VERSION = API2_VERSION
-PROTOCOLS = ("api2", "grpc")
-_UNITY_EXTENSIONS = (".app", ".exe", ".x86_64", ".x86")
-
-ActionInput = Union[None, float, Sequence[float], np.ndarray, Dict[str, Any]]
+PROTOCOLS = tuple(COMMUNICATORS)
 
 
-
-class UnityEnvironment:
+class UnityEnvironment(SceneFacts):
     """A running environment: a Unity build or a built-in ``academy`` scene, over a local socket.
 
     :param file_name: a Unity build (``3DBall``, ``3DBall.x86_64``, ``builds/3DBall.app``) or
@@ -68,7 +65,7 @@ class UnityEnvironment:
     :param protocol: ``"api2"`` (Unity builds of 2018, ML-Agents 0.3) or ``"grpc"`` (every
         ML-Agents build since Release 19, communication API 1.5.0).
     :param engine_config: gRPC only: the engine settings sent through the engine-configuration
-        side channel (time scale 20 by default); see ``grpc_communicator.EngineConfig``.
+        side channel (time scale 20 by default); see ``unityagents.wire.side_channels.EngineConfig``.
     :param no_graphics: gRPC only: launch the build with ``-nographics -batchmode``.
     :param side_channels: gRPC only: the user's ``side_channels.SideChannel`` instances (their ids
         must differ from each other and from the built-in channels'); see ``unityagents.wire.side_channels``.
@@ -91,65 +88,51 @@ class UnityEnvironment:
         side_channels: Sequence[Any] = (),
     ):
         atexit.register(self.close)
-        if protocol not in PROTOCOLS:
-            raise UnityEnvironmentException(
-                f"Unknown protocol {protocol!r}: expected 'api2' (Unity builds of ML-Agents 0.3, 2018) or "
-                "'grpc' (ML-Agents Release 19 and later, communication API 1.5.0).")
+        communicator = communicator_class(protocol)
         self.protocol = protocol
         self._env_args = [str(a) for a in env_args]
         self._loaded = False
         self._closed = False
         self._communicator: Optional[Communicator] = None
-        self._global_done: Optional[bool] = None
+        #: Whether the Academy's episode ended with the last answer (API-2); None before the first reset.
+        self.global_done: Optional[bool] = None
         #: What the communicator knows of this environment (its process, its log, the answer timeout).
         self._peer = Peer(timeout_wait)
         self._n_agents: Dict[str, int] = {}
         self._n_deciding: Dict[str, int] = {}
         self._awaiting = False  # a reset or step was sent; receive() reads its answer
-        self._first_infos: Optional[Dict[str, BrainInfo]] = None
-        self._memories: Dict[str, Dict[Any, np.ndarray]] = {}  # gRPC: brain -> agent -> memory row
-        self._last_agents: Dict[str, List[Any]] = {}
+        #: Memory rows kept here where the protocol does not carry them; None where it does.
+        self._memories: Optional[AgentMemories] = None if communicator.carries_memories else AgentMemories()
         self.port = int(base_port) + int(worker_id)
         self.worker_id = int(worker_id)
-        if protocol == "grpc":
-            from unityagents.wire.grpc import GrpcCommunicator
-
-            self._communicator = GrpcCommunicator(self._peer, self.port, self.worker_id, seed=seed,
-                                                  engine_config=engine_config, side_channels=side_channels)
-        else:
-            if side_channels:
-                raise UnityEnvironmentException(
-                    "API-2 (protocol='api2') has no side channels, so side_channels cannot be used with it; "
-                    "open a modern build with protocol='grpc', or leave side_channels out.")
-            if engine_config is not None:
-                logger.warning("API-2 has no engine configuration channel: engine_config is ignored "
-                               "(train_mode chooses the engine's speed).")
-            self._communicator = API2Communicator(self._peer, self.port, self.worker_id)
+        self._communicator = communicator(self._peer, self.port, self.worker_id, seed=seed,
+                                          engine_config=engine_config, side_channels=side_channels)
         try:
             self._peer.process, self._peer.log_path = launch(
                 file_name, protocol, self.port, self.worker_id, seed, log_dir, bool(no_graphics), self._env_args)
             self._communicator.connect(float(start_timeout), file_name)
             hello = self._communicator.handshake()
-            self._academy_name = hello.academy_name
+            self.academy_name: str = hello.academy_name  # the Academy's name (API-2), the build's (gRPC)
             self._brains = hello.brains
             self._brain_names = list(hello.brains)
             self._external_brain_names = list(hello.external_brain_names)
             self._reset_parameters = dict(hello.reset_parameters)
             if hello.log_path and not is_own_log(self._peer.log_path):
                 self._peer.log_path = hello.log_path  # only shown in messages, never read (exception.py)
+            self._decisions = DecisionChecker(self._brains, self._external_brain_names, self._memories,
+                                              communicator.takes_deciding_rows_only)
             if hello.first_infos is not None:
-                self._note_agents(hello.first_infos)
-                self._restore_memories(hello.first_infos)
+                self._took(hello.first_infos)
             if not self._external_brain_names:
                 logger.warning("No External Brains found in the Unity Environment. "
                                "You will not be able to pass actions to your agent(s).")
-            self._curriculum = Curriculum(curriculum, self._reset_parameters if protocol == "api2"
+            self._curriculum = Curriculum(curriculum, self._reset_parameters if communicator.declares_reset_parameters
                                           else AnyResetParameter())
         except BaseException:
             self.close()
             raise
         self._loaded = True
-        logger.info("'%s' started successfully!\n%s", self._academy_name, self)
+        logger.info("'%s' started successfully!\n%s", self.academy_name, self)
 
     # ------------------------------------------------------------------------ start-up
 
@@ -162,44 +145,13 @@ class UnityEnvironment:
 
     # ------------------------------------------------------------------------ properties
     @property
-    def curriculum(self) -> Curriculum:
-        return self._curriculum
-
-    @property
     def logfile_path(self) -> Optional[str]:
         return self._peer.log_path
 
     @property
-    def brains(self) -> Dict[str, BrainParameters]:
-        return self._brains
-
-    @property
-    def global_done(self) -> Optional[bool]:
-        return self._global_done
-
-    @property
-    def academy_name(self) -> str:
-        return self._academy_name
-
-    @property
-    def number_brains(self) -> int:
-        return len(self._brain_names)
-
-    @property
-    def number_external_brains(self) -> int:
-        return len(self._external_brain_names)
-
-    @property
-    def brain_names(self) -> List[str]:
-        return self._brain_names
-
-    @property
-    def external_brain_names(self) -> List[str]:
-        return self._external_brain_names
-
-    @property
-    def reset_parameters(self) -> Dict[str, float]:
-        return dict(self._reset_parameters)
+    def resets_by_itself(self) -> bool:
+        """Whether the environment ends its Academy episodes itself (API-2's global done)."""
+        return self._communicator.resets_by_itself
 
     @property
     def stats(self) -> Dict[str, List[Stat]]:
@@ -217,7 +169,7 @@ class UnityEnvironment:
         params.update(self._curriculum.get_config())
         lines = "\n\t\t".join(f"{k} -> {v}" for k, v in params.items())
         return (
-            f"Unity Academy name: {self._academy_name}\n"
+            f"Unity Academy name: {self.academy_name}\n"
             f"        Number of Brains: {self.number_brains}\n"
             f"        Number of External Brains : {self.number_external_brains}\n"
             f"        Lesson number : {self._curriculum.get_lesson_number}\n"
@@ -250,7 +202,7 @@ class UnityEnvironment:
         elif config:
             logger.info("Academy reset with parameters: %s", ", ".join(f"{k} -> {v}" for k, v in config.items()))
         for k, v in config.items():
-            if self.protocol == "api2" and k not in self._reset_parameters:
+            if self._communicator.declares_reset_parameters and k not in self._reset_parameters:
                 raise UnityEnvironmentException(
                     f"The reset parameter {k!r} is not a parameter of this environment. "
                     f"Its parameters are: {sorted(self._reset_parameters) or 'none'}.")
@@ -295,47 +247,14 @@ class UnityEnvironment:
         sends to all of them before receiving from any.
         """
         self._require_idle()
-        if self._global_done is None:
+        if self.global_done is None:
             raise UnityActionException(
                 "You cannot conduct step without first calling reset. Reset the environment with 'reset()'")
-        if self._global_done:
+        if self.global_done:
             raise UnityActionException("The episode is completed. Reset the environment with 'reset()'")
-        action = self._by_brain(action, "action")
-        memory = self._by_brain(memory, "memory")
-        value = self._by_brain(value, "value")
-        actions: Dict[str, Any] = {}
-        memories: Dict[str, Any] = {}
-        values: Dict[str, Any] = {}
-        for b in self._external_brain_names:
-            params = self._brains[b]
-            n = self._n_agents.get(b, 0)
-            deciding = self._n_deciding.get(b, n)
-            if action.get(b) is None:
-                if deciding == 0:
-                    action[b] = np.zeros(n * params.action_width)
-                else:
-                    raise UnityActionException(
-                        f"You need to input an action for the brain {b!r} ({n} agents, "
-                        f"{params.action_width} value(s) each).")
-            expected = n * params.action_width
-            if self.protocol == "grpc" and deciding != n and np.size(action[b]) == deciding * params.action_width:
-                expected = deciding * params.action_width  # only the rows that asked for a decision
-            layout = f"{n} agents x {params.action_width}"
-            if params.is_hybrid:  # say how a row is laid out, which a wrong width most likely missed
-                layout += (f": {params.action_space_size} continuous values, then one index per discrete branch "
-                           f"{params.action_branches}")
-            actions[b] = self._checked(action[b], expected, "action", b, layout)
-            m = memory.get(b)
-            if self.protocol == "grpc":  # the modern protocol carries no memories: keep them here
-                self._keep_memories(b, m, n)
-                memories[b] = []
-                values[b] = []
-                continue
-            memories[b] = ([0.0] * (n * params.memory_space_size) if m is None else
-                           self._checked(m, n * params.memory_space_size, "memory", b,
-                                         f"{n} agents x memorySize {params.memory_space_size}"))
-            v = value.get(b)
-            values[b] = [0.0] * n if v is None else self._checked(v, n, "value", b, f"{n} agents x 1")
+        by_brain = self._decisions.by_brain
+        action, memory, value = by_brain(action, "action"), by_brain(memory, "memory"), by_brain(value, "value")
+        actions, memories, values = self._decisions.check(action, memory, value, self._n_agents, self._n_deciding)
         try:
             self._communicator.send_step(actions, memories, values)
         except UnityActionException:
@@ -353,94 +272,26 @@ class UnityEnvironment:
                 "receive() was called with no reset or step in flight; call reset_send() or step_send() first.")
         self._awaiting = False
         try:
-            infos, self._global_done = self._communicator.receive()
+            infos, self.global_done = self._communicator.receive()
         except UnityException:
             self._failed()  # a malformed or missing answer leaves the stream out of step: reap it
             raise
-        self._note_agents(infos)
-        if self.protocol == "grpc":
-            self._restore_memories(infos)
+        self._took(infos)
         return infos
 
-    def _keep_memories(self, brain: str, memory: Any, n: int) -> None:
-        """gRPC: remember each agent's memory row (recurrent policies) until it reports again."""
-        store = self._memories.setdefault(brain, {})
-        if memory is None or n == 0:
-            return
-        try:
-            rows = np.asarray(memory, dtype=np.float32).reshape(n, -1)
-        except (TypeError, ValueError):
-            raise UnityActionException(
-                f"The memory for brain {brain!r} must be numbers, one row per agent of its last BrainInfo "
-                f"({n} agents); got {np.size(memory)} values.") from None
-        last = self._last_agents.get(brain, [])
-        for agent, row in zip(last, rows):
-            store[agent] = row
-
-    def _restore_memories(self, infos: Dict[str, BrainInfo]) -> None:
-        """gRPC: each row's memory as the trainer left it; zeros for new agents and after a done."""
-        for b, info in infos.items():
-            self._last_agents[b] = list(info.agents)
-            store = self._memories.get(b)
-            if not store:
-                continue
-            width = len(next(iter(store.values())))
-            memories = np.zeros((len(info.agents), width), np.float32)
-            for r, agent in enumerate(info.agents):
-                if info.local_done[r]:
-                    store.pop(agent, None)
-                elif agent in store:
-                    memories[r] = store[agent]
-            info.memories = memories
-
-    def _note_agents(self, infos: Dict[str, BrainInfo]) -> None:
-        """Remember each brain's rows (what the next step's actions must cover); with gRPC,
-        take in behaviours that connected since the last answer."""
-        if self.protocol == "grpc":
-            for b in self._brains:
-                if b not in self._brain_names:
-                    logger.info("Connected new brain: %s", b)
-                    self._brain_names.append(b)
-                    self._external_brain_names.append(b)
+    def _took(self, infos: Dict[str, BrainInfo]) -> None:
+        """Remember each brain's rows (what the next step's actions must cover), take in behaviours
+        that connected since the last answer, and give each row the memory the environment keeps."""
+        for b in self._brains:
+            if b not in self._brain_names:
+                logger.info("Connected new brain: %s", b)
+                self._brain_names.append(b)
+                self._external_brain_names.append(b)
         for b, info in infos.items():
             self._n_agents[b] = len(info.agents)
             self._n_deciding[b] = int(sum(info.decision_requested))
-
-    def _by_brain(self, x: ActionInput, kind: str) -> Dict[str, Any]:
-        if x is None:
-            return {}
-        if isinstance(x, dict):
-            for k in x:
-                if k not in self._external_brain_names:
-                    what = ("a broadcasting brain; only External brains take input"
-                            if k in self._brains else "not a brain of this environment")
-                    raise UnityActionException(
-                        f"The {kind} was given for brain {k!r}, which is {what}. "
-                        f"External brains: {self._external_brain_names}.")
-            return dict(x)
-        if len(self._external_brain_names) == 1:
-            return {self._external_brain_names[0]: x}
-        if not self._external_brain_names:
-            raise UnityActionException(
-                f"There are no external brains in the environment, step cannot take a {kind} input.")
-        raise UnityActionException(
-            f"You have {len(self._external_brain_names)} External brains; give the {kind} as a dict "
-            f"keyed by brain name ({self._external_brain_names}).")
-
-    @staticmethod
-    def _checked(x: Any, expected: int, kind: str, brain: str, layout: str) -> np.ndarray:
-        try:
-            flat = np.asarray(x, dtype=np.float64).ravel()
-        except (TypeError, ValueError):
-            raise UnityActionException(
-                f"The {kind} for brain {brain!r} must be numbers; got {type(x).__name__}: {x!r:.100}.") from None
-        if flat.size != expected:
-            raise UnityActionException(
-                f"There was a mismatch between the provided {kind} and environment's expectation: "
-                f"brain {brain!r} expects {expected} floats ({layout}) but got {flat.size}.")
-        if not np.all(np.isfinite(flat)):
-            raise UnityActionException(f"The {kind} for brain {brain!r} contains NaN or infinity: {flat[:8]}...")
-        return flat
+        if self._memories is not None:
+            self._memories.restore(infos)
 
     # ------------------------------------------------------------------------ close
     def close(self) -> None:
@@ -454,7 +305,7 @@ class UnityEnvironment:
         atexit.unregister(self.close)
         connected = False
         if self._communicator is not None:
-            connected = bool(getattr(self._communicator, "connected", False))
+            connected = self._communicator.connected
             try:
                 self._communicator.close()
             except Exception as e:  # closing must never mask the error that led here

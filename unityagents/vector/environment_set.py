@@ -16,10 +16,10 @@ environments behind it. This module owns the N environments of a run and
 * restarts an environment that crashed, hung, closed its connection or sent malformed data,
   under the limits users know from ML-Agents (``RestartPolicy``); past a limit it raises a
   ``UnityEnvironmentException`` naming the cause and the environment's log;
-* treats an environment in which no agent asks for a decision for too long as failed too (a
-  modern build answers every step, so a scene whose agents were disabled would otherwise keep a
-  run going forever without learning anything): ``no_decision_steps`` consecutive steps, or
-  ``no_decision_seconds`` of stepping, without one decision request.
+* treats an environment in which no agent asks for a decision for too long as failed too:
+  ``no_decision_steps`` consecutive steps, or ``no_decision_seconds`` of stepping, without one
+  decision request (``unityagents.vector.restart`` says when an environment counts as failed and
+  launches it again).
 
 Where an environment runs is a backend's business: a *worker* is anything with the
 ``EnvironmentWorker`` interface. ``UnityEnvironment`` is the local one (a process on this
@@ -31,31 +31,30 @@ its actions are computed, which the controller uses with two or more environment
 """
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import contextlib
 import functools
 import logging
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Deque, Dict, Hashable, List, Mapping, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
 from unityagents.brain import BrainInfo, BrainParameters
 from unityagents.curriculum import AnyResetParameter, Curriculum
-from unityagents.exception import (
-    UnityCommunicationException,
-    UnityEnvironmentException,
-    UnityException,
-    UnityTimeOutException,
-)
+from unityagents.exception import UnityEnvironmentException, UnityException
+from unityagents.scene_facts import SceneFacts
 from unityagents.vector.overlapped_stepping import OverlappedStepping, timed
+from unityagents.vector.restart import (
+    RESTARTABLE,
+    NoDecisionWatch,
+    Relauncher,
+    RestartPolicy,
+    brains_signature,
+    close_quietly,
+)
 
 logger = logging.getLogger("unityagents")
-
-#: Failures of an environment (not of the trainer) that a restart can cure.
-RESTARTABLE = (UnityCommunicationException, UnityTimeOutException, UnityEnvironmentException)
 
 
 class EnvironmentWorker(Protocol):
@@ -72,6 +71,8 @@ class EnvironmentWorker(Protocol):
     global_done: Optional[bool]
     #: The scene's custom stats sent with the last answer (modern protocol; empty for API-2).
     stats: Dict[str, List[Tuple[float, str]]]
+    #: Whether it ends its Academy episodes itself (API-2); a worker without it is taken to.
+    resets_by_itself: bool
 
     def reset_send(self, train_mode: bool = True, config: Optional[Dict[str, float]] = None) -> None: ...
 
@@ -84,52 +85,6 @@ class EnvironmentWorker(Protocol):
 
 #: Launches environment ``index`` (0..N-1); called again with the same index for a restart.
 WorkerFactory = Callable[[int], EnvironmentWorker]
-
-
-@dataclass
-class RestartPolicy:
-    """How often a crashed environment may be restarted (per environment, as in ML-Agents).
-
-    :param max_lifetime_restarts: restarts over the whole run; -1 for no limit.
-    :param rate_limit_n: at most this many restarts ...; -1 for no limit.
-    :param rate_limit_period_s: ... within this many seconds.
-    """
-
-    max_lifetime_restarts: int = 10
-    rate_limit_n: int = 1
-    rate_limit_period_s: float = 60.0
-    _history: Dict[int, Deque[float]] = field(default_factory=dict, repr=False)
-    _lifetime: Dict[int, int] = field(default_factory=dict, repr=False)
-
-    def __post_init__(self) -> None:
-        for name in ("max_lifetime_restarts", "rate_limit_n"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < -1:
-                raise UnityEnvironmentException(f"{name} must be an integer >= -1 (-1: no limit), got {value!r}.")
-        period = self.rate_limit_period_s
-        if isinstance(period, bool) or not isinstance(period, (int, float)) or not np.isfinite(period) or period <= 0:
-            raise UnityEnvironmentException(f"rate_limit_period_s must be a number of seconds > 0, got {period!r}.")
-
-    def refusal(self, index: int, now: Optional[float] = None) -> Optional[str]:
-        """Why environment ``index`` may not restart now, or None (and the restart is counted)."""
-        now = time.monotonic() if now is None else now
-        lifetime = self._lifetime.get(index, 0)
-        if 0 <= self.max_lifetime_restarts <= lifetime:
-            return (f"it already restarted {lifetime} time(s), the limit of --max-lifetime-restarts "
-                    f"{self.max_lifetime_restarts}")
-        recent = self._history.setdefault(index, collections.deque())
-        while recent and now - recent[0] >= self.rate_limit_period_s:
-            recent.popleft()
-        if 0 <= self.rate_limit_n <= len(recent):
-            return (f"it restarted {len(recent)} time(s) in the last {self.rate_limit_period_s:g} s, the limit of "
-                    f"--restarts-rate-limit-n {self.rate_limit_n} per --restarts-rate-limit-period-s "
-                    f"{self.rate_limit_period_s:g}")
-        recent.append(now)
-        self._lifetime[index] = lifetime + 1
-        return None
-
-    def restarts(self, index: int) -> int:
-        return self._lifetime.get(index, 0)
 
 
 def _empty_info(params: BrainParameters) -> BrainInfo:
@@ -145,7 +100,7 @@ def _rows(x: Any, start: int, stop: int) -> Any:
     return None if x is None else np.asarray(x)[start:stop]
 
 
-class EnvironmentSet(OverlappedStepping):
+class EnvironmentSet(SceneFacts, OverlappedStepping):
     """N environments of the same scene or build, seen as one by the controller.
 
     :param factory: launches environment ``i``; called with ``0..n_envs-1`` at start (in
@@ -174,19 +129,10 @@ class EnvironmentSet(OverlappedStepping):
         self._init_overlap(schedule)
         if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
             raise UnityEnvironmentException(f"The number of environments must be an integer >= 1, got {n_envs!r}.")
-        if isinstance(no_decision_steps, bool) or not isinstance(no_decision_steps, int) or no_decision_steps < -1 \
-                or no_decision_steps == 0:
-            raise UnityEnvironmentException(
-                f"no_decision_steps must be an integer >= 1 (-1: no limit), got {no_decision_steps!r}.")
-        if no_decision_seconds is not None and not (isinstance(no_decision_seconds, (int, float))
-                                                    and np.isfinite(no_decision_seconds) and no_decision_seconds > 0):
-            raise UnityEnvironmentException(
-                f"no_decision_seconds must be a number of seconds > 0 (or None), got {no_decision_seconds!r}.")
-        self.no_decision_steps = no_decision_steps
-        self.no_decision_seconds = no_decision_seconds
+        self._watch = NoDecisionWatch(no_decision_steps, no_decision_seconds)
         self._factory = factory
         self.restart_policy = restart_policy
-        self._last_errors: Dict[int, Tuple[Optional[UnityException], Optional[str]]] = {}
+        self._relauncher = Relauncher(factory)
         self._workers: List[Optional[EnvironmentWorker]] = list(workers) if workers else self._start(n_envs)
         self.n_envs = len(self._workers)
         try:
@@ -194,7 +140,7 @@ class EnvironmentSet(OverlappedStepping):
             self._check_same_scene()
             self._brains: Dict[str, BrainParameters] = dict(first.brains)
             self._brain_names: List[str] = list(first.brains)
-            self._external: List[str] = list(first.external_brain_names)
+            self._external_brain_names: List[str] = list(first.external_brain_names)
             self._reset_parameters = dict(first.reset_parameters)
             if curriculum is None or isinstance(curriculum, str):
                 self._curriculum = Curriculum(curriculum, self._reset_parameters if self.resets_by_itself
@@ -213,8 +159,6 @@ class EnvironmentSet(OverlappedStepping):
         self._pending: Dict[int, str] = {}  # environments to reset before the next step: index -> why
         #: The scenes' custom stats of the last step, over every environment: ``{key: [(value, aggregation)]}``.
         self.stats: Dict[str, List[Tuple[float, str]]] = {}
-        # Per environment: (steps, seconds of stepping) since an agent last asked for a decision.
-        self._quiet: List[Tuple[int, float]] = [(0, 0.0)] * self.n_envs
         self._closed = False
 
     @classmethod
@@ -252,9 +196,9 @@ class EnvironmentSet(OverlappedStepping):
 
     def _check_same_scene(self) -> None:
         first = self._workers[0]
-        reference = {b: p.to_dict() for b, p in first.brains.items()}
+        reference = brains_signature(first.brains)
         for i, w in enumerate(self._workers[1:], start=1):
-            if {b: p.to_dict() for b, p in w.brains.items()} != reference:
+            if brains_signature(w.brains) != reference:
                 raise UnityEnvironmentException(
                     f"Environment {i} has other brains than environment 0 "
                     f"({sorted(w.brains)} vs {sorted(first.brains)}, or different sizes). "
@@ -262,24 +206,12 @@ class EnvironmentSet(OverlappedStepping):
 
     # ------------------------------------------------------------------ what the controller reads
     @property
-    def brains(self) -> Dict[str, BrainParameters]:
-        return self._brains
+    def no_decision_steps(self) -> int:
+        return self._watch.no_decision_steps
 
     @property
-    def brain_names(self) -> List[str]:
-        return self._brain_names
-
-    @property
-    def external_brain_names(self) -> List[str]:
-        return self._external
-
-    @property
-    def reset_parameters(self) -> Dict[str, float]:
-        return dict(self._reset_parameters)
-
-    @property
-    def curriculum(self) -> Curriculum:
-        return self._curriculum
+    def no_decision_seconds(self) -> Optional[float]:
+        return self._watch.no_decision_seconds
 
     @property
     def academy_name(self) -> str:
@@ -298,7 +230,7 @@ class EnvironmentSet(OverlappedStepping):
     def resets_by_itself(self) -> bool:
         """Whether the environments end their Academy episodes (API-2's global done). Modern builds
         never do: their agents reset one by one, so a curriculum has to ask for resets."""
-        return all(getattr(w, "protocol", "api2") == "api2" for w in self._workers if w is not None)
+        return all(getattr(w, "resets_by_itself", True) for w in self._workers if w is not None)
 
     def reset_all(self, why: str) -> None:
         """Have every environment reset before the next step (e.g. for a new curriculum lesson)."""
@@ -380,13 +312,13 @@ class EnvironmentSet(OverlappedStepping):
         """Each live environment of ``indices`` with its rows of the decisions, in ``merged(indices)`` order."""
         action, memory, value = dict(action or {}), dict(memory or {}), dict(value or {})
         out = []
-        start = {b: 0 for b in self._external}
+        start = {b: 0 for b in self._external_brain_names}
         for i in indices:
             current = self._current[i]
             if current is None or self._workers[i] is None:  # lost and not yet restarted
                 continue
             slices: Tuple[Dict[str, Any], Dict[str, Any], Dict[str, Any]] = ({}, {}, {})
-            for b in self._external:
+            for b in self._external_brain_names:
                 n = len(current[b].agents)
                 lo, hi = start[b], start[b] + n
                 start[b] = hi
@@ -415,7 +347,9 @@ class EnvironmentSet(OverlappedStepping):
         except RESTARTABLE as e:
             self._lost(i, e)
             return False
-        quiet = self._quiet_fault(i, arrived - began)
+        worker = self._workers[i]
+        quiet = self._watch.fault(i, any(any(info.decision_requested) for info in self._current[i].values()),
+                                  arrived - began, worker.logfile_path if worker is not None else None)
         if quiet is not None:
             self._current[i] = None
             self._lost(i, quiet)
@@ -435,81 +369,20 @@ class EnvironmentSet(OverlappedStepping):
                 for b in self._brain_names}
 
     # ------------------------------------------------------------------ failures
-    def _quiet_fault(self, index: int, seconds: float) -> Optional[UnityTimeOutException]:
-        """The fault of environment ``index`` if none of its agents has asked for a decision for too long."""
-        if any(any(info.decision_requested) for info in self._current[index].values()):
-            self._quiet[index] = (0, 0.0)
-            return None
-        steps, total = self._quiet[index]
-        steps, total = steps + 1, total + seconds
-        self._quiet[index] = (steps, total)
-        if not (0 < self.no_decision_steps <= steps
-                or (self.no_decision_seconds is not None and total >= self.no_decision_seconds)):
-            return None
-        worker = self._workers[index]
-        return UnityTimeOutException(
-            f"Environment {index}: no agent asked for a decision in {steps} consecutive environment steps "
-            f"({total:.0f} s of stepping): is the scene running, are its agents enabled? (Each agent needs a "
-            f"Decision Requester or calls to RequestDecision, and Behavior Type 'Default'.) The limits are "
-            f"{self.no_decision_steps} steps"
-            + (f" or {self.no_decision_seconds:g} s (--timeout)" if self.no_decision_seconds is not None else "")
-            + ".", worker.logfile_path if worker is not None else None)
-
     def _lost(self, index: int, error: UnityException) -> None:
         """Environment ``index`` failed: close it; ``reset_finished`` restarts it (or gives up)."""
         if self._factory is None or self.restart_policy is None:
             raise error
-        logger.warning("Environment %d failed and will be restarted: %s: %s", index, type(error).__name__,
-                       str(error).splitlines()[0])
         worker = self._workers[index]
         self._workers[index] = None
         # Its agents' trajectories are dropped at the next reset_finished (they are "ended").
         self._pending[index] = f"it failed ({type(error).__name__}: {str(error).splitlines()[0]})"
-        self._last_errors[index] = (error, worker.logfile_path if worker is not None else None)
-        if worker is not None:
-            try:
-                worker.close()
-            except Exception:  # a dead worker may fail to close; it is gone either way
-                logger.debug("closing the failed environment %d raised", index, exc_info=True)
-
-    def _check_same_brains(self, index: int) -> None:
-        """A restarted environment must have the brains the trainers were built for."""
-        worker = self._workers[index]
-        if {b: p.to_dict() for b, p in worker.brains.items()} == {b: p.to_dict() for b, p in self._brains.items()}:
-            return
-        self._workers[index] = None
-        try:
-            worker.close()
-        except Exception:
-            logger.debug("closing the restarted environment %d raised", index, exc_info=True)
-        raise UnityEnvironmentException(
-            f"Environment {index} came back with other brains than the run's ({sorted(worker.brains)} vs "
-            f"{sorted(self._brains)}, or different sizes); the trainers were built for the first ones. Every "
-            "environment of a run must be the same scene or build.")
+        self._relauncher.retire(index, worker, error)
 
     def _restart(self, index: int, why: str) -> None:
         """Launch environment ``index`` again, within the restart policy, retrying failed starts."""
-        while True:
-            error, log_path = self._last_errors.get(index, (None, None))
-            refusal = self.restart_policy.refusal(index)
-            if refusal is not None:
-                raise UnityEnvironmentException(
-                    f"Environment {index} failed and cannot be restarted: {refusal}. Its last error: "
-                    f"{type(error).__name__ if error else 'unknown'}: {error}"
-                    + (f"\nIts log: {log_path}" if log_path else "")
-                    + "\nRaise the limits (--max-lifetime-restarts, --restarts-rate-limit-n) if the environment "
-                      "crashes rarely, or fix the crash.")
-            logger.warning("Restarting environment %d (restart %d; %s).", index, self.restart_policy.restarts(index),
-                           why)
-            try:
-                self._workers[index] = self._factory(index)
-                self._quiet[index] = (0, 0.0)
-                self._check_same_brains(index)
-                return
-            except RESTARTABLE as e:
-                self._last_errors[index] = (e, getattr(e, "log_file_path", log_path))
-                why = f"its restart failed ({type(e).__name__})"
-                logger.warning("Environment %d did not start again: %s", index, str(e).splitlines()[0])
+        self._workers[index] = self._relauncher.relaunch(index, why, self.restart_policy, self._brains)
+        self._watch.restarted(index)
 
     # ------------------------------------------------------------------ close
     def close(self) -> None:
@@ -517,10 +390,7 @@ class EnvironmentSet(OverlappedStepping):
         self._stop_pool()
         for w in getattr(self, "_workers", []):
             if w is not None:
-                try:
-                    w.close()
-                except Exception:
-                    logger.debug("closing an environment raised", exc_info=True)
+                close_quietly(w, "an environment")
         self._closed = True
 
     def __enter__(self) -> "EnvironmentSet":

@@ -104,7 +104,8 @@ class EnvironmentActor:
         return {"brains": dict(env.brains),
                 "external_brain_names": list(env.external_brain_names),
                 "reset_parameters": env.reset_parameters, "academy_name": env.academy_name,
-                "logfile_path": env.logfile_path, "node_id": ray.get_runtime_context().get_node_id(),
+                "logfile_path": env.logfile_path, "resets_by_itself": env.resets_by_itself,
+                "node_id": ray.get_runtime_context().get_node_id(),
                 "host": socket.gethostname()}
 
     def reset(self, train_mode: bool, config: Optional[Dict[str, float]]):
@@ -156,6 +157,7 @@ class RayEnvironmentWorker:
         self.reset_parameters: Dict[str, float] = info["reset_parameters"]
         self.academy_name: str = info["academy_name"]
         self.logfile_path = info["logfile_path"]
+        self.resets_by_itself: bool = info["resets_by_itself"]
         self.node_id, self.host = info["node_id"], info["host"]
         logger.info("Environment %d runs in a Ray actor on node %s (%s); its log there: %s", index, self.node_id,
                     self.host, self.logfile_path)

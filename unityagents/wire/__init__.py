@@ -1,8 +1,11 @@
 """The wire: one communicator per protocol, the only code that knows a protocol's bytes.
 
-``api2`` (the 2018 socket protocol) and ``grpc`` (today's ML-Agents protocol) each turn an
-environment's messages into ``BrainInfo`` and actions into messages; ``validate`` checks every field
-of a modern message before use; ``side_channels`` carries the user's side channels; ``protos`` is the
-one copy of the generated messages, imported by the built-in Unity side (``academy``) too. Nothing
-here imports the environment: a communicator sees it only as a Peer (timeout, log, process).
+``base`` is the seam (the ``Communicator`` interface, the ``Peer`` it sees the environment
+through, the registry of protocols, the limits on what arrives). API-2 (the 2018 socket protocol)
+is ``api2`` (the exchange), ``api2_stream`` (the byte stream) and ``api2_messages`` (every field
+checked); the modern protocol is ``grpc`` (the exchange), ``grpc_server`` (the gRPC server Unity
+calls), ``grpc_messages`` (behaviours as brains: observations decoded, actions encoded) and
+``validate`` (every field checked); ``side_channels`` carries the user's and the built-in side
+channels; ``protos`` is the one copy of the generated messages, imported by the built-in Unity side
+(``academy``) too. Nothing here imports the environment: a communicator sees it only as a Peer.
 """

@@ -14,19 +14,22 @@ the floats, a string an int32 byte length then its bytes. Strings are written as
 ASCII for ASCII text; Unity's reader decodes ASCII, so other characters arrive there as '?'.
 Reading past the end of a message returns the default value given, as both ML-Agents readers do.
 
-The engine-configuration, environment-parameters and stats channels are built in (see
-``grpc_communicator``); a user channel with one of their ids is refused.
+The engine-configuration, environment-parameters and stats channels are built in (their messages
+are written here: ``EngineConfig``, ``float_parameter_payload``; the gRPC communicator sends and
+reads them); a user channel with one of their ids is refused.
 """
 from __future__ import annotations
 
 import abc
+import dataclasses
 import struct
 import uuid
 from typing import Dict, Iterable, List, Optional
 
 from unityagents.exception import UnityEnvironmentException
 
-__all__ = ["SideChannel", "IncomingMessage", "OutgoingMessage", "BUILT_IN_CHANNELS", "check_side_channels"]
+__all__ = ["SideChannel", "IncomingMessage", "OutgoingMessage", "BUILT_IN_CHANNELS", "EngineConfig",
+           "check_side_channels"]
 
 #: The ids of the channels the gRPC communicator speaks itself (their values as ML-Agents defines them).
 ENGINE_CONFIGURATION_CHANNEL = uuid.UUID("e951342c-4f7e-11ea-b238-784f4387d1f7")
@@ -169,3 +172,59 @@ def check_side_channels(channels: Iterable[SideChannel]) -> Dict[uuid.UUID, Side
                 f"{type(channel).__name__}); each channel needs its own uuid.")
         by_id[cid] = channel
     return by_id
+
+
+# ------------------------------------------------------------------------------- built-in channels
+@dataclasses.dataclass
+class EngineConfig:
+    """Engine settings sent through the engine-configuration side channel (ML-Agents' EngineConfigurationChannel).
+
+    Only the settings that are not None are sent, in the channel's order (resolution, quality,
+    time scale, target frame rate, capture frame rate). ``width`` and ``height`` go together.
+    """
+
+    width: Optional[int] = None
+    height: Optional[int] = None
+    quality_level: Optional[int] = None
+    time_scale: Optional[float] = 20.0
+    target_frame_rate: Optional[int] = None
+    capture_frame_rate: Optional[int] = None
+
+    def messages(self) -> List[bytes]:
+        """One payload per setting, as ``EngineConfigurationChannel`` reads them."""
+        if (self.width is None) != (self.height is None):
+            raise UnityEnvironmentException(
+                f"The engine configuration needs width and height together (got width={self.width}, "
+                f"height={self.height}); pass both --width and --height, or neither.")
+        out = []
+        if self.width is not None:
+            out.append(struct.pack("<iii", 0, int(self.width), int(self.height)))
+        if self.quality_level is not None:
+            out.append(struct.pack("<ii", 1, int(self.quality_level)))
+        if self.time_scale is not None:
+            out.append(struct.pack("<if", 2, float(self.time_scale)))
+        if self.target_frame_rate is not None:
+            out.append(struct.pack("<ii", 3, int(self.target_frame_rate)))
+        if self.capture_frame_rate is not None:
+            out.append(struct.pack("<ii", 4, int(self.capture_frame_rate)))
+        return out
+
+
+def side_channel_frame(channel: uuid.UUID, payload: bytes) -> bytes:
+    """One frame: the channel id in .NET ``Guid.ToByteArray`` order, int32 LE length, payload."""
+    return channel.bytes_le + struct.pack("<i", len(payload)) + payload
+
+
+def _string(text: str) -> bytes:
+    data = text.encode("ascii")
+    return struct.pack("<i", len(data)) + data
+
+
+def float_parameter_payload(key: str, value: float) -> bytes:
+    """An environment-parameters message setting ``key`` to the constant ``value`` (FLOAT = 0)."""
+    try:
+        return _string(key) + struct.pack("<if", 0, float(value))
+    except UnicodeEncodeError:
+        raise UnityEnvironmentException(
+            f"The environment parameter name {key!r} is not ASCII; the side channel carries ASCII only.") from None
+

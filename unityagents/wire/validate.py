@@ -35,12 +35,18 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from unityagents.exception import UnityMessageException, UnityObservationException
-from unityagents.wire.api2 import MAX_AGENTS, MAX_BRAIN_SIZE, MAX_CAMERA_SIDE, STATS_AGGREGATIONS, png_size
+from unityagents.wire.base import (
+    MAX_AGENTS,
+    MAX_BRAIN_SIZE,
+    MAX_CAMERA_SIDE,
+    PNG_SIGNATURE,
+    STATS_AGGREGATIONS,
+    png_size,
+)
 from unityagents.wire.protos import communicator_objects_pb2 as pb
 
 logger = logging.getLogger("unityagents")
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: Channels a camera may have (a stack of 21 RGB frames).
 MAX_CHANNELS = 64
 #: Behaviours one environment may announce.
