@@ -119,8 +119,10 @@ def test_every_agents_data_equal_the_synchronous_schedules_for_a_deterministic_p
 
 
 def test_an_environment_that_dies_in_flight_restarts_and_only_its_agents_end():
-    trainer, made, controller = run("overlapped", delays=(0.0, 0.002, 0.0), scripts={(1, 0): {"fail_at": {3}}},
-                                    max_steps=120)
+    # The other two sleep too, so that however loaded the machine, they cannot reach max_steps before
+    # the restarted environment has answered: its agents' data are what the test reads.
+    trainer, made, controller = run("overlapped", delays=(0.001, 0.002, 0.001), scripts={(1, 0): {"fail_at": {3}}},
+                                    max_steps=240)
 
     def answered(i, worker):  # steps sent minus the one still in flight when the loop ended
         return worker.steps - (i in controller.left_in_flight)
