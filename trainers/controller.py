@@ -56,8 +56,9 @@ from trainers.run_paths import RunPaths
 from trainers.settings.trainer_config import BrainSettings, TrainerConfig
 from trainers.tf_utils import tf
 from trainers.timers import Timers
-from trainers.trainer.base import Trainer, UnityTrainerException, lesson_tags
-from trainers.trainer.bases import PolicyOutput
+from trainers.trainer.base import Trainer, UnityTrainerException
+from trainers.trainer.summaries import lesson_tags
+from trainers.trainer.trajectory import PolicyOutput
 from unityagents.brain import BrainInfo, team_base
 from unityagents.exception import UnityException
 from unityagents.vector.environment_set import EnvironmentSet
@@ -734,7 +735,7 @@ def _output_rows(outputs: Any, lo: int, hi: int, n: int) -> Any:
                             cut(outputs.memories), cut(outputs.values), cut(outputs.sent))
     raise UnityTrainerException(
         f"A trainer's take_action returned outputs of type {type(outputs).__name__}, which the overlapped "
-        "schedule cannot split per environment (it splits trainers.trainer.bases.PolicyOutput). Return a PolicyOutput, "
+        "schedule cannot split per environment (it splits a trajectory.PolicyOutput). Return a PolicyOutput, "
         "or step the environments together with --schedule sync.")
 
 

@@ -28,7 +28,6 @@ pass, so every pair is used about ``batches_per_epoch`` times.
 """
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -42,11 +41,13 @@ from trainers.trainer.base import (
     Trainer,
     TrainerConfigError,
     UnityTrainerException,
+    check_batch_fits,
+    check_same_spaces,
     logger,
     non_negative,
     positive,
 )
-from unityagents.brain import BrainInfo, BrainParameters, same_spaces_error
+from unityagents.brain import BrainInfo, BrainParameters
 
 
 class ImitationModel:
@@ -165,20 +166,11 @@ class ImitationTrainer(Trainer):
     #: environment's own units: they are not rescaled on the way back.
     continuous_actions_bounded = True
 
-    def __init__(
-        self,
-        sess,
-        brains: Mapping[str, BrainParameters],
-        brain_name: str,
-        trainer_parameters: Dict[str, Any],
-        training: bool,
-        seed: int = 0,
-    ):
-        super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
+    def setup(self) -> None:
+        super().setup()
         self.teacher_name: str = self.hp["brain_to_imitate"]
         self.is_continuous = self.brain.action_space_type == "continuous"
-        scope = self.graph_scope
-        with sess.graph.as_default(), (tf.variable_scope(scope) if scope else contextlib.nullcontext()):
+        with self.build_scope():
             self.model = ImitationModel(
                 self.brain, h_size=int(self.hp["hidden_units"]), num_layers=int(self.hp["num_layers"]),
                 lr=float(self.hp["learning_rate"]), normalize=bool(self.hp["normalize"]),
@@ -190,11 +182,8 @@ class ImitationTrainer(Trainer):
     # ------------------------------------------------------------------ configuration
     @classmethod
     def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
-        if params["batch_size"] > params["buffer_size"]:
-            raise TrainerConfigError(
-                f"brain '{brain_name}', key 'batch_size': a minibatch is drawn from the buffer of recent pairs, so "
-                f"batch_size ({params['batch_size']}) cannot exceed buffer_size ({params['buffer_size']}). Lower "
-                "batch_size or raise buffer_size.")
+        check_batch_fits(brain_name, params, "no minibatch could be drawn from the buffer of recent pairs "
+                                             "(batch_size cannot exceed buffer_size)")
 
     @classmethod
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
@@ -216,11 +205,8 @@ class ImitationTrainer(Trainer):
                 f"{where}: the teacher {teacher!r} is External, so its actions would come from Python and there is "
                 "nothing to imitate. Make it a Player, Heuristic or Internal brain with 'broadcast' on"
                 f"{' (broadcasting brains: ' + ', '.join(broadcasting) + ')' if broadcasting else ''}.")
-        difference = same_spaces_error(brains[brain_name], brains[teacher])
-        if difference:
-            raise TrainerConfigError(
-                f"{where}: the student learns the teacher's state -> action mapping, so both brains need the same "
-                f"state and action spaces and cameras, but they differ ('{brain_name}' vs {teacher!r}): {difference}.")
+        check_same_spaces(where, brains, brain_name, teacher,
+                          "the student learns the teacher's state -> action mapping")
 
     # ------------------------------------------------------------------ acting
     def _input_feed(self, info: BrainInfo) -> Dict[tf.Tensor, Any]:

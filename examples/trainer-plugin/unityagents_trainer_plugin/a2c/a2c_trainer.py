@@ -13,10 +13,12 @@ from typing import Any, Dict, List, Mapping
 import numpy as np
 
 from trainers.buffer import AgentBuffer
+from trainers.returns import add_gae_fields
 from trainers.tf_utils import tf
 from trainers.trainer.base import Param, non_negative, positive, unit_interval
-from trainers.trainer.bases import ON_POLICY_HYPERPARAMETERS, OnPolicyTrainer, PolicyOutput, add_gae_fields
-from unityagents.brain import BrainInfo, BrainParameters
+from trainers.trainer.on_policy import ON_POLICY_HYPERPARAMETERS, OnPolicyTrainer
+from trainers.trainer.trajectory import PolicyOutput
+from unityagents.brain import BrainInfo
 
 from .a2c_model import A2CModel
 
@@ -48,16 +50,8 @@ class A2CTrainer(OnPolicyTrainer):
     trainer_type = "a2c"
     hyperparameters = A2C_HYPERPARAMETERS
 
-    def __init__(
-        self,
-        sess,
-        brains: Mapping[str, BrainParameters],
-        brain_name: str,
-        trainer_parameters: Dict[str, Any],
-        training: bool,
-        seed: int = 0,
-    ):
-        super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
+    def setup(self) -> None:
+        super().setup()
         with self.build_scope():
             self.model = A2CModel(
                 self.brain,
