@@ -181,8 +181,8 @@ class GhostTrainer(Trainer):
         super().setup()
         brain_name, trainer_parameters = self.brain_name, self.trainer_parameters
         self.copied_name: str = trainer_parameters["brain_to_copy"]
-        self.new_model_freq = int(self.hp["new_model_freq"])
-        self.max_num_models = int(self.hp["max_num_models"])
+        self.new_model_freq = self.settings.new_model_freq
+        self.max_num_models = self.settings.max_num_models
         self.is_continuous = self.brain.action_space_type == "continuous"
         original = trainer_parameters.get("original_brain_parameters")
         if not isinstance(original, dict):

@@ -168,14 +168,14 @@ class ImitationTrainer(Trainer):
 
     def setup(self) -> None:
         super().setup()
-        self.teacher_name: str = self.hp["brain_to_imitate"]
+        self.teacher_name: str = self.settings.brain_to_imitate
         self.is_continuous = self.brain.action_space_type == "continuous"
         with self.build_scope():
             self.model = ImitationModel(
-                self.brain, h_size=int(self.hp["hidden_units"]), num_layers=int(self.hp["num_layers"]),
-                lr=float(self.hp["learning_rate"]), normalize=bool(self.hp["normalize"]),
+                self.brain, h_size=self.settings.hidden_units, num_layers=self.settings.num_layers,
+                lr=self.settings.learning_rate, normalize=self.settings.normalize,
             )
-        self.demonstrations = DemonstrationBuffer(int(self.hp["buffer_size"]))
+        self.demonstrations = DemonstrationBuffer(self.settings.buffer_size)
         self._episode_rewards: Dict[str, Dict[Any, float]] = {self.brain_name: {}, self.teacher_name: {}}
         self._episode_steps: Dict[Any, int] = {}
 
@@ -288,15 +288,15 @@ class ImitationTrainer(Trainer):
     # ------------------------------------------------------------------ updating
     def is_ready_update(self) -> bool:
         """Once ``batch_size`` new pairs arrived since the last update."""
-        return self.demonstrations.added_since_update >= int(self.hp["batch_size"])
+        return self.demonstrations.added_since_update >= self.settings.batch_size
 
     def update_model(self) -> None:
         """``batches_per_epoch`` Adam steps on minibatches drawn from the recent pairs."""
         m = self.model
-        batch_size = int(self.hp["batch_size"])
+        batch_size = self.settings.batch_size
         fetches = [m.loss] + ([m.accuracy] if m.accuracy is not None else []) + [m.update_batch]
         metrics = []
-        for _ in range(int(self.hp["batches_per_epoch"])):
+        for _ in range(self.settings.batches_per_epoch):
             batch = self.demonstrations.sample(batch_size, self.rng)
             feed: Dict[tf.Tensor, Any] = {m.batch_size: batch_size, m.teacher_actions: batch["actions"]}
             if m.state_in is not None:

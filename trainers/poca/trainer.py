@@ -63,7 +63,7 @@ class POCATrainer(PPOTrainer):
         self.action_code_size = self.brain.action_space_size if self.is_continuous else int(sum(branches))
         with self.build_scope():
             self.critic = POCACritic(self.brain.state_space_size, self.action_code_size,
-                                     int(self.hp["hidden_units"]), int(self.hp["num_layers"]))
+                                     self.settings.hidden_units, self.settings.num_layers)
             self._create_poca_optimizer()
         self.groups: Dict[Hashable, GroupTrajectory] = {}
         self.rows: List[Dict[str, Any]] = []
@@ -112,7 +112,7 @@ class POCATrainer(PPOTrainer):
                     + 0.5 * m.value_loss - m.beta * m.mean_entropy)
             variables = list(m.variables) + list(c.variables)
             pairs = [(g, v) for g, v in zip(tf.gradients(loss, variables), variables) if g is not None]
-            gradients, _ = tf.clip_by_global_norm([g for g, _ in pairs], float(self.hp["max_grad_norm"]))
+            gradients, _ = tf.clip_by_global_norm([g for g, _ in pairs], self.settings.max_grad_norm)
             optimizer = tf.train.AdamOptimizer(m.learning_rate, epsilon=1e-5)
             self.poca_update = optimizer.apply_gradients(list(zip(gradients, [v for _, v in pairs])))
 
@@ -208,7 +208,7 @@ class POCATrainer(PPOTrainer):
         """Returns and advantages of the group's steps; its member-steps go to the update buffer."""
         if self._largest_group:
             self.sess.run(self.critic.raise_max_members, {self.critic.members_seen: float(self._largest_group)})
-        rows = finish(group.steps, value_next, float(self.hp["gamma"]), float(self.hp["lambd"]), self._critic)
+        rows = finish(group.steps, value_next, self.settings.gamma, self.settings.lambd, self._critic)
         group.episode_total += sum(team_reward(step) for step in group.steps)
         if group.over():
             self.add_environment_stat("Environment/Group Cumulative Reward", group.episode_total)
@@ -228,7 +228,7 @@ class POCATrainer(PPOTrainer):
                 self._close_episode(agent)
             if current.decision_requested[j] and int(current.group_id[j]) > 0:
                 in_play.setdefault(self._group_key(agent, int(current.group_id[j])), []).append(agent)
-        horizon = int(self.hp["time_horizon"])
+        horizon = self.settings.time_horizon
         for key, group in self.groups.items():
             if len(group) >= horizon:
                 self._move(group, self._group_value_now(current, in_play.get(key, [])))

@@ -43,15 +43,15 @@ class PPOOptimizer:
     # ------------------------------------------------------------------ schedules
     def current_learning_rate(self) -> float:
         """The learning rate at the current agent step (linear: decays to 0 at ``max_steps``)."""
-        lr = float(self.hp["learning_rate"])
-        if self.hp["learning_rate_schedule"] == "linear":
+        lr = self.settings.learning_rate
+        if self.settings.learning_rate_schedule == "linear":
             lr *= max(1.0 - self.step / self.get_max_steps, 0.0)
         return lr
 
     def _decayed(self, key: str, floor: float) -> float:
         """``key`` at the current agent step: constant, or linear from its value to ``floor`` at ``max_steps``."""
-        value = float(self.hp[key])
-        if self.hp[f"{key}_schedule"] != "linear":
+        value = getattr(self.settings, key)
+        if getattr(self.settings, f"{key}_schedule") != "linear":
             return value
         return (value - floor) * max(1.0 - self.step / self.get_max_steps, 0.0) + floor
 
@@ -160,7 +160,7 @@ class PPOOptimizer:
         permutation, so the samples of each step do not depend on how they are fed.
         """
         n = len(batch["actions"])
-        per_batch = max(int(self.hp["batch_size"]) // self.sequence_length, 1)
+        per_batch = max(self.settings.batch_size // self.sequence_length, 1)
         n_batches = max(math.ceil(n / per_batch), 1)
         learning_rate = self.current_learning_rate()
         epsilon, beta = self.current_epsilon(), self.current_beta()
@@ -172,7 +172,7 @@ class PPOOptimizer:
         metrics: List[List[float]] = []
         extra_metrics: List[List[float]] = []
         extra_names: List[str] = []
-        for _ in range(int(self.hp["num_epoch"])):
+        for _ in range(self.settings.num_epoch):
             permutation = self.rng.permutation(n)
             shuffled = [batch[key][permutation] for _, key, _ in inputs]
             shuffled_extra = {key: batch[key][permutation] for key in extra_fields}

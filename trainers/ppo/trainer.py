@@ -98,8 +98,8 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
 
     def setup(self) -> None:
         super().setup()
-        self.use_recurrent = bool(self.hp["use_recurrent"])
-        self.sequence_length = int(self.hp["sequence_length"]) if self.use_recurrent else 1
+        self.use_recurrent = self.settings.use_recurrent
+        self.sequence_length = self.settings.sequence_length if self.use_recurrent else 1
         # Reward signals (trainers.reward_signals): one value head each, then their own networks.
         signals = self.reward_signal_names()
         with self.build_scope():
@@ -263,9 +263,9 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
         """GAE advantages and TD(lambda) returns (``advantages + value_estimates``); with reward
         signals, per signal (each its gamma), the advantages summed."""
         if self.signal_names:
-            self.add_reward_signal_fields(trajectory, value_next, lambd=float(self.hp["lambd"]))
+            self.add_reward_signal_fields(trajectory, value_next, lambd=self.settings.lambd)
             return
-        add_gae_fields(trajectory, value_next, gamma=float(self.hp["gamma"]), lambd=float(self.hp["lambd"]))
+        add_gae_fields(trajectory, value_next, gamma=self.settings.gamma, lambd=self.settings.lambd)
 
     # ------------------------------------------------------------------ behavioral cloning
     def cloned_policy(self) -> bc.ClonedPolicy:

@@ -177,12 +177,12 @@ class SACTrainer(OffPolicyTrainer):
         self.signal_names = list(settings)
         with self.build_scope():
             self.model = SACModel(
-                self.brain, h_size=int(self.hp["hidden_units"]), num_layers=int(self.hp["num_layers"]),
-                normalize=bool(self.hp["normalize"]), streams=self.signal_names,
+                self.brain, h_size=self.settings.hidden_units, num_layers=self.settings.num_layers,
+                normalize=self.settings.normalize, streams=self.signal_names,
                 gammas={name: float(s["gamma"]) for name, s in settings.items()},
                 use_dones={name: name in EPISODIC_SIGNALS for name in settings},
-                init_entcoef=float(self.hp["init_entcoef"]), tau=float(self.hp["tau"]),
-                learning_rate=float(self.hp["learning_rate"]))
+                init_entcoef=self.settings.init_entcoef, tau=self.settings.tau,
+                learning_rate=self.settings.learning_rate)
             self.create_target_updates(self.model.online_variables, self.model.target_variables)
             self.reward_signals = create_reward_signals(self.brain, settings)
             self.bc = bc.create_behavioral_cloning(self)
@@ -195,28 +195,28 @@ class SACTrainer(OffPolicyTrainer):
 
     # ------------------------------------------------------------------ schedules
     def current_learning_rate(self) -> float:
-        lr = float(self.hp["learning_rate"])
-        if self.hp["learning_rate_schedule"] == "linear":
+        lr = self.settings.learning_rate
+        if self.settings.learning_rate_schedule == "linear":
             lr *= max(1.0 - self.step / self.get_max_steps, 0.0)
         return lr
 
     def _due(self, per_update: float) -> int:
         """Updates due by now: one per ``per_update`` agent steps after ``buffer_init_steps``."""
-        return int(math.floor(max(self.transitions_seen - int(self.hp["buffer_init_steps"]), 0) / per_update + 1e-9))
+        return int(math.floor(max(self.transitions_seen - self.settings.buffer_init_steps, 0) / per_update + 1e-9))
 
     def _signal_steps(self) -> float:
-        value = self.hp.get("reward_signal_steps_per_update")
-        return float(self.hp["steps_per_update"] if value is None else value)
+        value = self.settings.reward_signal_steps_per_update
+        return self.settings.steps_per_update if value is None else value
 
     def _warm(self) -> bool:
-        return (len(self.replay) >= int(self.hp["batch_size"])
-                and self.transitions_seen >= int(self.hp["buffer_init_steps"]))
+        return (len(self.replay) >= self.settings.batch_size
+                and self.transitions_seen >= self.settings.buffer_init_steps)
 
     def is_ready_update(self) -> bool:
         if not self._warm():
             return False
         signals_due = self._trains_signals() and self._due(self._signal_steps()) > self.signal_updates
-        return self._due(float(self.hp["steps_per_update"])) > self.gradient_step or signals_due
+        return self._due(self.settings.steps_per_update) > self.gradient_step or signals_due
 
     def _trains_signals(self) -> bool:
         return any(s.update_op is not None for s in self.reward_signals.values())
@@ -298,15 +298,15 @@ class SACTrainer(OffPolicyTrainer):
         """The gradient steps (and reward-signal updates) due since the last call."""
         if self.gradient_step == 0:
             self.update_targets(hard=True)  # the targets start as copies of the initialised critics
-        batch_size = int(self.hp["batch_size"])
-        while self._due(float(self.hp["steps_per_update"])) > self.gradient_step:
+        batch_size = self.settings.batch_size
+        while self._due(self.settings.steps_per_update) > self.gradient_step:
             self.update(self.replay.sample(batch_size, self.rng))
             self.gradient_step += 1
         if self._trains_signals():
             while self._due(self._signal_steps()) > self.signal_updates:
                 self.update_reward_signals(self.replay.sample(batch_size, self.rng))
                 self.signal_updates += 1
-        if self.bc is not None and self.transitions_seen - self.bc_at >= int(self.hp["time_horizon"]):
+        if self.bc is not None and self.transitions_seen - self.bc_at >= self.settings.time_horizon:
             self.bc_at = self.transitions_seen
             bc.update_behavioral_cloning(self)
         self._flush_stats()
@@ -387,7 +387,7 @@ class SACTrainer(OffPolicyTrainer):
         """Counters and the random generator; the replay buffer too with ``save_replay_buffer``."""
         state = {**super().get_state(), "transitions_seen": self.transitions_seen,
                  "signal_updates": self.signal_updates, "bc_at": self.bc_at, "rng": self.rng.bit_generator.state}
-        if self.hp["save_replay_buffer"]:
+        if self.settings.save_replay_buffer:
             state["replay"] = encode_replay(self.replay)
         return state
 
@@ -398,8 +398,8 @@ class SACTrainer(OffPolicyTrainer):
         self.bc_at = int(state.get("bc_at", 0))
         if "rng" in state:
             self.rng.bit_generator.state = state["rng"]
-        if state.get("replay") is not None and self.hp["save_replay_buffer"]:
-            self.replay = decode_replay(state["replay"], int(self.hp["buffer_size"]))
+        if state.get("replay") is not None and self.settings.save_replay_buffer:
+            self.replay = decode_replay(state["replay"], self.settings.buffer_size)
 
     # ------------------------------------------------------------------ export
     def export_nodes(self) -> List[str]:

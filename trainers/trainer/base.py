@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import difflib
 import logging
 import math
@@ -159,6 +160,39 @@ def unit_interval(x) -> bool:
     return 0.0 <= x <= 1.0
 
 
+#: The kinds a settings view holds; blocks (``dict``) and lists stay in ``Trainer.hp`` only.
+_SCALAR_KINDS = (int, float, bool, str)
+_SETTINGS_TYPES: Dict[int, Tuple[Dict[str, Param], type]] = {}
+
+
+def settings_type(params: Dict[str, Param], name: str = "TrainerSettings") -> type:
+    """The frozen dataclass of the scalar keys of ``params`` (one field per key, its declared kind).
+
+    Made once per declaration dictionary, so that every trainer of a type shares one class.
+    """
+    cached = _SETTINGS_TYPES.get(id(params))
+    if cached is not None and cached[0] is params:
+        return cached[1]
+    fields = [(key, Optional[param.kind], dataclasses.field(default=None)) for key, param in params.items()
+              if param.kind in _SCALAR_KINDS and key.isidentifier()]
+    made = dataclasses.make_dataclass(name, fields, frozen=True)
+    _SETTINGS_TYPES[id(params)] = (params, made)
+    return made
+
+
+def settings_view(params: Dict[str, Param], values: Mapping[str, Any], name: str = "TrainerSettings") -> Any:
+    """``values`` (validated hyperparameters) as a ``settings_type(params)``: each scalar converted to
+    its declared kind once (``1.0e6`` read as a string becomes ``1000000.0``); missing keys take their
+    declared defaults; None stays None."""
+    kinds = {f.name: params[f.name].kind for f in dataclasses.fields(settings_type(params, name))}
+    converted = {}
+    for key, kind in kinds.items():
+        value = values.get(key, params[key].default)
+        converted[key] = None if value is None else kind(float(value) if kind is int and isinstance(value, str)
+                                                         else value)
+    return settings_type(params, name)(**converted)
+
+
 #: Keys every trainer understands. Subclasses extend this with ``{**Trainer.hyperparameters, ...}``.
 COMMON_HYPERPARAMETERS: Dict[str, Param] = {
     "trainer": Param(str, None, doc="trainer type; defaults to ppo (or ghost/imitation from is_ghost/is_imitation)"),
@@ -231,6 +265,18 @@ class Trainer(TrainerSummaries):
         self._start_time = time.time()
         self._start_step = 0
         self.setup()
+
+    @property
+    def settings(self) -> Any:
+        """The declared scalar hyperparameters as a frozen dataclass (``self.settings.time_horizon``),
+        each of its declared kind, built from ``hp`` on first use (once ``setup`` completed it).
+
+        Nested blocks (``reward_signals``, ``behavioral_cloning``, ``self_play``) stay in ``hp``.
+        """
+        view = self.__dict__.get("_settings")
+        if view is None:
+            view = self._settings = settings_view(type(self).hyperparameters, self.hp, f"{type(self).__name__}Settings")
+        return view
 
     def setup(self) -> None:
         """Build the trainer's graph and its own state; ``__init__`` calls it once, last.

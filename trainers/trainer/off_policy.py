@@ -61,7 +61,7 @@ class OffPolicyTrainer(RLTrainer):
 
     def setup(self) -> None:
         super().setup()
-        self.replay = ReplayBuffer(int(self.hp["buffer_size"]))
+        self.replay = ReplayBuffer(self.settings.buffer_size)
         self.gradient_step = 0
         self._new_transitions = 0  # since the last round of updates
         self.target_hard_update: Optional[tf.Operation] = None
@@ -95,7 +95,7 @@ class OffPolicyTrainer(RLTrainer):
                 raise UnityTrainerException(
                     f"Target variable {t.name} has shape {t.shape} but its online variable {o.name} has {o.shape}; "
                     "create both networks in the same order with the same sizes.")
-        tau = float(self.hp["tau"])
+        tau = self.settings.tau
         with tf.name_scope("target_updates"):
             self.target_hard_update = tf.group(*[tf.assign(t, o) for o, t in zip(online, target)], name="hard")
             self.target_soft_update = tf.group(
@@ -105,7 +105,7 @@ class OffPolicyTrainer(RLTrainer):
         """Apply the target update: a copy if ``hard`` or ``tau`` is 1, else the soft blend."""
         if self.target_hard_update is None:
             return
-        copy = hard or float(self.hp["tau"]) >= 1.0
+        copy = hard or self.settings.tau >= 1.0
         self.sess.run(self.target_hard_update if copy else self.target_soft_update)
 
     # ------------------------------------------------------------------ hooks
@@ -192,10 +192,10 @@ class OffPolicyTrainer(RLTrainer):
 
     # ------------------------------------------------------------------ updating
     def _warm(self) -> bool:
-        return len(self.replay) >= max(int(self.hp["learning_starts"]), int(self.hp["batch_size"]))
+        return len(self.replay) >= max(self.settings.learning_starts, self.settings.batch_size)
 
     def is_ready_update(self) -> bool:
-        return self._warm() and self._new_transitions >= int(self.hp["train_every"])
+        return self._warm() and self._new_transitions >= self.settings.train_every
 
     def update_model(self) -> None:
         """``gradient_steps`` updates per ``train_every`` transitions that arrived since the last round.
@@ -203,14 +203,14 @@ class OffPolicyTrainer(RLTrainer):
         A brain with 12 agents adds 12 transitions per step, so it may get several rounds at once;
         the ratio of gradient steps to transitions does not depend on the number of agents.
         """
-        train_every = int(self.hp["train_every"])
+        train_every = self.settings.train_every
         rounds = self._new_transitions // train_every
         self._new_transitions -= rounds * train_every
         if self.gradient_step == 0:
             self.update_targets(hard=True)  # the target starts as a copy of the initialised network
-        interval = int(self.hp["target_update_interval"])
-        for _ in range(rounds * int(self.hp["gradient_steps"])):
-            self.update(self.replay.sample(int(self.hp["batch_size"]), self.rng))
+        interval = self.settings.target_update_interval
+        for _ in range(rounds * self.settings.gradient_steps):
+            self.update(self.replay.sample(self.settings.batch_size, self.rng))
             self.gradient_step += 1
             if self.gradient_step % interval == 0:
                 self.update_targets()

@@ -100,7 +100,7 @@ class OnPolicyTrainer(RewardSignalFields, RLTrainer):
         current = info[self.brain_name]
         buffer = self.training_buffer
         ends = trajectory_ends(current, lambda agent: len(buffer[agent]["rewards"]) if agent in buffer else 0,
-                               int(self.hp["time_horizon"]))
+                               self.settings.time_horizon)
         for agent in ends.finished:
             self._finish_trajectory(agent, 0.0)
         for agent in ends.done:
@@ -149,7 +149,7 @@ class OnPolicyTrainer(RewardSignalFields, RLTrainer):
         return max(sizes, default=0) * self.sequence_length
 
     def is_ready_update(self) -> bool:
-        return self.update_buffer_steps() >= int(self.hp["buffer_size"])
+        return self.update_buffer_steps() >= self.settings.buffer_size
 
     def update_arrays(self) -> Dict[str, np.ndarray]:
         """The update buffer as one array per field of ``update_fields``."""

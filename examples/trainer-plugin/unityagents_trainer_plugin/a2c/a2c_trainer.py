@@ -55,15 +55,15 @@ class A2CTrainer(OnPolicyTrainer):
         with self.build_scope():
             self.model = A2CModel(
                 self.brain,
-                h_size=int(self.hp["hidden_units"]),
-                num_layers=int(self.hp["num_layers"]),
-                normalize=bool(self.hp["normalize"]),
-                learning_rate=float(self.hp["learning_rate"]),
-                optimizer=str(self.hp["optimizer"]),
-                beta=float(self.hp["beta"]),
-                vf_coef=float(self.hp["vf_coef"]),
-                max_grad_norm=float(self.hp["max_grad_norm"]),
-                normalize_advantages=bool(self.hp["normalize_advantages"]),
+                h_size=self.settings.hidden_units,
+                num_layers=self.settings.num_layers,
+                normalize=self.settings.normalize,
+                learning_rate=self.settings.learning_rate,
+                optimizer=self.settings.optimizer,
+                beta=self.settings.beta,
+                vf_coef=self.settings.vf_coef,
+                max_grad_norm=self.settings.max_grad_norm,
+                normalize_advantages=self.settings.normalize_advantages,
             )
         inputs = self.model.inputs
         self.update_fields = (
@@ -111,7 +111,7 @@ class A2CTrainer(OnPolicyTrainer):
 
     def process_trajectory(self, trajectory: AgentBuffer, value_next: float) -> None:
         """n-step returns (``lambd`` 1) or GAE, and the advantages ``returns - V``."""
-        add_gae_fields(trajectory, value_next, gamma=float(self.hp["gamma"]), lambd=float(self.hp["lambd"]))
+        add_gae_fields(trajectory, value_next, gamma=self.settings.gamma, lambd=self.settings.lambd)
 
     def update_feed(self, batch: Mapping[str, np.ndarray]) -> Dict[tf.Tensor, Any]:
         """The feed of one update; states are fed to ``vector_in``, exactly what the policy saw."""

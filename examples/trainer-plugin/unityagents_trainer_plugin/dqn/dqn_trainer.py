@@ -71,19 +71,19 @@ class DQNTrainer(OffPolicyTrainer):
         with self.build_scope():
             self.model = DQNModel(
                 self.brain,
-                h_size=int(self.hp["hidden_units"]),
-                num_layers=int(self.hp["num_layers"]),
-                learning_rate=float(self.hp["learning_rate"]),
-                gamma=float(self.hp["gamma"]),
-                double_dqn=bool(self.hp["double_dqn"]),
-                max_grad_norm=float(self.hp["max_grad_norm"]),
+                h_size=self.settings.hidden_units,
+                num_layers=self.settings.num_layers,
+                learning_rate=self.settings.learning_rate,
+                gamma=self.settings.gamma,
+                double_dqn=self.settings.double_dqn,
+                max_grad_norm=self.settings.max_grad_norm,
             )
             self.create_target_updates(self.model.online_variables, self.model.target_variables)
 
     def exploration_epsilon(self) -> float:
         """The probability of a random action at the current agent step (linear schedule)."""
-        return linear_schedule(float(self.hp["exploration_initial_eps"]), float(self.hp["exploration_final_eps"]),
-                               self.step, float(self.hp["exploration_fraction"]) * self.get_max_steps)
+        return linear_schedule(self.settings.exploration_initial_eps, self.settings.exploration_final_eps,
+                               self.step, self.settings.exploration_fraction * self.get_max_steps)
 
     def _feed(self, inputs: Mapping[str, np.ndarray], prefix: str = "") -> Dict[tf.Tensor, Any]:
         """Feed ``states`` / ``observations<k>`` (or their ``next_`` versions) to the matching placeholders."""
