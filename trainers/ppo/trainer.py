@@ -111,6 +111,7 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
         #: (modern protocol: memorySize 0), it keeps each agent's next memory.
         self.policy = PPOPolicy(self.sess, self.model, self.brain, self.rng,
                                 keeps_memories=self.use_recurrent and not self.brain.memory_space_size)
+        self._acting_fetches = self._act_fetches()
         # The fields each transition carries to the update buffer ('rewards' stays behind).
         self.update_fields = (
             (["states"] if self.model.state_in is not None else [])
@@ -225,7 +226,7 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
         # The normaliser folds in the states while training; it returns None and runs after the action.
         targets = [m.update_normalization] if m.normalize and training else []
         memories = self._memories(info)
-        out, action_masks = self.policy.act(info, self._act_fetches(), training, memories, targets)
+        out, action_masks = self.policy.act(info, self._acting_fetches, training, memories, targets)
 
         values = out["values"][:, 0]
         self.add_stat("value_estimate", float(np.mean(values)))

@@ -1,4 +1,4 @@
-"""What the on- and off-policy bases share: the build scope, acting, pairing and episode stats.
+"""What the on- and off-policy bases share: acting, pairing and episode stats.
 
 A trainer (built-in or from a plugin package) is a ``trainers.trainer.base.Trainer``. Most of what a
 ``Trainer`` must do is the same for every algorithm of a family: turn API-2 ``BrainInfo`` pairs
