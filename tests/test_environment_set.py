@@ -8,7 +8,8 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import pytest
 
-from trainers.trainer.bases import OnPolicyTrainer, PolicyOutput
+from trainers.trainer.on_policy import OnPolicyTrainer
+from trainers.trainer.trajectory import PolicyOutput
 from unityagents.brain import BrainInfo, BrainParameters
 from unityagents.exception import UnityCommunicationException, UnityEnvironmentException, UnityTimeOutException
 from unityagents.vector.environment_set import EnvironmentSet

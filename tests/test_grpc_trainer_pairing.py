@@ -7,7 +7,8 @@ the value of its last observation.
 import numpy as np
 
 from trainers.buffer import Buffer
-from trainers.trainer.bases import OnPolicyTrainer, PolicyOutput
+from trainers.trainer.on_policy import OnPolicyTrainer
+from trainers.trainer.trajectory import PolicyOutput
 from unityagents.brain import BrainInfo
 
 BRAIN = "Ball?team=0"

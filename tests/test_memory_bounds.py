@@ -7,7 +7,8 @@ thousands of steps cost milliseconds.
 """
 import numpy as np
 
-from trainers.trainer.bases import OnPolicyTrainer, PolicyOutput
+from trainers.trainer.on_policy import OnPolicyTrainer
+from trainers.trainer.trajectory import PolicyOutput
 from unityagents.brain import BrainInfo, BrainParameters
 
 BRAIN = {"stateSize": 2, "actionSize": 1, "memorySize": 0, "cameraResolutions": [],

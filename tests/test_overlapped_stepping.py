@@ -12,7 +12,7 @@ import pytest
 
 from tests.test_environment_set import BRAIN, RecordingTrainer, ScriptedWorker
 from trainers.controller import TrainerController
-from trainers.trainer.bases import PolicyOutput
+from trainers.trainer.trajectory import PolicyOutput
 from unityagents.brain import BrainInfo, BrainParameters
 from unityagents.exception import UnityEnvironmentException
 from unityagents.vector.environment_set import EnvironmentSet

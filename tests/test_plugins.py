@@ -14,12 +14,14 @@ import textwrap
 import numpy as np
 import pytest
 
+from trainers.buffer import ReplayBuffer
 from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
 from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
-from trainers.trainer.bases import OnPolicyTrainer, ReplayBuffer, linear_schedule
+from trainers.trainer.on_policy import OnPolicyTrainer
 from trainers.trainer.registry import ENTRY_POINT_GROUP, load_registry
+from trainers.trainer.rl_trainer import linear_schedule
 from unityagents.brain import BrainInfo, BrainParameters
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -71,7 +73,7 @@ def test_broken_plugin_is_reported_by_name_and_the_others_load(tmp_path, monkeyp
     site = tmp_path / "site"
     site.mkdir()
     (site / "good_plugin_for_test.py").write_text(textwrap.dedent("""
-        from trainers.trainer.bases import OnPolicyTrainer
+        from trainers.trainer.on_policy import OnPolicyTrainer
 
         class GoodTrainer(OnPolicyTrainer):
             trainer_type = "good"

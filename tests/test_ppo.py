@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from trainers.ppo.models import create_agent_model
-from trainers.ppo.trainer import PPOTrainer, discount_rewards, get_gae
+from trainers.ppo.trainer import PPOTrainer
+from trainers.returns import discount_rewards, get_gae
 from trainers.tf_utils import tf
 from trainers.trainer.base import Param
 from unityagents.brain import BrainInfo, BrainParameters

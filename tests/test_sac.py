@@ -16,8 +16,8 @@ from trainers.export.onnx_model import export_onnx
 from trainers.sac import SACTrainer
 from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.tf_utils import tf
-from trainers.trainer.base import summary_tag
 from trainers.trainer.registry import load_registry
+from trainers.trainer.summaries import summary_tag
 from unityagents.brain import BrainInfo, BrainParameters
 
 CONTINUOUS = {"stateSize": 4, "actionSize": 2, "actionSpaceType": 1, "stateSpaceType": 1}

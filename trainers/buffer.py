@@ -1,4 +1,4 @@
-"""Per-agent experience storage, and the update buffer that PPO trains from.
+"""Per-agent experience storage, the update buffer that PPO trains from, and the replay buffer.
 
 The layout and semantics are the seed's (its ``test_buffer`` pins them):
 
@@ -14,15 +14,18 @@ recurrent training it moves as non-overlapping sequences of ``training_length`` 
 one left-padded with zeros, so that every sequence ends on a real step and the padding carries a
 zero mask wherever the trainer stores a field of ones.
 
+``ReplayBuffer`` is the off-policy trainers' store: a ring of preallocated arrays, sampled uniformly.
+
 Everything that touches many elements converts the list to one ndarray once and slices it; no
 per-element Python loop runs on the path of an update.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from trainers.trainer.base import UnityTrainerException
 from unityagents.exception import UnityException
 
 
@@ -82,13 +85,8 @@ class AgentBufferField(list):
             raise BufferException(f"training_length must be a positive integer or None, got {training_length}.")
         if not sequential:
             available = max(n - training_length + 1, 0)
-            if batch_size is None:
-                batch_size = available
-            if batch_size > available:
-                raise BufferException(
-                    f"get_batch was asked for {batch_size} overlapping sequences of length {training_length}, "
-                    f"but {n} elements give only {available}. Ask for fewer sequences or a shorter length."
-                )
+            batch_size = self._sequences_asked(batch_size, available, f"overlapping sequences of length "
+                                               f"{training_length}, but {n} elements give only {available}")
             if batch_size == 0:
                 return self._no_sequences(training_length)
             data = np.asarray(self[n - batch_size - training_length + 1:])
@@ -98,13 +96,8 @@ class AgentBufferField(list):
 
         leftover = n % training_length
         available = n // training_length + (1 if leftover else 0)
-        if batch_size is None:
-            batch_size = available
-        if batch_size > available:
-            raise BufferException(
-                f"get_batch was asked for {batch_size} sequences of length {training_length}, but {n} elements "
-                f"give only {available} (the first one padded). Ask for fewer sequences or a shorter length."
-            )
+        batch_size = self._sequences_asked(batch_size, available, f"sequences of length {training_length}, but {n} "
+                                           f"elements give only {available} (the first one padded)")
         if batch_size == 0:
             return self._no_sequences(training_length)
         # Only the elements that end up in the returned sequences are converted.
@@ -113,6 +106,16 @@ class AgentBufferField(list):
         if missing:
             data = np.concatenate([np.zeros((missing,) + data.shape[1:], dtype=data.dtype), data])
         return data.reshape((batch_size, training_length) + data.shape[1:])
+
+    @staticmethod
+    def _sequences_asked(batch_size: Optional[int], available: int, what: str) -> int:
+        """``batch_size`` (None: all ``available``), refused when more than ``available`` are asked for."""
+        if batch_size is None:
+            return available
+        if batch_size > available:
+            raise BufferException(
+                f"get_batch was asked for {batch_size} {what}. Ask for fewer sequences or a shorter length.")
+        return batch_size
 
     def _no_sequences(self, training_length: int) -> np.ndarray:
         """An empty batch of sequences, shaped like a full one would be."""
@@ -226,4 +229,57 @@ class Buffer(dict):
             self.append_update_buffer(agent_id, key_list, batch_size, training_length)
 
 
-__all__: List[str] = ["AgentBuffer", "AgentBufferField", "Buffer", "BufferException"]
+class ReplayBuffer:
+    """A fixed-capacity store of transitions, overwritten oldest-first, sampled uniformly.
+
+    Fields are preallocated NumPy arrays of ``capacity`` rows, created on the first ``add`` from
+    the dtype and shape of what arrives, so a sample is one fancy-index per field, with no Python
+    loop over transitions.
+    """
+
+    def __init__(self, capacity: int):
+        if capacity < 1:
+            raise UnityTrainerException(f"A replay buffer needs a capacity of at least 1 transition, got {capacity}.")
+        self.capacity = int(capacity)
+        self.fields: Dict[str, np.ndarray] = {}
+        self.size = 0  # transitions held, at most capacity
+        self.next_index = 0  # row the next transition is written to
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, transitions: Mapping[str, Any]) -> None:
+        """Append ``n`` transitions given as ``{field: [n, ...]}`` (every field the same ``n``).
+
+        The first call fixes the fields; later calls must bring the same ones.
+        """
+        arrays = {key: np.asarray(value) for key, value in transitions.items()}
+        counts = {key: len(a) for key, a in arrays.items()}
+        if len(set(counts.values())) != 1:
+            raise UnityTrainerException(
+                f"Every field added to the replay buffer must hold the same number of transitions, got {counts}.")
+        if not self.fields:
+            self.fields = {key: np.zeros((self.capacity,) + a.shape[1:], dtype=a.dtype) for key, a in arrays.items()}
+        elif arrays.keys() != self.fields.keys():
+            raise UnityTrainerException(
+                f"The replay buffer holds the fields {sorted(self.fields)} but was given {sorted(arrays)}. "
+                "Every transition must carry the same fields.")
+        n = next(iter(counts.values()))
+        if n > self.capacity:  # only the newest capacity transitions would survive anyway
+            arrays = {key: a[n - self.capacity:] for key, a in arrays.items()}
+            n = self.capacity
+        rows = (self.next_index + np.arange(n)) % self.capacity
+        for key, a in arrays.items():
+            self.fields[key][rows] = a
+        self.next_index = int((self.next_index + n) % self.capacity)
+        self.size = min(self.size + n, self.capacity)
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> Dict[str, np.ndarray]:
+        """``batch_size`` transitions drawn uniformly, with replacement, from those held."""
+        if self.size == 0:
+            raise UnityTrainerException("Cannot sample from an empty replay buffer; add transitions first.")
+        rows = rng.integers(0, self.size, size=batch_size)
+        return {key: a[rows] for key, a in self.fields.items()}
+
+
+__all__: List[str] = ["AgentBuffer", "AgentBufferField", "Buffer", "BufferException", "ReplayBuffer"]

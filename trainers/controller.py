@@ -55,7 +55,7 @@ from trainers.stopping import Stop, shielded
 from trainers.tf_utils import tf
 from trainers.timers import Timers
 from trainers.trainer.base import Trainer, UnityTrainerException
-from trainers.trainer.bases import PolicyOutput
+from trainers.trainer.trajectory import PolicyOutput
 from unityagents.brain import BrainInfo
 from unityagents.exception import UnityException
 from unityagents.vector.environment_set import EnvironmentSet
@@ -428,7 +428,7 @@ def _output_rows(outputs: Any, lo: int, hi: int, n: int) -> Any:
                             cut(outputs.memories), cut(outputs.values), cut(outputs.sent))
     raise UnityTrainerException(
         f"A trainer's take_action returned outputs of type {type(outputs).__name__}, which the overlapped "
-        "schedule cannot split per environment (it splits trainers.trainer.bases.PolicyOutput). Return a PolicyOutput, "
+        "schedule cannot split per environment (it splits a trajectory.PolicyOutput). Return a PolicyOutput, "
         "or step the environments together with --schedule sync.")
 
 

@@ -10,7 +10,8 @@ from typing import Dict, Mapping, Optional
 
 import numpy as np
 
-from trainers.trainer.base import Trainer, lesson_tags
+from trainers.trainer.base import Trainer
+from trainers.trainer.summaries import lesson_tags
 
 
 def lesson_numbers(curriculum) -> Optional[Dict[str, int]]:

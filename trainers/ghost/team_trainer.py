@@ -30,7 +30,8 @@ import numpy as np
 from trainers.ghost.self_play import LATEST, SelfPlaySchedule, SelfPlaySettings
 from trainers.ghost.trainer import SnapshotPool, _relative_name, variables_read_by
 from trainers.ppo.models import create_agent_model
-from trainers.ppo.trainer import ActingInputs, PPOTrainer
+from trainers.ppo.policy import PPOPolicy
+from trainers.ppo.trainer import PPOTrainer
 from trainers.tf_utils import tf
 from trainers.trainer.base import Trainer, UnityTrainerException, logger
 from unityagents.brain import BrainInfo, BrainParameters, team_base, team_id
@@ -75,9 +76,10 @@ class TeamSelfPlay:
                     f"matching {', '.join(missing[:3])} under '{scope}/'.")
             # Slots 0..window-1: the ring of snapshots; slot `window`: the latest weights at a swap.
             self.pool = SnapshotPool(acting, sources, names, self.settings.window + 1)
-        self.acting_inputs = ActingInputs(self.model)
-        self._act_call = None
         self.rng = np.random.default_rng(seed + 7919)
+        self.policy = PPOPolicy(sess, self.model, brain, self.rng)
+        self._fetches = {"action": self.model.output, **({"memory_out": self.model.memory_out}
+                                                         if self.use_recurrent else {})}
         self.schedule = SelfPlaySchedule(self.settings, n_teams=len(self.team_names), seed=seed)
         self.pending_change = False
         self._reset_reason: Optional[str] = None
@@ -144,27 +146,9 @@ class TeamSelfPlay:
     # ---------------------------------------------------------------- acting and scoring
     def opponent_act(self, seat: "TeamSeat", info: BrainInfo):
         self._ensure_started()
-        m, n = self.model, len(info.agents)
-        memories = None
-        if self.use_recurrent:
-            memories = info.memories
-            if memories is None or np.size(memories) == 0:
-                memories = np.zeros((n, m.m_size), dtype=np.float32)
-        values = self.acting_inputs.values(info, None, memories)
-        masks = getattr(m, "action_masks", None)
-        if self.is_continuous:
-            values.append(self.rng.standard_normal((n, seat.brain.action_space_size)).astype(np.float32))
-        if masks is not None:
-            width = int(sum(seat.brain.action_branches))
-            values.append(np.ones((n, width), np.float32) if info.action_masks is None
-                          else np.asarray(info.action_masks, np.float32))
-        if self._act_call is None:
-            feeds = list(self.acting_inputs.placeholders) + ([m.epsilon] if self.is_continuous else []) \
-                + ([masks] if masks is not None else [])
-            fetches = [m.output] + ([m.memory_out] if self.use_recurrent else [])
-            self._act_call = self.sess.make_callable(fetches, feeds)
-        out = self._act_call(*values)
-        return seat.environment_actions(out[0]), (out[1] if self.use_recurrent else None), None, None
+        memories = self.policy.memories(info) if self.use_recurrent else None
+        out, _ = self.policy.act(info, self._fetches, sample=True, memories=memories)
+        return seat.environment_actions(out["action"]), out.get("memory_out"), None, None
 
     def score_games(self, info: BrainInfo) -> None:
         """Rate each finished, uninterrupted game of the learning team by its last reward's sign."""

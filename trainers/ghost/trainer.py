@@ -5,7 +5,7 @@ In an adversarial scene (Tennis) one External brain learns with PPO and the othe
 of earlier selves rather than only the latest one keeps the learner from chasing its own tail
 (forgetting how to beat older strategies) and gives it opponents of gradually rising strength.
 
-Everything is built once in ``__init__`` (the controller finalizes the graph before the loop):
+Everything is built once in ``setup`` (the controller finalizes the graph before the loop):
 
 * the acting network: ``create_agent_model`` with exactly the arguments the copied brain's PPO
   trainer used (recurrent included, with the brain's ``memorySize``), under the ghost's scope;
@@ -27,7 +27,8 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Seque
 import numpy as np
 
 from trainers.ppo.models import PPOModel, create_agent_model
-from trainers.ppo.trainer import ActingInputs, PPOTrainer
+from trainers.ppo.policy import PPOPolicy
+from trainers.ppo.trainer import PPOTrainer
 from trainers.tf_utils import tf
 from trainers.trainer.base import (
     COMMON_HYPERPARAMETERS,
@@ -35,10 +36,11 @@ from trainers.trainer.base import (
     Trainer,
     TrainerConfigError,
     UnityTrainerException,
+    check_same_spaces,
     logger,
     positive,
 )
-from unityagents.brain import BrainInfo, BrainParameters, same_spaces_error
+from unityagents.brain import BrainInfo, BrainParameters
 
 #: Op types that hold a variable's value (v1 ref variables are what tf_utils configures).
 _VARIABLE_OPS = ("VariableV2", "Variable", "VarHandleOp")
@@ -175,19 +177,12 @@ class GhostTrainer(Trainer):
     is_learner = False
     hyperparameters = GHOST_HYPERPARAMETERS
 
-    def __init__(
-        self,
-        sess,
-        brains: Mapping[str, BrainParameters],
-        brain_name: str,
-        trainer_parameters: Dict[str, Any],
-        training: bool,
-        seed: int = 0,
-    ):
-        super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
+    def setup(self) -> None:
+        super().setup()
+        brain_name, trainer_parameters = self.brain_name, self.trainer_parameters
         self.copied_name: str = trainer_parameters["brain_to_copy"]
-        self.new_model_freq = int(self.hp["new_model_freq"])
-        self.max_num_models = int(self.hp["max_num_models"])
+        self.new_model_freq = self.settings.new_model_freq
+        self.max_num_models = self.settings.max_num_models
         self.is_continuous = self.brain.action_space_type == "continuous"
         original = trainer_parameters.get("original_brain_parameters")
         if not isinstance(original, dict):
@@ -218,16 +213,17 @@ class GhostTrainer(Trainer):
                 f"The ghost brain '{brain_name}' needs a graph scope of its own, distinct from that of "
                 f"'{self.copied_name}' ({copied_scope!r}); got {scope!r}. The controller gives every brain one "
                 "when several External brains are trained.")
-        with sess.graph.as_default(), tf.variable_scope(scope):
+        with self.sess.graph.as_default(), tf.variable_scope(scope):
             self.model: PPOModel = create_agent_model(self.copied_brain, **PPOTrainer.model_arguments(original))
             acting_outputs = [self.model.output] + ([self.model.memory_out] if self.use_recurrent else [])
             acting = variables_read_by(acting_outputs)
             names = [_relative_name(v.op.name, scope) for v in acting]
             sources = self._learner_variables(acting, names, copied_scope)
             self.pool = SnapshotPool(acting, sources, names, self.max_num_models)
-        # The same feed as the PPO trainer's acting call, compiled on first use.
-        self.acting_inputs = ActingInputs(self.model)
-        self._act_call = None
+        # Acts as the PPO trainer does (the same inputs, memories and noise), always sampling.
+        self.policy = PPOPolicy(self.sess, self.model, self.brain, self.rng)
+        self._fetches = {"action": self.model.output, **({"memory_out": self.model.memory_out}
+                                                         if self.use_recurrent else {})}
 
         self.n_snapshots = 0  # snapshots taken so far; the filled slots are 0 .. min(n, size) - 1
         self.current_slot = 0
@@ -255,11 +251,7 @@ class GhostTrainer(Trainer):
             raise TrainerConfigError(
                 f"{where}: the brain {copied!r} is not External, so it is not trained here and has no weights to "
                 f"copy. Name an External brain: {others}.")
-        difference = same_spaces_error(brains[brain_name], brains[copied])
-        if difference:
-            raise TrainerConfigError(
-                f"{where}: the ghost plays with {copied!r}'s network, so both brains need the same state and action "
-                f"spaces and cameras, but they differ ('{brain_name}' vs {copied!r}): {difference}.")
+        check_same_spaces(where, brains, brain_name, copied, f"the ghost plays with {copied!r}'s network")
 
     def _learner_variables(self, acting: Sequence[tf.Variable], names: Sequence[str],
                            copied_scope: str) -> List[tf.Variable]:
@@ -338,22 +330,9 @@ class GhostTrainer(Trainer):
             self.take_snapshot()
             self.select_slot(0)
         info = all_info[self.brain_name]
-        m = self.model
-        n = len(info.agents)
-        memories = None
-        if self.use_recurrent:
-            memories = info.memories
-            if memories is None or np.size(memories) == 0:
-                memories = np.zeros((n, m.m_size), dtype=np.float32)
-        values = self.acting_inputs.values(info, None, memories)
-        if self.is_continuous:
-            values.append(self.rng.standard_normal((n, self.brain.action_space_size)).astype(np.float32))
-        if self._act_call is None:
-            feeds = list(self.acting_inputs.placeholders) + ([m.epsilon] if self.is_continuous else [])
-            fetches = [m.output] + ([m.memory_out] if self.use_recurrent else [])
-            self._act_call = self.sess.make_callable(fetches, feeds)
-        out = self._act_call(*values)
-        return self.environment_actions(out[0]), (out[1] if self.use_recurrent else None), None, None
+        memories = self.policy.memories(info) if self.use_recurrent else None
+        out, _ = self.policy.act(info, self._fetches, sample=True, memories=memories)
+        return self.environment_actions(out["action"]), out.get("memory_out"), None, None
 
     def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo], outputs) -> None:
         """Nothing to store: the ghost learns nothing by itself."""

@@ -274,8 +274,8 @@ def create_behavioral_cloning(trainer: Any) -> Optional[BehavioralCloning]:
     if settings is None:
         return None
     demo = check_demonstration(trainer.brain_name, settings, trainer.brain, bool(trainer.hp.get("use_recurrent")))
-    return BehavioralCloning(trainer.cloned_policy(), trainer.brain, settings, demo, float(trainer.hp["learning_rate"]),
-                             int(trainer.hp["batch_size"]), float(trainer.hp.get("max_grad_norm", 0.5)))
+    return BehavioralCloning(trainer.cloned_policy(), trainer.brain, settings, demo, trainer.settings.learning_rate,
+                             trainer.settings.batch_size, getattr(trainer.settings, "max_grad_norm", 0.5))
 
 
 def update_behavioral_cloning(trainer: Any) -> None:

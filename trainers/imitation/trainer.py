@@ -28,7 +28,6 @@ pass, so every pair is used about ``batches_per_epoch`` times.
 """
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -42,11 +41,13 @@ from trainers.trainer.base import (
     Trainer,
     TrainerConfigError,
     UnityTrainerException,
+    check_batch_fits,
+    check_same_spaces,
     logger,
     non_negative,
     positive,
 )
-from unityagents.brain import BrainInfo, BrainParameters, same_spaces_error
+from unityagents.brain import BrainInfo, BrainParameters
 
 
 class ImitationModel:
@@ -165,36 +166,24 @@ class ImitationTrainer(Trainer):
     #: environment's own units: they are not rescaled on the way back.
     continuous_actions_bounded = True
 
-    def __init__(
-        self,
-        sess,
-        brains: Mapping[str, BrainParameters],
-        brain_name: str,
-        trainer_parameters: Dict[str, Any],
-        training: bool,
-        seed: int = 0,
-    ):
-        super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
-        self.teacher_name: str = self.hp["brain_to_imitate"]
+    def setup(self) -> None:
+        super().setup()
+        self.teacher_name: str = self.settings.brain_to_imitate
         self.is_continuous = self.brain.action_space_type == "continuous"
-        scope = self.graph_scope
-        with sess.graph.as_default(), (tf.variable_scope(scope) if scope else contextlib.nullcontext()):
+        with self.build_scope():
             self.model = ImitationModel(
-                self.brain, h_size=int(self.hp["hidden_units"]), num_layers=int(self.hp["num_layers"]),
-                lr=float(self.hp["learning_rate"]), normalize=bool(self.hp["normalize"]),
+                self.brain, h_size=self.settings.hidden_units, num_layers=self.settings.num_layers,
+                lr=self.settings.learning_rate, normalize=self.settings.normalize,
             )
-        self.demonstrations = DemonstrationBuffer(int(self.hp["buffer_size"]))
+        self.demonstrations = DemonstrationBuffer(self.settings.buffer_size)
         self._episode_rewards: Dict[str, Dict[Any, float]] = {self.brain_name: {}, self.teacher_name: {}}
         self._episode_steps: Dict[Any, int] = {}
 
     # ------------------------------------------------------------------ configuration
     @classmethod
     def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
-        if params["batch_size"] > params["buffer_size"]:
-            raise TrainerConfigError(
-                f"brain '{brain_name}', key 'batch_size': a minibatch is drawn from the buffer of recent pairs, so "
-                f"batch_size ({params['batch_size']}) cannot exceed buffer_size ({params['buffer_size']}). Lower "
-                "batch_size or raise buffer_size.")
+        check_batch_fits(brain_name, params, "no minibatch could be drawn from the buffer of recent pairs "
+                                             "(batch_size cannot exceed buffer_size)")
 
     @classmethod
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
@@ -216,11 +205,8 @@ class ImitationTrainer(Trainer):
                 f"{where}: the teacher {teacher!r} is External, so its actions would come from Python and there is "
                 "nothing to imitate. Make it a Player, Heuristic or Internal brain with 'broadcast' on"
                 f"{' (broadcasting brains: ' + ', '.join(broadcasting) + ')' if broadcasting else ''}.")
-        difference = same_spaces_error(brains[brain_name], brains[teacher])
-        if difference:
-            raise TrainerConfigError(
-                f"{where}: the student learns the teacher's state -> action mapping, so both brains need the same "
-                f"state and action spaces and cameras, but they differ ('{brain_name}' vs {teacher!r}): {difference}.")
+        check_same_spaces(where, brains, brain_name, teacher,
+                          "the student learns the teacher's state -> action mapping")
 
     # ------------------------------------------------------------------ acting
     def _input_feed(self, info: BrainInfo) -> Dict[tf.Tensor, Any]:
@@ -302,15 +288,15 @@ class ImitationTrainer(Trainer):
     # ------------------------------------------------------------------ updating
     def is_ready_update(self) -> bool:
         """Once ``batch_size`` new pairs arrived since the last update."""
-        return self.demonstrations.added_since_update >= int(self.hp["batch_size"])
+        return self.demonstrations.added_since_update >= self.settings.batch_size
 
     def update_model(self) -> None:
         """``batches_per_epoch`` Adam steps on minibatches drawn from the recent pairs."""
         m = self.model
-        batch_size = int(self.hp["batch_size"])
+        batch_size = self.settings.batch_size
         fetches = [m.loss] + ([m.accuracy] if m.accuracy is not None else []) + [m.update_batch]
         metrics = []
-        for _ in range(int(self.hp["batches_per_epoch"])):
+        for _ in range(self.settings.batches_per_epoch):
             batch = self.demonstrations.sample(batch_size, self.rng)
             feed: Dict[tf.Tensor, Any] = {m.batch_size: batch_size, m.teacher_actions: batch["actions"]}
             if m.state_in is not None:

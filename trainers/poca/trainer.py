@@ -34,8 +34,8 @@ from trainers.poca.groups import GroupTrajectory, MemberStep, finish, pad_rows, 
 from trainers.poca.models import HEADS, POCACritic
 from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
 from trainers.tf_utils import tf
-from trainers.trainer.base import Param, TrainerConfigError, UnityTrainerException
-from trainers.trainer.bases import PolicyOutput
+from trainers.trainer.base import Param, TrainerConfigError, UnityTrainerException, check_batch_fits
+from trainers.trainer.trajectory import PolicyOutput
 from unityagents.brain import CONTINUOUS_ACTION_CLIP, BrainInfo, BrainParameters
 
 POCA_HYPERPARAMETERS: Dict[str, Param] = {
@@ -56,15 +56,14 @@ class POCATrainer(PPOTrainer):
     trainer_type = "poca"
     hyperparameters = POCA_HYPERPARAMETERS
 
-    def __init__(self, sess, brains: Mapping[str, BrainParameters], brain_name: str,
-                 trainer_parameters: Dict[str, Any], training: bool, seed: int = 0):
-        super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
+    def setup(self) -> None:
+        super().setup()
         self._check_brain(self.brain)
         branches = list(self.brain.action_branches)
         self.action_code_size = self.brain.action_space_size if self.is_continuous else int(sum(branches))
         with self.build_scope():
             self.critic = POCACritic(self.brain.state_space_size, self.action_code_size,
-                                     int(self.hp["hidden_units"]), int(self.hp["num_layers"]))
+                                     self.settings.hidden_units, self.settings.num_layers)
             self._create_poca_optimizer()
         self.groups: Dict[Hashable, GroupTrajectory] = {}
         self.rows: List[Dict[str, Any]] = []
@@ -81,11 +80,7 @@ class POCATrainer(PPOTrainer):
 
     @classmethod
     def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
-        if params["batch_size"] > params["buffer_size"]:
-            raise TrainerConfigError(
-                f"brain '{brain_name}', key 'batch_size': {params['batch_size']} is larger than buffer_size "
-                f"{params['buffer_size']}, so no minibatch could ever be filled. "
-                "Lower batch_size or raise buffer_size.")
+        check_batch_fits(brain_name, params, "no minibatch could ever be filled")
 
     @classmethod
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
@@ -117,7 +112,7 @@ class POCATrainer(PPOTrainer):
                     + 0.5 * m.value_loss - m.beta * m.mean_entropy)
             variables = list(m.variables) + list(c.variables)
             pairs = [(g, v) for g, v in zip(tf.gradients(loss, variables), variables) if g is not None]
-            gradients, _ = tf.clip_by_global_norm([g for g, _ in pairs], float(self.hp["max_grad_norm"]))
+            gradients, _ = tf.clip_by_global_norm([g for g, _ in pairs], self.settings.max_grad_norm)
             optimizer = tf.train.AdamOptimizer(m.learning_rate, epsilon=1e-5)
             self.poca_update = optimizer.apply_gradients(list(zip(gradients, [v for _, v in pairs])))
 
@@ -213,7 +208,7 @@ class POCATrainer(PPOTrainer):
         """Returns and advantages of the group's steps; its member-steps go to the update buffer."""
         if self._largest_group:
             self.sess.run(self.critic.raise_max_members, {self.critic.members_seen: float(self._largest_group)})
-        rows = finish(group.steps, value_next, float(self.hp["gamma"]), float(self.hp["lambd"]), self._critic)
+        rows = finish(group.steps, value_next, self.settings.gamma, self.settings.lambd, self._critic)
         group.episode_total += sum(team_reward(step) for step in group.steps)
         if group.over():
             self.add_environment_stat("Environment/Group Cumulative Reward", group.episode_total)
@@ -233,7 +228,7 @@ class POCATrainer(PPOTrainer):
                 self._close_episode(agent)
             if current.decision_requested[j] and int(current.group_id[j]) > 0:
                 in_play.setdefault(self._group_key(agent, int(current.group_id[j])), []).append(agent)
-        horizon = int(self.hp["time_horizon"])
+        horizon = self.settings.time_horizon
         for key, group in self.groups.items():
             if len(group) >= horizon:
                 self._move(group, self._group_value_now(current, in_play.get(key, [])))
@@ -277,17 +272,13 @@ class POCATrainer(PPOTrainer):
             self._update_inputs = inputs
         return self._update_inputs
 
-    def _update_call(self, extra_feeds, extra_fetches) -> Callable[..., List[Any]]:
-        key = (tuple(id(t) for t in extra_feeds), tuple(id(t) for t in extra_fetches))
-        call = self._update_calls.get(key)
-        if call is None:
-            m = self.model
-            fetches = [m.policy_loss, self.critic_value_loss, m.mean_entropy, m.approx_kl, m.clip_fraction]
-            feeds = self._scalar_inputs() + [placeholder for placeholder, _, _ in self.update_inputs()]
-            call = self.sess.make_callable(fetches + list(extra_fetches) + [self.poca_update],
-                                           feeds + list(extra_feeds))
-            self._update_calls[key] = call
-        return call
+    def update_metrics(self) -> List[tf.Tensor]:
+        """PPO's, with the group critic's value loss in the place of the value head's."""
+        m = self.model
+        return [m.policy_loss, self.critic_value_loss, m.mean_entropy, m.approx_kl, m.clip_fraction]
+
+    def update_op(self) -> tf.Operation:
+        return self.poca_update
 
     def minibatch_extras(self, minibatch):
         return {}, [self.baseline_loss], ["Losses/Baseline Loss"]

@@ -349,24 +349,10 @@ class PPOModel:
             self.update_batch = optimizer.apply_gradients(list(zip(gradients, self.variables)))
 
 
-def create_agent_model(
-    brain: BrainParameters,
-    lr: float = 1e-4,
-    h_size: int = 128,
-    epsilon: float = 0.2,
-    beta: float = 1e-3,
-    max_step: float = 5e6,
-    normalize: bool = False,
-    use_recurrent: bool = False,
-    num_layers: int = 2,
-    m_size: Optional[int] = None,
-    vf_coef: float = 0.5,
-    max_grad_norm: float = 0.5,
-    clip_value: bool = True,
-    reward_signals: Sequence[str] = (),
-    vis_encode_type: str = "simple",
-) -> PPOModel:
+def create_agent_model(brain: BrainParameters, max_step: float = 5e6, **options: Any) -> PPOModel:
     """Build the PPO graph of ``brain`` in the current graph and variable scope.
+
+    ``options`` are ``PPOModel``'s keyword arguments, with its defaults:
 
     :param lr: default of the ``learning_rate`` placeholder (the trainer feeds its schedule).
     :param epsilon: default of the ``clip_epsilon`` placeholder: the PPO clip range, also used to
@@ -383,12 +369,7 @@ def create_agent_model(
     :param vis_encode_type: the camera encoder (``trainers.encoders.VISUAL_ENCODERS``).
     """
     del max_step  # see the docstring: the schedule lives in the trainer
-    return PPOModel(
-        brain, lr=lr, h_size=h_size, epsilon=epsilon, beta=beta, normalize=normalize,
-        use_recurrent=use_recurrent, num_layers=num_layers, m_size=m_size, vf_coef=vf_coef,
-        max_grad_norm=max_grad_norm, clip_value=clip_value, reward_signals=reward_signals,
-        vis_encode_type=vis_encode_type,
-    )
+    return PPOModel(brain, **options)
 
 
 __all__ = ["PPOModel", "create_agent_model", "validate_memory_size"]

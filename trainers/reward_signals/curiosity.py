@@ -9,14 +9,7 @@ from typing import Any, ClassVar, Dict, Mapping
 import numpy as np
 
 from trainers.models import dense, new_trainable_variables
-from trainers.reward_signals.base import (
-    GAMMA,
-    RewardSignal,
-    SignalInputs,
-    layers_param,
-    signal_encoder,
-    strength_param,
-)
+from trainers.reward_signals.base import GAMMA, RewardSignal, SignalInputs, layers_param, signal_encoder, strength_param
 from trainers.tf_utils import tf
 from trainers.trainer.base import Param, positive
 from unityagents.brain import BrainParameters

@@ -1,4 +1,4 @@
-"""Soft actor-critic for one External brain, on ``trainers.trainer.bases.OffPolicyTrainer``.
+"""Soft actor-critic for one External brain, on ``trainers.trainer.off_policy.OffPolicyTrainer``.
 
 The off-policy base stores transitions and builds the target copy; SAC adds ML-Agents' schedule
 and settings (``trainer_type: sac`` of Release 22):
@@ -22,10 +22,11 @@ from __future__ import annotations
 import base64
 import io
 import math
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from trainers.buffer import ReplayBuffer
 from trainers.imitation import bc
 from trainers.reward_signals import (
     REWARD_SIGNALS_PARAM,
@@ -41,11 +42,13 @@ from trainers.trainer.base import (
     Param,
     TrainerConfigError,
     UnityTrainerException,
+    check_batch_fits,
     non_negative,
     positive,
     unit_interval,
 )
-from trainers.trainer.bases import OffPolicyTrainer, PolicyOutput, ReplayBuffer
+from trainers.trainer.off_policy import OffPolicyTrainer
+from trainers.trainer.trajectory import PolicyOutput
 from unityagents.brain import BrainInfo, BrainParameters
 
 SAC_HYPERPARAMETERS: Dict[str, Param] = {
@@ -109,6 +112,22 @@ def unsupported_action_space(brain: BrainParameters) -> Optional[str]:
     return None
 
 
+def sample_branches(probs: np.ndarray, masks: np.ndarray, branches: Sequence[int],
+                    rng: np.random.Generator) -> np.ndarray:
+    """One index per branch drawn from ``probs`` (``[N, sum(branches)]``), never a masked one."""
+    choices, offset = [], 0
+    for size in branches:
+        p, allowed = probs[:, offset:offset + size], masks[:, offset:offset + size] > 0
+        offset += size
+        cumulative = np.cumsum(p, axis=1)
+        u = rng.random((len(p), 1)) * cumulative[:, -1:]
+        index = np.minimum((cumulative <= u).sum(axis=1), size - 1)
+        # Rounding may land on a trailing masked action: take the last allowed one instead.
+        last_allowed = size - 1 - np.argmax(allowed[:, ::-1], axis=1)
+        choices.append(np.where(allowed[np.arange(len(p)), index], index, last_allowed))
+    return np.stack(choices, axis=1).astype(np.int64)
+
+
 class SACTrainer(OffPolicyTrainer):
     """SAC for one brain: continuous (tanh-squashed Gaussian) or discrete (branches, masks) actions."""
 
@@ -123,11 +142,7 @@ class SACTrainer(OffPolicyTrainer):
     def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
         params["reward_signals"] = validate_reward_signals(brain_name, params.get("reward_signals"))
         params["behavioral_cloning"] = bc.validate_behavioral_cloning(brain_name, params.get("behavioral_cloning"))
-        if params["batch_size"] > params["buffer_size"]:
-            raise TrainerConfigError(
-                f"brain '{brain_name}', key 'batch_size': {params['batch_size']} is larger than buffer_size "
-                f"{params['buffer_size']}, so the replay buffer could never fill one minibatch. "
-                "Lower batch_size or raise buffer_size.")
+        check_batch_fits(brain_name, params, "the replay buffer could never fill one minibatch")
 
     @classmethod
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
@@ -152,23 +167,22 @@ class SACTrainer(OffPolicyTrainer):
                 f"Use a buffer_size of at most {int(memory // (needed / params['buffer_size']))}.")
 
     # ------------------------------------------------------------------ building
-    def __init__(self, sess, brains: Mapping[str, BrainParameters], brain_name: str,
-                 trainer_parameters: Dict[str, Any], training: bool, seed: int = 0):
-        super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
+    def setup(self) -> None:
+        super().setup()
         problem = unsupported_action_space(self.brain)
         if problem:
-            raise UnityTrainerException(f"Brain '{brain_name}': {problem}")
-        self.hp["reward_signals"] = validate_reward_signals(brain_name, self.hp.get("reward_signals"))
+            raise UnityTrainerException(f"Brain '{self.brain_name}': {problem}")
+        self.hp["reward_signals"] = validate_reward_signals(self.brain_name, self.hp.get("reward_signals"))
         settings = signal_settings(self.hp)
         self.signal_names = list(settings)
         with self.build_scope():
             self.model = SACModel(
-                self.brain, h_size=int(self.hp["hidden_units"]), num_layers=int(self.hp["num_layers"]),
-                normalize=bool(self.hp["normalize"]), streams=self.signal_names,
+                self.brain, h_size=self.settings.hidden_units, num_layers=self.settings.num_layers,
+                normalize=self.settings.normalize, streams=self.signal_names,
                 gammas={name: float(s["gamma"]) for name, s in settings.items()},
                 use_dones={name: name in EPISODIC_SIGNALS for name in settings},
-                init_entcoef=float(self.hp["init_entcoef"]), tau=float(self.hp["tau"]),
-                learning_rate=float(self.hp["learning_rate"]))
+                init_entcoef=self.settings.init_entcoef, tau=self.settings.tau,
+                learning_rate=self.settings.learning_rate)
             self.create_target_updates(self.model.online_variables, self.model.target_variables)
             self.reward_signals = create_reward_signals(self.brain, settings)
             self.bc = bc.create_behavioral_cloning(self)
@@ -181,28 +195,28 @@ class SACTrainer(OffPolicyTrainer):
 
     # ------------------------------------------------------------------ schedules
     def current_learning_rate(self) -> float:
-        lr = float(self.hp["learning_rate"])
-        if self.hp["learning_rate_schedule"] == "linear":
+        lr = self.settings.learning_rate
+        if self.settings.learning_rate_schedule == "linear":
             lr *= max(1.0 - self.step / self.get_max_steps, 0.0)
         return lr
 
     def _due(self, per_update: float) -> int:
         """Updates due by now: one per ``per_update`` agent steps after ``buffer_init_steps``."""
-        return int(math.floor(max(self.transitions_seen - int(self.hp["buffer_init_steps"]), 0) / per_update + 1e-9))
+        return int(math.floor(max(self.transitions_seen - self.settings.buffer_init_steps, 0) / per_update + 1e-9))
 
     def _signal_steps(self) -> float:
-        value = self.hp.get("reward_signal_steps_per_update")
-        return float(self.hp["steps_per_update"] if value is None else value)
+        value = self.settings.reward_signal_steps_per_update
+        return self.settings.steps_per_update if value is None else value
 
     def _warm(self) -> bool:
-        return (len(self.replay) >= int(self.hp["batch_size"])
-                and self.transitions_seen >= int(self.hp["buffer_init_steps"]))
+        return (len(self.replay) >= self.settings.batch_size
+                and self.transitions_seen >= self.settings.buffer_init_steps)
 
     def is_ready_update(self) -> bool:
         if not self._warm():
             return False
         signals_due = self._trains_signals() and self._due(self._signal_steps()) > self.signal_updates
-        return self._due(float(self.hp["steps_per_update"])) > self.gradient_step or signals_due
+        return self._due(self.settings.steps_per_update) > self.gradient_step or signals_due
 
     def _trains_signals(self) -> bool:
         return any(s.update_op is not None for s in self.reward_signals.values())
@@ -210,13 +224,9 @@ class SACTrainer(OffPolicyTrainer):
     # ------------------------------------------------------------------ acting
     def _feed(self, inputs: Mapping[str, np.ndarray], prefix: str = "") -> Dict[tf.Tensor, Any]:
         m = self.model
-        state = m.next_state if prefix else m.state
-        feed: Dict[tf.Tensor, Any] = {}
-        if state is not None:
-            feed[state] = inputs[f"{prefix}states"]
-        for k, placeholder in enumerate(m.next_observations if prefix else m.observations):
-            feed[placeholder] = inputs[f"{prefix}observations{k}"]
-        return feed
+        if prefix:
+            return self.observation_feed(inputs, m.next_state, m.next_observations, prefix)
+        return self.observation_feed(inputs, m.state, m.observations)
 
     def _masks(self, info: BrainInfo) -> np.ndarray:
         total = int(sum(self.brain.action_branches))
@@ -247,37 +257,18 @@ class SACTrainer(OffPolicyTrainer):
             feed[m.action_masks] = masks
             fetches["probs"] = m.probs
             out = self.sess.run(fetches, feed)
-            actions = self._sample(out["probs"], masks)
+            actions = sample_branches(out["probs"], masks, self.brain.action_branches, self.rng)
             fields["actions"] = actions.astype(np.int32)
             fields["action_masks"] = masks
         values = out["values"][:, 0]
         self.add_stat("Policy/Extrinsic Value", float(np.mean(values)))
         return PolicyOutput(actions, fields, values=values)
 
-    def _sample(self, probs: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """One index per branch drawn from ``probs`` (``[N, sum(branches)]``), never a masked one."""
-        choices, offset = [], 0
-        for size in self.brain.action_branches:
-            p, allowed = probs[:, offset:offset + size], masks[:, offset:offset + size] > 0
-            offset += size
-            cumulative = np.cumsum(p, axis=1)
-            u = self.rng.random((len(p), 1)) * cumulative[:, -1:]
-            index = np.minimum((cumulative <= u).sum(axis=1), size - 1)
-            # Rounding may land on a trailing masked action: take the last allowed one instead.
-            last_allowed = size - 1 - np.argmax(allowed[:, ::-1], axis=1)
-            choices.append(np.where(allowed[np.arange(len(p)), index], index, last_allowed))
-        return np.stack(choices, axis=1).astype(np.int64)
-
     # ------------------------------------------------------------------ collecting
-    def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo],
-                        outputs: Optional[PolicyOutput]) -> None:
-        """One transition per agent present in both infos; an interrupted episode's last one bootstraps
-        from the episode's last observation (the modern protocol's terminal row)."""
-        found = None if outputs is None else self.transitions_of(info, next_info, outputs)
-        if found is None:
-            return
-        transitions, pairs = found
-        following = next_info[self.brain_name]
+    def complete_transitions(self, transitions: Dict[str, np.ndarray], pairs: List[Tuple[int, int, Any]],
+                             following: BrainInfo) -> Dict[str, np.ndarray]:
+        """An interrupted episode's last transition bootstraps from the episode's last observation (the
+        modern protocol's terminal row), and discrete brains store the next state's action masks."""
         next_rows = np.asarray([j for _, j, _ in pairs])
         dones = transitions["dones"] > 0.5
         next_masks = None if self.is_continuous else self._masks(following)[next_rows]
@@ -297,25 +288,25 @@ class SACTrainer(OffPolicyTrainer):
         transitions["dones"] = dones.astype(np.float32)
         if next_masks is not None:
             transitions["next_action_masks"] = next_masks
-        self.replay.add(transitions)
-        self.transitions_seen += len(pairs)
-        for (_, _, agent), reward in zip(pairs, transitions["rewards"]):
-            self._count_reward(agent, float(reward))
+        return transitions
+
+    def count_transitions(self, n: int) -> None:
+        self.transitions_seen += n
 
     # ------------------------------------------------------------------ updating
     def update_model(self) -> None:
         """The gradient steps (and reward-signal updates) due since the last call."""
         if self.gradient_step == 0:
             self.update_targets(hard=True)  # the targets start as copies of the initialised critics
-        batch_size = int(self.hp["batch_size"])
-        while self._due(float(self.hp["steps_per_update"])) > self.gradient_step:
+        batch_size = self.settings.batch_size
+        while self._due(self.settings.steps_per_update) > self.gradient_step:
             self.update(self.replay.sample(batch_size, self.rng))
             self.gradient_step += 1
         if self._trains_signals():
             while self._due(self._signal_steps()) > self.signal_updates:
                 self.update_reward_signals(self.replay.sample(batch_size, self.rng))
                 self.signal_updates += 1
-        if self.bc is not None and self.transitions_seen - self.bc_at >= int(self.hp["time_horizon"]):
+        if self.bc is not None and self.transitions_seen - self.bc_at >= self.settings.time_horizon:
             self.bc_at = self.transitions_seen
             bc.update_behavioral_cloning(self)
         self._flush_stats()
@@ -396,7 +387,7 @@ class SACTrainer(OffPolicyTrainer):
         """Counters and the random generator; the replay buffer too with ``save_replay_buffer``."""
         state = {**super().get_state(), "transitions_seen": self.transitions_seen,
                  "signal_updates": self.signal_updates, "bc_at": self.bc_at, "rng": self.rng.bit_generator.state}
-        if self.hp["save_replay_buffer"]:
+        if self.settings.save_replay_buffer:
             state["replay"] = encode_replay(self.replay)
         return state
 
@@ -407,8 +398,8 @@ class SACTrainer(OffPolicyTrainer):
         self.bc_at = int(state.get("bc_at", 0))
         if "rng" in state:
             self.rng.bit_generator.state = state["rng"]
-        if state.get("replay") is not None and self.hp["save_replay_buffer"]:
-            self.replay = decode_replay(state["replay"], int(self.hp["buffer_size"]))
+        if state.get("replay") is not None and self.settings.save_replay_buffer:
+            self.replay = decode_replay(state["replay"], self.settings.buffer_size)
 
     # ------------------------------------------------------------------ export
     def export_nodes(self) -> List[str]:

@@ -1,4 +1,5 @@
-"""What every trainer is: the interface the controller drives (``base``), the on- and off-policy
-bases a trainer subclasses (``bases``), and the registry that finds trainer types through entry
+"""What every trainer is: the interface the controller drives (``base``); the step-to-transition
+functions (``trajectory``); the bases a trainer subclasses (``rl_trainer``, ``on_policy`` with
+``reward_signal_fields``, ``off_policy``); and the registry that finds trainer types through entry
 points (``registry``).
 """

@@ -16,8 +16,9 @@ whose episodes it cut; None for all). With several environments (``--num-envs``)
 keyed ``(environment, agent id)`` and each environment resets on its own, so a trainer must drop
 the state of those agents only. A trainer never sees a socket: it gets
 ``BrainInfo`` objects and the ``BrainParameters`` of the scene. It builds all its TensorFlow ops
-in ``__init__`` (inside ``tf.compat.v1.variable_scope(graph_scope)`` of the one shared graph); the
-controller finalizes the graph before the loop, so an op created later fails loudly.
+in ``setup`` (inside ``tf.compat.v1.variable_scope(graph_scope)`` of the one shared graph), which
+``__init__`` calls last; the controller finalizes the graph before the loop, so an op created
+later fails loudly.
 
 Steps are **agent steps**: one environment step of a brain with 12 agents adds 12. ``max_steps``
 and ``summary_freq`` count the same unit.
@@ -25,16 +26,19 @@ and ``summary_freq`` count the same unit.
 from __future__ import annotations
 
 import collections
+import contextlib
+import dataclasses
 import difflib
 import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Deque, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, ClassVar, Deque, Dict, Hashable, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from unityagents.brain import BrainInfo, BrainParameters
+from trainers.trainer.summaries import TrainerSummaries
+from unityagents.brain import BrainInfo, BrainParameters, same_spaces_error
 from unityagents.exception import UnityException
 
 logger = logging.getLogger("unityagents")
@@ -126,6 +130,24 @@ def coerce_value(where: str, value: Any, param: Param) -> Any:
     return converted
 
 
+def check_batch_fits(brain_name: str, params: Mapping[str, Any], consequence: str) -> None:
+    """Refuse a ``batch_size`` larger than ``buffer_size``; ``consequence`` says why it cannot work."""
+    if params["batch_size"] > params["buffer_size"]:
+        raise TrainerConfigError(
+            f"brain '{brain_name}', key 'batch_size': {params['batch_size']} is larger than buffer_size "
+            f"{params['buffer_size']}, so {consequence}. Lower batch_size or raise buffer_size.")
+
+
+def check_same_spaces(where: str, brains: Mapping[str, BrainParameters], brain_name: str, other: str,
+                      why: str) -> None:
+    """Refuse two brains whose state, action or camera spaces differ; ``why`` says why they must match."""
+    difference = same_spaces_error(brains[brain_name], brains[other])
+    if difference:
+        raise TrainerConfigError(
+            f"{where}: {why}, so both brains need the same state and action spaces and cameras, but they "
+            f"differ ('{brain_name}' vs {other!r}): {difference}.")
+
+
 def positive(x) -> bool:
     return x > 0
 
@@ -138,6 +160,39 @@ def unit_interval(x) -> bool:
     return 0.0 <= x <= 1.0
 
 
+#: The kinds a settings view holds; blocks (``dict``) and lists stay in ``Trainer.hp`` only.
+_SCALAR_KINDS = (int, float, bool, str)
+_SETTINGS_TYPES: Dict[int, Tuple[Dict[str, Param], type]] = {}
+
+
+def settings_type(params: Dict[str, Param], name: str = "TrainerSettings") -> type:
+    """The frozen dataclass of the scalar keys of ``params`` (one field per key, its declared kind).
+
+    Made once per declaration dictionary, so that every trainer of a type shares one class.
+    """
+    cached = _SETTINGS_TYPES.get(id(params))
+    if cached is not None and cached[0] is params:
+        return cached[1]
+    fields = [(key, Optional[param.kind], dataclasses.field(default=None)) for key, param in params.items()
+              if param.kind in _SCALAR_KINDS and key.isidentifier()]
+    made = dataclasses.make_dataclass(name, fields, frozen=True)
+    _SETTINGS_TYPES[id(params)] = (params, made)
+    return made
+
+
+def settings_view(params: Dict[str, Param], values: Mapping[str, Any], name: str = "TrainerSettings") -> Any:
+    """``values`` (validated hyperparameters) as a ``settings_type(params)``: each scalar converted to
+    its declared kind once (``1.0e6`` read as a string becomes ``1000000.0``); missing keys take their
+    declared defaults; None stays None."""
+    kinds = {f.name: params[f.name].kind for f in dataclasses.fields(settings_type(params, name))}
+    converted = {}
+    for key, kind in kinds.items():
+        value = values.get(key, params[key].default)
+        converted[key] = None if value is None else kind(float(value) if kind is int and isinstance(value, str)
+                                                         else value)
+    return settings_type(params, name)(**converted)
+
+
 #: Keys every trainer understands. Subclasses extend this with ``{**Trainer.hyperparameters, ...}``.
 COMMON_HYPERPARAMETERS: Dict[str, Param] = {
     "trainer": Param(str, None, doc="trainer type; defaults to ppo (or ghost/imitation from is_ghost/is_imitation)"),
@@ -148,7 +203,7 @@ COMMON_HYPERPARAMETERS: Dict[str, Param] = {
 }
 
 
-class Trainer:
+class Trainer(TrainerSummaries):
     """Base class of all trainers (built-in and plugins).
 
     :param sess: the run's one ``tf.compat.v1.Session``; ``sess.graph`` is the graph to build in.
@@ -159,6 +214,11 @@ class Trainer:
         ``summary_path`` (added by the controller).
     :param training: False when ``learn.py`` runs without ``--train`` (inference only).
     :param seed: seeds the trainer's own NumPy generator.
+
+    The constructor is the same for every trainer, so a subclass does not override it: it does
+    its own set-up (graph, buffers, counters) in ``setup``, which ``__init__`` calls once the
+    arguments above are stored as ``sess``, ``brains``, ``brain_name``, ``brain``,
+    ``trainer_parameters``, ``hp`` (the declared hyperparameters), ``is_training`` and ``rng``.
     """
 
     trainer_type: ClassVar[str] = "base"
@@ -204,6 +264,39 @@ class Trainer:
         self._last_summary_step = 0
         self._start_time = time.time()
         self._start_step = 0
+        self.setup()
+
+    @property
+    def settings(self) -> Any:
+        """The declared scalar hyperparameters as a frozen dataclass (``self.settings.time_horizon``),
+        each of its declared kind, built from ``hp`` on first use (once ``setup`` completed it).
+
+        Nested blocks (``reward_signals``, ``behavioral_cloning``, ``self_play``) stay in ``hp``.
+        """
+        view = self.__dict__.get("_settings")
+        if view is None:
+            view = self._settings = settings_view(type(self).hyperparameters, self.hp, f"{type(self).__name__}Settings")
+        return view
+
+    def setup(self) -> None:
+        """Build the trainer's graph and its own state; ``__init__`` calls it once, last.
+
+        A subclass of a trainer that sets up something (every base and built-in trainer does)
+        calls ``super().setup()`` first, so that what it builds on already exists.
+        """
+
+    @contextlib.contextmanager
+    def build_scope(self) -> Iterator[None]:
+        """Build ops here: the run's graph, under this brain's ``graph_scope`` (none when alone).
+
+        Node names created inside are relative to the scope, which is what the export contract
+        (``state``, ``batch_size``, ``action``, ...) and Unity's Internal brain expect.
+        """
+        from trainers.tf_utils import tf
+
+        scope = self.graph_scope
+        with self.sess.graph.as_default(), (tf.variable_scope(scope) if scope else contextlib.nullcontext()):
+            yield
 
     # ----------------------------------------------------------------- configuration hooks
     @classmethod
@@ -312,126 +405,8 @@ class Trainer:
         self._start_time = time.time()
 
     # ----------------------------------------------------------------- summaries
-    @property
-    def stats_reporter(self):
-        """The ``trainers.stats.StatsReporter`` every summary goes through (TensorBoard, console, plugins)."""
-        if self._stats_reporter is None:
-            from trainers.stats import StatsReporter, WriterContext
-
-            self._stats_reporter = StatsReporter.for_trainer(WriterContext(
-                self.brain_name, self.trainer_parameters.get("summary_path"), self.sess, self.is_training))
-        return self._stats_reporter
-
-    def add_stat(self, key: str, value: float) -> None:
-        self.stats.setdefault(key, []).append(float(value))
-        if key == "cumulative_reward":  # the episodes a curriculum's reward criteria look at
-            self.episode_rewards.append(float(value))
-            self.episodes_completed += 1
-
-    def add_environment_stat(self, key: str, value: float, aggregation: str = "average") -> None:
-        """A custom stat the scene sent (modern protocol): written under its own key at the next
-        summary, reduced by its ``aggregation`` (``average``, ``sum`` or ``most_recent``; a
-        ``histogram`` is written as its average)."""
-        entry = self._environment_stats.setdefault(key, (aggregation, []))
-        entry[1].append(float(value))
-
-    def write_scalars(self, values: Mapping[str, float], step: Optional[int] = None) -> None:
-        """Write scalar summaries (no graph ops, so safe after ``finalize``)."""
-        self.stats_reporter.write(self.step if step is None else step, values)
-
-    def write_tensorboard_text(self, key: str, input_dict: Mapping[str, Any]) -> None:
-        """Write a two-column table (e.g. the hyperparameters) to TensorBoard's text tab."""
-        self.stats_reporter.write_text(self.step, key, input_dict)
-
-    def summary_due(self) -> bool:
-        """True once per ``summary_freq`` agent steps."""
-        freq = int(self.trainer_parameters.get("summary_freq", 10000))
-        return self.step // freq > self._last_summary_step // freq
-
-    @property
-    def writes_signal_rewards(self) -> bool:
-        """Whether the trainer writes ``Policy/<Signal> Reward`` itself (a ``reward_signals``
-        block); otherwise the extrinsic reward is the episode's reward and is written as such."""
-        return False
-
-    def write_summary(self, lesson: Any = None) -> None:
-        """Every ``summary_freq`` agent steps: a console line and the mean of each stat.
-
-        ``lesson``: parameter -> lesson index of the curriculum (``lesson_tags``), or None.
-        """
-        if not self.summary_due():
-            return
-        self._last_summary_step = self.step
-        rewards = self.stats.get("cumulative_reward", [])
-        elapsed = time.time() - self._start_time
-        rate = (self.step - self._start_step) / elapsed if elapsed > 0 else 0.0
-        remaining = max(self.get_max_steps - self.step, 0)
-        eta = remaining / rate if rate > 0 else math.inf
-        from trainers.stats import Progress
-
-        self.stats_reporter.write_progress(self.step, Progress(rewards, rate, elapsed, eta, self.is_training))
-        values = {summary_tag(k): float(np.mean(v)) for k, v in self.stats.items() if v}
-        if "Environment/Cumulative Reward" in values and not self.writes_signal_rewards:
-            values["Policy/Extrinsic Reward"] = values["Environment/Cumulative Reward"]
-        values.update(lesson_tags(lesson))
-        values["Environment/Agent Steps Per Second"] = rate
-        reduce = {"sum": np.sum, "most_recent": lambda v: v[-1]}
-        for key, (aggregation, entries) in self._environment_stats.items():
-            values[key] = float(reduce.get(aggregation, np.mean)(entries))
-        self.write_scalars(values)
-        self.stats = {}
-        self._environment_stats = {}
-
-    def close(self) -> None:
-        """Flush and close the summary writers."""
-        if self._stats_reporter is not None:
-            self._stats_reporter.close()
-            self._stats_reporter = None
 
     def __str__(self) -> str:
         params = "\n".join(f"\t{k}:\t{v}" for k, v in sorted(self.trainer_parameters.items()))
         scope = "exports nothing" if self.graph_scope is None else f"scope '{self.graph_scope}'"
         return f"{type(self).__name__} for brain {self.brain_name} ({scope}):\n{params}"
-
-
-#: TensorBoard tag of each stat key a trainer records with ``add_stat``: ML-Agents Release 22's
-#: names where it has the same quantity, so that dashboards and scripts written for it read these
-#: runs; the rest sit in the same groups under names of their own.
-SUMMARY_TAGS: Dict[str, str] = {
-    "cumulative_reward": "Environment/Cumulative Reward",
-    "episode_length": "Environment/Episode Length",
-    "entropy": "Policy/Entropy",
-    "value_estimate": "Policy/Extrinsic Value Estimate",
-    "learning_rate": "Policy/Learning Rate",
-    "epsilon": "Policy/Epsilon",
-    "beta": "Policy/Beta",
-    "policy_loss": "Losses/Policy Loss",
-    "value_loss": "Losses/Value Loss",
-    "policy_entropy": "Losses/Update Entropy",
-    "approx_kl": "Policy/Approx KL",
-    "clip_fraction": "Policy/Clip Fraction",
-    "loss": "Losses/Pretraining Loss",
-    "bc_loss": "Losses/Pretraining Loss",
-    "bc_learning_rate": "Policy/Pretraining Learning Rate",
-    "accuracy": "Policy/Cloning Accuracy",
-    "teacher_reward": "Environment/Teacher Cumulative Reward",
-}
-
-
-def summary_tag(key: str) -> str:
-    """The TensorBoard tag of stat ``key``: ``SUMMARY_TAGS``, else ``Policy/<key>`` as given."""
-    return SUMMARY_TAGS.get(key, key if "/" in key else f"Policy/{key}")
-
-
-def lesson_tags(lesson: Any) -> Dict[str, float]:
-    """``Environment/Lesson Number/<parameter>`` per curriculum parameter, as ML-Agents names them.
-
-    ``lesson`` is a mapping parameter -> lesson index (each parameter on its own track), or None
-    (no curriculum: no tag). A bare integer (a caller written for one shared track) has no
-    parameter name and is written as ``Environment/Lesson Number``.
-    """
-    if lesson is None:
-        return {}
-    if isinstance(lesson, Mapping):
-        return {f"Environment/Lesson Number/{name}": float(n) for name, n in lesson.items()}
-    return {"Environment/Lesson Number": float(lesson)}

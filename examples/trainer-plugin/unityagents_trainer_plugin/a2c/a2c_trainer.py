@@ -13,10 +13,12 @@ from typing import Any, Dict, List, Mapping
 import numpy as np
 
 from trainers.buffer import AgentBuffer
+from trainers.returns import add_gae_fields
 from trainers.tf_utils import tf
 from trainers.trainer.base import Param, non_negative, positive, unit_interval
-from trainers.trainer.bases import ON_POLICY_HYPERPARAMETERS, OnPolicyTrainer, PolicyOutput, add_gae_fields
-from unityagents.brain import BrainInfo, BrainParameters
+from trainers.trainer.on_policy import ON_POLICY_HYPERPARAMETERS, OnPolicyTrainer
+from trainers.trainer.trajectory import PolicyOutput
+from unityagents.brain import BrainInfo
 
 from .a2c_model import A2CModel
 
@@ -48,28 +50,20 @@ class A2CTrainer(OnPolicyTrainer):
     trainer_type = "a2c"
     hyperparameters = A2C_HYPERPARAMETERS
 
-    def __init__(
-        self,
-        sess,
-        brains: Mapping[str, BrainParameters],
-        brain_name: str,
-        trainer_parameters: Dict[str, Any],
-        training: bool,
-        seed: int = 0,
-    ):
-        super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
+    def setup(self) -> None:
+        super().setup()
         with self.build_scope():
             self.model = A2CModel(
                 self.brain,
-                h_size=int(self.hp["hidden_units"]),
-                num_layers=int(self.hp["num_layers"]),
-                normalize=bool(self.hp["normalize"]),
-                learning_rate=float(self.hp["learning_rate"]),
-                optimizer=str(self.hp["optimizer"]),
-                beta=float(self.hp["beta"]),
-                vf_coef=float(self.hp["vf_coef"]),
-                max_grad_norm=float(self.hp["max_grad_norm"]),
-                normalize_advantages=bool(self.hp["normalize_advantages"]),
+                h_size=self.settings.hidden_units,
+                num_layers=self.settings.num_layers,
+                normalize=self.settings.normalize,
+                learning_rate=self.settings.learning_rate,
+                optimizer=self.settings.optimizer,
+                beta=self.settings.beta,
+                vf_coef=self.settings.vf_coef,
+                max_grad_norm=self.settings.max_grad_norm,
+                normalize_advantages=self.settings.normalize_advantages,
             )
         inputs = self.model.inputs
         self.update_fields = (
@@ -117,7 +111,7 @@ class A2CTrainer(OnPolicyTrainer):
 
     def process_trajectory(self, trajectory: AgentBuffer, value_next: float) -> None:
         """n-step returns (``lambd`` 1) or GAE, and the advantages ``returns - V``."""
-        add_gae_fields(trajectory, value_next, gamma=float(self.hp["gamma"]), lambd=float(self.hp["lambd"]))
+        add_gae_fields(trajectory, value_next, gamma=self.settings.gamma, lambd=self.settings.lambd)
 
     def update_feed(self, batch: Mapping[str, np.ndarray]) -> Dict[tf.Tensor, Any]:
         """The feed of one update; states are fed to ``vector_in``, exactly what the policy saw."""

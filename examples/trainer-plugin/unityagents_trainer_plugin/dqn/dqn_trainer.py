@@ -20,7 +20,9 @@ from trainers.trainer.base import (
     positive,
     unit_interval,
 )
-from trainers.trainer.bases import OFF_POLICY_HYPERPARAMETERS, OffPolicyTrainer, PolicyOutput, linear_schedule
+from trainers.trainer.off_policy import OFF_POLICY_HYPERPARAMETERS, OffPolicyTrainer
+from trainers.trainer.rl_trainer import linear_schedule
+from trainers.trainer.trajectory import PolicyOutput
 from unityagents.brain import BrainInfo, BrainParameters
 
 from .dqn_model import DQNModel
@@ -60,48 +62,35 @@ class DQNTrainer(OffPolicyTrainer):
                 f"action space is {brain.action_space_type} ({brain.action_space_size} values). "
                 "Use an actor-critic trainer (trainer: ppo or trainer: a2c) for continuous actions.")
 
-    def __init__(
-        self,
-        sess,
-        brains: Mapping[str, BrainParameters],
-        brain_name: str,
-        trainer_parameters: Dict[str, Any],
-        training: bool,
-        seed: int = 0,
-    ):
-        super().__init__(sess, brains, brain_name, trainer_parameters, training, seed)
+    def setup(self) -> None:
+        super().setup()
         if self.is_continuous:
             raise UnityTrainerException(
-                f"DQNTrainer needs a brain with discrete actions, but '{brain_name}' has continuous actions "
+                f"DQNTrainer needs a brain with discrete actions, but '{self.brain_name}' has continuous actions "
                 f"({self.brain.action_space_size} values). Use PPOTrainer or A2CTrainer instead.")
         with self.build_scope():
             self.model = DQNModel(
                 self.brain,
-                h_size=int(self.hp["hidden_units"]),
-                num_layers=int(self.hp["num_layers"]),
-                learning_rate=float(self.hp["learning_rate"]),
-                gamma=float(self.hp["gamma"]),
-                double_dqn=bool(self.hp["double_dqn"]),
-                max_grad_norm=float(self.hp["max_grad_norm"]),
+                h_size=self.settings.hidden_units,
+                num_layers=self.settings.num_layers,
+                learning_rate=self.settings.learning_rate,
+                gamma=self.settings.gamma,
+                double_dqn=self.settings.double_dqn,
+                max_grad_norm=self.settings.max_grad_norm,
             )
             self.create_target_updates(self.model.online_variables, self.model.target_variables)
 
     def exploration_epsilon(self) -> float:
         """The probability of a random action at the current agent step (linear schedule)."""
-        return linear_schedule(float(self.hp["exploration_initial_eps"]), float(self.hp["exploration_final_eps"]),
-                               self.step, float(self.hp["exploration_fraction"]) * self.get_max_steps)
+        return linear_schedule(self.settings.exploration_initial_eps, self.settings.exploration_final_eps,
+                               self.step, self.settings.exploration_fraction * self.get_max_steps)
 
     def _feed(self, inputs: Mapping[str, np.ndarray], prefix: str = "") -> Dict[tf.Tensor, Any]:
         """Feed ``states`` / ``observations<k>`` (or their ``next_`` versions) to the matching placeholders."""
         m = self.model
-        state = m.next_state if prefix else m.state
-        observations = m.next_observations if prefix else m.observations
-        feed: Dict[tf.Tensor, Any] = {}
-        if state is not None:
-            feed[state] = inputs[f"{prefix}states"]
-        for k, placeholder in enumerate(observations):
-            feed[placeholder] = inputs[f"{prefix}observations{k}"]
-        return feed
+        if prefix:
+            return self.observation_feed(inputs, m.next_state, m.next_observations, prefix)
+        return self.observation_feed(inputs, m.state, m.observations)
 
     def act(self, info: BrainInfo) -> PolicyOutput:
         """Greedy actions from the Q-network; while training, each is replaced by a random one

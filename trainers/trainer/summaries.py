@@ -1,0 +1,147 @@
+"""What a trainer writes for people: the console line and TensorBoard summaries, every ``summary_freq`` steps.
+
+``TrainerSummaries`` is mixed into ``trainers.trainer.base.Trainer``: a trainer records values with
+``add_stat`` (and the scene's own with ``add_environment_stat``), and ``write_summary`` writes their
+means under the tags of ``SUMMARY_TAGS``, the names ML-Agents Release 22 gives the same quantities.
+Everything goes through the trainer's ``trainers.stats.StatsReporter`` (TensorBoard, the console,
+writer plugins); no graph op is involved, so summaries are safe after ``finalize``.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any, Dict, Mapping, Optional
+
+import numpy as np
+
+logger = logging.getLogger("unityagents")
+
+
+class TrainerSummaries:
+    """Recording and writing summaries; the ``Trainer`` sets up the state it reads in ``__init__``.
+
+    It reads ``stats``, ``episode_rewards``, ``episodes_completed``, ``step``, ``brain_name``,
+    ``trainer_parameters`` (``summary_path``, ``summary_freq``), ``sess``, ``is_training`` and
+    ``get_max_steps``.
+    """
+
+    @property
+    def stats_reporter(self):
+        """The ``trainers.stats.StatsReporter`` every summary goes through (TensorBoard, console, plugins)."""
+        if self._stats_reporter is None:
+            from trainers.stats import StatsReporter, WriterContext
+
+            self._stats_reporter = StatsReporter.for_trainer(WriterContext(
+                self.brain_name, self.trainer_parameters.get("summary_path"), self.sess, self.is_training))
+        return self._stats_reporter
+
+    def add_stat(self, key: str, value: float) -> None:
+        self.stats.setdefault(key, []).append(float(value))
+        if key == "cumulative_reward":  # the episodes a curriculum's reward criteria look at
+            self.episode_rewards.append(float(value))
+            self.episodes_completed += 1
+
+    def add_environment_stat(self, key: str, value: float, aggregation: str = "average") -> None:
+        """A custom stat the scene sent (modern protocol): written under its own key at the next
+        summary, reduced by its ``aggregation`` (``average``, ``sum`` or ``most_recent``; a
+        ``histogram`` is written as its average)."""
+        entry = self._environment_stats.setdefault(key, (aggregation, []))
+        entry[1].append(float(value))
+
+    def write_scalars(self, values: Mapping[str, float], step: Optional[int] = None) -> None:
+        """Write scalar summaries (no graph ops, so safe after ``finalize``)."""
+        self.stats_reporter.write(self.step if step is None else step, values)
+
+    def write_tensorboard_text(self, key: str, input_dict: Mapping[str, Any]) -> None:
+        """Write a two-column table (e.g. the hyperparameters) to TensorBoard's text tab."""
+        self.stats_reporter.write_text(self.step, key, input_dict)
+
+    def summary_due(self) -> bool:
+        """True once per ``summary_freq`` agent steps."""
+        freq = int(self.trainer_parameters.get("summary_freq", 10000))
+        return self.step // freq > self._last_summary_step // freq
+
+    @property
+    def writes_signal_rewards(self) -> bool:
+        """Whether the trainer writes ``Policy/<Signal> Reward`` itself (a ``reward_signals``
+        block); otherwise the extrinsic reward is the episode's reward and is written as such."""
+        return False
+
+    def write_summary(self, lesson: Any = None) -> None:
+        """Every ``summary_freq`` agent steps: a console line and the mean of each stat.
+
+        ``lesson``: parameter -> lesson index of the curriculum (``lesson_tags``), or None.
+        """
+        if not self.summary_due():
+            return
+        self._last_summary_step = self.step
+        rewards = self.stats.get("cumulative_reward", [])
+        elapsed = time.time() - self._start_time
+        rate = (self.step - self._start_step) / elapsed if elapsed > 0 else 0.0
+        remaining = max(self.get_max_steps - self.step, 0)
+        eta = remaining / rate if rate > 0 else math.inf
+        from trainers.stats import Progress
+
+        self.stats_reporter.write_progress(self.step, Progress(rewards, rate, elapsed, eta, self.is_training))
+        values = {summary_tag(k): float(np.mean(v)) for k, v in self.stats.items() if v}
+        if "Environment/Cumulative Reward" in values and not self.writes_signal_rewards:
+            values["Policy/Extrinsic Reward"] = values["Environment/Cumulative Reward"]
+        values.update(lesson_tags(lesson))
+        values["Environment/Agent Steps Per Second"] = rate
+        reduce = {"sum": np.sum, "most_recent": lambda v: v[-1]}
+        for key, (aggregation, entries) in self._environment_stats.items():
+            values[key] = float(reduce.get(aggregation, np.mean)(entries))
+        self.write_scalars(values)
+        self.stats = {}
+        self._environment_stats = {}
+
+    def close(self) -> None:
+        """Flush and close the summary writers."""
+        if self._stats_reporter is not None:
+            self._stats_reporter.close()
+            self._stats_reporter = None
+
+
+#: TensorBoard tag of each stat key a trainer records with ``add_stat``: ML-Agents Release 22's
+#: names where it has the same quantity, so that dashboards and scripts written for it read these
+#: runs; the rest sit in the same groups under names of their own.
+SUMMARY_TAGS: Dict[str, str] = {
+    "cumulative_reward": "Environment/Cumulative Reward",
+    "episode_length": "Environment/Episode Length",
+    "entropy": "Policy/Entropy",
+    "value_estimate": "Policy/Extrinsic Value Estimate",
+    "learning_rate": "Policy/Learning Rate",
+    "epsilon": "Policy/Epsilon",
+    "beta": "Policy/Beta",
+    "policy_loss": "Losses/Policy Loss",
+    "value_loss": "Losses/Value Loss",
+    "policy_entropy": "Losses/Update Entropy",
+    "approx_kl": "Policy/Approx KL",
+    "clip_fraction": "Policy/Clip Fraction",
+    "loss": "Losses/Pretraining Loss",
+    "bc_loss": "Losses/Pretraining Loss",
+    "bc_learning_rate": "Policy/Pretraining Learning Rate",
+    "accuracy": "Policy/Cloning Accuracy",
+    "teacher_reward": "Environment/Teacher Cumulative Reward",
+}
+
+
+def summary_tag(key: str) -> str:
+    """The TensorBoard tag of stat ``key``: ``SUMMARY_TAGS``, else ``Policy/<key>`` as given."""
+    return SUMMARY_TAGS.get(key, key if "/" in key else f"Policy/{key}")
+
+
+def lesson_tags(lesson: Any) -> Dict[str, float]:
+    """``Environment/Lesson Number/<parameter>`` per curriculum parameter, as ML-Agents names them.
+
+    ``lesson`` is a mapping parameter -> lesson index (each parameter on its own track), or None
+    (no curriculum: no tag). A bare integer (a caller written for one shared track) has no
+    parameter name and is written as ``Environment/Lesson Number``.
+    """
+    if lesson is None:
+        return {}
+    if isinstance(lesson, Mapping):
+        return {f"Environment/Lesson Number/{name}": float(n) for name, n in lesson.items()}
+    return {"Environment/Lesson Number": float(lesson)}
+
