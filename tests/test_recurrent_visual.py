@@ -1,5 +1,6 @@
 """Recurrent and visual PPO: memory alignment in training, export to the Internal brain, the
-memorySize error through learn.py, and (slow) the scenes that need memory or vision.
+memorySize error through learn.py, and (slow) the scenes that need memory (GridWorld, which
+needs vision, is ``test_gridworld_camera``'s).
 
 Covered elsewhere and not repeated here: the Buffer's left padding (``test_buffer``), the LSTM
 with sequence_length 1 versus unrolled and masked steps holding the state (``test_models``), the
@@ -186,19 +187,6 @@ def test_hallway_needs_the_memory(tmp_path):
     assert internal_reward(tmp_path, "Hallway", "HallwayBrain", "lstm", 50) >= 0.9 * recurrent[-1]
     memoryless = train(tmp_path, "Hallway", "HallwayBrain", "ff", max_steps=40000, use_recurrent=False)
     assert memoryless[-1] < 0.5, memoryless
-
-
-@pytest.mark.slow
-def test_gridworld_learns_from_the_camera_alone(tmp_path):
-    """84x84 RGB frames are the only input: the CNN has to find the goal and the pit. The test budget
-    is a third of the shipped one at a constant learning rate (the shipped linear decay would reach
-    0 at this shorter budget); a random walk scores about -0.35 and seed 0 ends at about 0.66 (0.80
-    at 24k steps). The export samples its actions too, so it is compared over 100 episodes with a
-    margin for that noise."""
-    rewards = train(tmp_path, "GridWorld", "GridWorldBrain", "cnn", max_steps=20000,
-                    learning_rate_schedule="constant")
-    assert rewards[-1] >= 0.5, rewards
-    assert internal_reward(tmp_path, "GridWorld", "GridWorldBrain", "cnn", 100) >= rewards[-1] - 0.2
 
 
 @pytest.mark.slow
