@@ -265,10 +265,23 @@ SLOW_CASES = (
 )
 
 
+#: The files whose tests take longest in all (a minute or more on two quiet cores), longest first.
+#: ``pytest -n auto --dist loadfile`` hands whole files to the workers in collection order
+#: (pytest.ini turns off xdist's own order, most tests first, which would leave these one-test
+#: files for last), so they start first and the short files fill the gaps: the workers finish together.
+LONG_FILES = (
+    "test_num_envs.py", "test_ray.py", "test_learn.py", "test_multibrain.py", "test_gridworld_camera.py",
+    "test_recurrent_visual.py", "test_multibrain_selfplay.py", "test_stopping.py", "test_plugins.py",
+    "test_grpc_learn.py", "test_sac.py", "test_pyramids.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(case in item.nodeid for case in SLOW_CASES):
             item.add_marker(pytest.mark.slow)
+    first = {name: rank for rank, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: first.get(item.path.name, len(LONG_FILES)))  # stable: a file's order stays
 
 
 class HalfWrittenFile:

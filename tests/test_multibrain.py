@@ -323,15 +323,16 @@ def test_3dball_student_reaches_70_percent_of_the_teacher_and_its_export_balance
 
 @pytest.mark.slow
 def test_shipped_push_curriculum_changes_lesson_three_times(tmp_path):
-    """The shipped PushBrain block and curriculum, with max_steps cut from 2.4e5 to 1.5e5 (the lessons
+    """The shipped PushBrain block and curriculum, with max_steps cut from 2.4e5 to 1.26e5 (the lessons
     move on progress, steps done / max_steps, not on reward). Progress is checked at the first reset
     and at each global one (every 24000 agent steps), and a lesson is left at its second check at
-    the soonest (min_lesson_length 1): lessons 1, 2 and 3 at 24000, 72000 and 120000 steps."""
+    the soonest (min_lesson_length 1): lessons 1, 2 and 3 at 24000, 72000 and 120000 steps (progress
+    0.19, 0.57 and 0.95 against the thresholds 0.15, 0.35 and 0.55); the run ends before a fourth."""
     import yaml
 
     with open(SHIPPED_CONFIG) as f:
         shipped = yaml.safe_load(f)
-    shipped["PushBrain"]["max_steps"] = 150000
+    shipped["PushBrain"]["max_steps"] = 126000
     config = tmp_path / "push.yaml"
     config.write_text(yaml.safe_dump(shipped))
     code, out = learn(tmp_path, "Push", "--train", "--curriculum", PUSH_CURRICULUM, "--run-path", "push",
@@ -340,32 +341,3 @@ def test_shipped_push_curriculum_changes_lesson_three_times(tmp_path):
     changes = lesson_changes(out)
     assert changes[:3] == [1, 2, 3], out
     assert max(v for _, v in scalars(tmp_path / "summaries" / "push", LESSON_TAG)) == changes[-1]
-
-
-@pytest.mark.slow
-def test_tennis_self_play_improves_and_beats_an_early_self_and_a_random_player(tmp_path):
-    """The shipped Tennis blocks, cut to 320k steps (the headline run uses all 600k and reaches >= 1.0)."""
-    import yaml
-
-    with open(SHIPPED_CONFIG) as f:
-        shipped = yaml.safe_load(f)
-    blocks = {b: shipped[b] for b in ("TennisBrain", "ghost-TennisBrain")}
-    blocks["TennisBrain"]["max_steps"] = 320000
-    config = tmp_path / "tennis.yaml"
-    config.write_text(yaml.safe_dump(blocks))
-    code, out = learn(tmp_path, "Tennis", "--train", "--trainer-config", str(config), "--run-path", "t",
-                      "--save-freq", "5000", "--keep-checkpoints", "100", timeout=300)
-    assert code == 0, out
-    rewards = [r for _, r in mean_rewards(out, "TennisBrain")]
-    assert rewards[-1] >= 0.3 and rewards[-1] > rewards[0] + 0.25, rewards
-    elo = [float(e) for e in re.findall(r"Self-play: TennisBrain ELO (\d+\.\d+)", out)]
-    assert elo[-1] > 1300, elo
-    bench = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "selfplay.py"), str(tmp_path / "models" / "t"),
-                            "--rallies", "200"], capture_output=True, text=True, timeout=300)
-    assert bench.returncode == 0, bench.stdout + bench.stderr
-    results = re.findall(r"^vs (early checkpoint model-5000\.cptk|random policy): won (\d+), lost (\d+), drawn (\d+)",
-                         bench.stdout, re.M)
-    assert len(results) == 2, bench.stdout
-    for opponent, won, lost, drawn in results:
-        assert int(won) + int(lost) + int(drawn) == 200
-        assert int(won) > int(lost), (opponent, won, lost, drawn)

@@ -1,5 +1,6 @@
 """Recurrent and visual PPO: memory alignment in training, export to the Internal brain, the
-memorySize error through learn.py, and (slow) the scenes that need memory or vision.
+memorySize error through learn.py, and (slow) the scenes that need memory (GridWorld, which
+needs vision, is ``test_gridworld_camera``'s).
 
 Covered elsewhere and not repeated here: the Buffer's left padding (``test_buffer``), the LSTM
 with sequence_length 1 versus unrolled and masked steps holding the state (``test_models``), the
@@ -180,31 +181,25 @@ def internal_reward(tmp_path, scene: str, brain: str, run: str, episodes: int) -
 @pytest.mark.slow
 def test_hallway_needs_the_memory(tmp_path):
     """With memory the agent reads the cue and turns to the right goal; without it it can only guess
-    (the best memoryless policy scores about 0.4, whatever the budget)."""
-    recurrent = train(tmp_path, "Hallway", "HallwayBrain", "lstm", max_steps=40000)
+    (the best memoryless policy scores about 0.4, whatever the budget). Both runs get the same test
+    budget, 30 % of the shipped one at a constant learning rate: seed 0 scores 0.63, 0.89 and 0.94
+    at 20k, 25k and 30k steps with memory, 0.39, 0.36 and 0.33 without."""
+    budget = {"max_steps": 30000, "learning_rate_schedule": "constant"}
+    recurrent = train(tmp_path, "Hallway", "HallwayBrain", "lstm", **budget)
     assert recurrent[-1] >= 0.6, recurrent
     assert internal_reward(tmp_path, "Hallway", "HallwayBrain", "lstm", 50) >= 0.9 * recurrent[-1]
-    memoryless = train(tmp_path, "Hallway", "HallwayBrain", "ff", max_steps=40000, use_recurrent=False)
+    memoryless = train(tmp_path, "Hallway", "HallwayBrain", "ff", use_recurrent=False, **budget)
     assert memoryless[-1] < 0.5, memoryless
 
 
 @pytest.mark.slow
-def test_gridworld_learns_from_the_camera_alone(tmp_path):
-    """84x84 RGB frames are the only input: the CNN has to find the goal and the pit. The test budget
-    is 40 % of the shipped one at a constant learning rate (the shipped linear decay would reach 0 at
-    this shorter budget); a random walk scores about 0. The export samples its actions too, so it
-    is compared over 100 episodes with a margin for that noise."""
-    rewards = train(tmp_path, "GridWorld", "GridWorldBrain", "cnn", max_steps=24000,
-                    learning_rate_schedule="constant")
-    assert rewards[-1] >= 0.5, rewards
-    assert internal_reward(tmp_path, "GridWorld", "GridWorldBrain", "cnn", 100) >= rewards[-1] - 0.2
-
-
-@pytest.mark.slow
 def test_3dballhard_recurrent_balances(tmp_path):
-    """Without the ball's velocity in the state the LSTM must infer it. The shipped budget (about two
-    minutes here) ends above 80; a ball that falls at once scores about 3.5, so 60 leaves margin for
-    the summary's episode-to-episode spread. The export acts with the mean, so it does at least as well."""
-    rewards = train(tmp_path, "3DBallHard", "Ball3DHardBrain", "lstm")
+    """Without the ball's velocity in the state the LSTM must infer it. The test budget is 64 % of the
+    shipped one at a constant learning rate (the shipped linear decay would reach 0 at this shorter
+    budget): seed 0 passes 60 at 156k steps and scores 73, 79 and 93 at 168k, 180k and 192k; a ball
+    that falls at once scores about 3.5, so 60 leaves margin for the summary's episode-to-episode
+    spread. The export acts with the mean, so it does about as well."""
+    rewards = train(tmp_path, "3DBallHard", "Ball3DHardBrain", "lstm", max_steps=192000,
+                    learning_rate_schedule="constant")
     assert rewards[-1] >= 60, rewards
     assert internal_reward(tmp_path, "3DBallHard", "Ball3DHardBrain", "lstm", 12) >= 0.9 * rewards[-1]
