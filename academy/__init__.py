@@ -23,7 +23,7 @@ Adding a scene (see ``academy.scene.Scene``; ``envs/basic.py`` is the smallest e
    scores near the benchmark; it may read hidden state); ``academy_reset()`` when reset parameters
    shape the scene; draw every random number from ``self.rng``;
 3. register it in ``_REGISTRY`` below, and add its conformance and heuristic tests to
-   ``tests/test_academy_scenes.py``.
+   ``tests/academy/test_academy_scenes.py``.
 """
 from __future__ import annotations
 

@@ -165,7 +165,7 @@ def serve_trainer(academy: "Academy", comm: "ExternalCommunicator", log_path: st
 
     0 after EXIT (or any other command: Unity quits on it), 1 when the connection is lost or a
     started message stalls, 3 when the trainer's bytes or values break the protocol. Each of these
-    is one logged line, never a traceback, whatever the trainer sends (tests/test_academy_fuzz.py).
+    is one logged line, never a traceback, whatever the trainer sends (tests/academy/test_academy_fuzz.py).
     """
     from academy.checks import TrainerMessageError
     from academy.communicator import ConnectionLost, ProtocolError

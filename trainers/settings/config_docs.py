@@ -2,7 +2,7 @@
 
 The tables come from the same declarations the loader checks against (each trainer's
 ``hyperparameters``, the reward signals', behavioral cloning's and self-play's nested blocks, and
-``SANE_MAXIMUM``), so the documentation cannot drift from the code; ``tests/test_config.py``
+``SANE_MAXIMUM``), so the documentation cannot drift from the code; ``tests/trainers/settings/test_config.py``
 compares the file with this text. ``python -m trainers.settings.config_docs`` prints it.
 """
 from __future__ import annotations

@@ -1,0 +1,158 @@
+"""The overlapped schedule over scripted workers, driven by the controller's own loop.
+
+Each environment here answers after its own delay, so the environments interleave; the checks are
+that every action answers the observation its environment last sent, that every agent's data
+equal the synchronous schedule's for a deterministic policy, and that a crash in flight restarts
+only that environment.
+"""
+import time
+
+import numpy as np
+import pytest
+
+from tests.unityagents.vector.test_environment_set import BRAIN, RecordingTrainer, ScriptedWorker
+from trainers.controller import TrainerController
+from trainers.trainer.trajectory import PolicyOutput
+from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.exception import UnityEnvironmentException
+from unityagents.vector.environment_set import EnvironmentSet
+from unityagents.vector.restart import RestartPolicy
+
+WIDE = dict(BRAIN, stateSize=4)
+
+
+def policy(states: np.ndarray) -> np.ndarray:
+    """A deterministic policy of the observation only: (environment, step, agent, last action)."""
+    return (states[:, 0] * 1000 + states[:, 1] * 10 + states[:, 2] + 0.5 * states[:, 3])[:, None]
+
+
+class EchoWorker(ScriptedWorker):
+    """State (environment, step, agent, its last action), reward = its last action; it answers after
+    ``delay`` seconds and records whether each action is ``policy`` of the state it last sent."""
+
+    def __init__(self, index, delay=0.0, **kw):
+        super().__init__(index, **kw)
+        self.brains = {"B": BrainParameters("B", WIDE)}
+        self.delay = delay
+        self.last = np.zeros(self.n, np.float32)
+        self.answered_own = []
+        self._shown = None
+
+    def _info(self):
+        n = self.n
+        states = np.stack([np.full(n, self.index), np.full(n, self.steps), np.arange(n), self.last], 1)
+        self._shown = states.astype(np.float32)
+        return {"B": BrainInfo([], self._shown, np.zeros((n, 0), np.float32), [float(x) for x in self.last],
+                               list(range(n)), [False] * n, np.zeros((n, 1), np.float32))}
+
+    def step_send(self, action=None, memory=None, value=None):
+        sent = np.asarray(action["B"], np.float32)
+        self.answered_own.append(np.array_equal(sent, policy(self._shown)))
+        self.last = sent[:, 0]
+        super().step_send(action)
+
+    def receive(self):
+        time.sleep(self.delay)
+        return super().receive()
+
+
+class DeterministicTrainer(RecordingTrainer):
+    def __init__(self, brains, max_steps):
+        super().__init__(brains)
+        self.trainer_parameters["max_steps"] = max_steps
+        self.hp["max_steps"] = max_steps
+
+    def act(self, info):
+        return PolicyOutput(actions=policy(np.asarray(info.states)), fields={"obs": np.asarray(info.states)})
+
+
+def run(schedule, delays=(0.0, 0.0, 0.0), scripts=None, max_steps=90, policy_=None):
+    """A controller loop over len(delays) EchoWorkers; the trainer and the workers it made."""
+    made = {}
+
+    def factory(i):
+        attempt = len(made.setdefault(i, []))
+        w = EchoWorker(i, delay=delays[i], **(scripts or {}).get((i, attempt), {}))
+        made[i].append(w)
+        return w
+
+    envs = EnvironmentSet(factory, len(delays), restart_policy=policy_ or RestartPolicy(), schedule=schedule)
+    trainer = DeterministicTrainer(envs.brains, max_steps)
+    controller = TrainerController(envs, None, "scripted")
+    controller.trainers = {"B": trainer}
+    controller.save_freq = 0
+    try:
+        envs.reset()
+        (controller._loop_overlapped if schedule == "overlapped" else controller._loop_sync)(
+            *(() if schedule == "overlapped" else (envs.merged(range(envs.n_envs)),)))
+        controller.left_in_flight = envs.in_flight
+    finally:
+        envs.close()
+    return trainer, made, controller
+
+
+def trajectories(trainer):
+    return {a: (np.asarray(trainer.training_buffer[a]["obs"]), np.asarray(trainer.training_buffer[a]["rewards"]))
+            for a in trainer.training_buffer.keys()}
+
+
+def test_each_action_answers_its_own_observation_while_the_environments_interleave():
+    trainer, made, _ = run("overlapped", delays=(0.0, 0.004, 0.001))
+    steps = [made[i][0].steps for i in range(3)]
+    assert steps[0] > steps[1]  # the quick environment did not wait for the slow one
+    for i in range(3):
+        assert made[i][0].answered_own and all(made[i][0].answered_own)
+
+
+def test_every_agents_data_equal_the_synchronous_schedules_for_a_deterministic_policy():
+    sync, _, _ = run("sync", max_steps=900)  # 100 steps per agent: more than any of the overlapped run
+    overlapped, _, controller = run("overlapped", delays=(0.0, 0.003, 0.001), max_steps=180)
+    a, b = trajectories(sync), trajectories(overlapped)
+    assert sorted(a) == sorted(b)
+    shortest = min(len(b[agent][0]) for agent in b)
+    assert shortest >= 2 and max(len(b[agent][0]) for agent in b) > shortest  # they interleaved
+    for agent, (obs, rewards) in b.items():
+        n = len(obs)
+        np.testing.assert_array_equal(obs, a[agent][0][:n])
+        np.testing.assert_array_equal(rewards, a[agent][1][:n])
+    assert controller.global_step == sum(len(b[agent][0]) for agent in b) // (3 * 3)
+
+
+def test_an_environment_that_dies_in_flight_restarts_and_only_its_agents_end():
+    # The other two sleep too, so that however loaded the machine, they cannot reach max_steps before
+    # the restarted environment has answered: its agents' data are what the test reads.
+    trainer, made, controller = run("overlapped", delays=(0.001, 0.002, 0.001), scripts={(1, 0): {"fail_at": {3}}},
+                                    max_steps=240)
+
+    def answered(i, worker):  # steps sent minus the one still in flight when the loop ended
+        return worker.steps - (i in controller.left_in_flight)
+
+    assert len(made[1]) == 2 and made[1][0].closed and len(made[0]) == len(made[2]) == 1
+    assert all(made[1][1].answered_own)
+    # The restarted environment's agents start over from its reset state; the others never lost a step.
+    first = np.asarray(trainer.training_buffer[(1, 0)]["obs"])
+    assert first[0, 1] == 0 and len(first) == answered(1, made[1][1]) >= 1
+    for i in (0, 2):
+        assert len(trainer.training_buffer[(i, 0)]["obs"]) == answered(i, made[i][0]) > 3
+
+
+def test_past_the_restart_limit_an_in_flight_failure_ends_the_run():
+    with pytest.raises(UnityEnvironmentException, match="Environment 1 failed and cannot be restarted"):
+        run("overlapped", scripts={(1, 0): {"fail_at": {2}}}, policy_=RestartPolicy(max_lifetime_restarts=0))
+
+
+def test_an_environment_in_flight_is_reset_only_once_it_has_answered():
+    envs = EnvironmentSet(lambda i: EchoWorker(i, delay=0.05 * i), 2, schedule="overlapped")
+    info = envs.merged([0, 1]) if envs.reset() else None
+    envs.send([0, 1], action={"B": policy(info["B"].states)})
+    assert envs.collect() == [0]
+    envs.reset_all("a new lesson")
+    restarted, ended = envs.reset_idle()
+    assert restarted == [0] and sorted(ended) == [(0, 0), (0, 1), (0, 2)]
+    assert envs.needs_reset and not envs.needs_idle_reset  # environment 1 is still in flight
+    with pytest.raises(UnityEnvironmentException, match="in flight"):
+        envs.step(action={"B": np.zeros((6, 1))})
+    assert envs.collect() == [1]
+    restarted, ended = envs.reset_idle()
+    assert restarted == [1] and not envs.needs_reset
+    envs.close()

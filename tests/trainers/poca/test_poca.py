@@ -1,0 +1,231 @@
+"""MA-POCA (``trainers/poca``): group-trajectory returns, the attention critic, the trainer on group data,
+its refusal of a brain without groups, its export, the Release 22 mapping, and learning PushCollab."""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from tests.onnx_contract import assert_contract
+from trainers.export.onnx_model import export_onnx
+from trainers.poca.groups import MemberStep, finish, team_reward
+from trainers.poca.models import POCACritic
+from trainers.poca.trainer import POCATrainer
+from trainers.settings import run_config
+from trainers.settings.trainer_config import trainer_config_from_dict
+from trainers.tf_utils import tf
+from trainers.trainer.base import UnityTrainerException
+from trainers.trainer.registry import load_registry
+from unityagents.brain import BrainInfo, BrainParameters
+
+ROOT = __file__.rsplit("/tests/", 1)[0]
+STATE = 4
+
+
+def member(reward=0.0, group_reward=0.0, state=0.0):
+    return MemberStep({"actions": 0}, np.full(STATE, state, np.float32), np.array([1.0, 0.0, 0.0], np.float32),
+                      reward, group_reward)
+
+
+def zero_critic(inputs):
+    n = len(inputs["own_state"])
+    return np.zeros(n), np.zeros(n)
+
+
+# ------------------------------------------------------------------ group trajectories
+def test_a_member_that_left_early_is_credited_with_the_groups_later_reward():
+    # Three members; "c" falls in the hazard after step 0; the group scores +1 at step 2.
+    steps = [{"a": member(), "b": member(), "c": member()},
+             {"a": member(), "b": member()},
+             {"a": member(group_reward=1.0), "b": member(group_reward=1.0)}]
+    gamma = 0.9
+    rows = finish(steps, value_next=0.0, gamma=gamma, lambd=1.0, critic=zero_critic)
+    first = {r["critic_own_state"].tobytes() + bytes([k]): r for k, r in enumerate(rows)}
+    assert len(first) == 7  # one row per member-step: 3 + 2 + 2
+    c_row = rows[2]  # step 0, member c (rows follow steps, then members in insertion order)
+    assert c_row["discounted_returns"] == pytest.approx(gamma ** 2 * 1.0)
+    assert c_row["discounted_returns"] == rows[0]["discounted_returns"]  # the same team return as its mates
+    assert c_row["advantages"] == pytest.approx(gamma ** 2)  # baseline 0 here
+    assert len(c_row["critic_mate_states"]) == 2 and len(rows[3]["critic_mate_states"]) == 1
+
+
+def test_team_reward_adds_every_members_reward_to_the_group_reward_once():
+    step = {"a": member(reward=0.5, group_reward=-0.1), "b": member(reward=0.25, group_reward=-0.1)}
+    assert team_reward(step) == pytest.approx(0.75 - 0.1)
+
+
+def test_a_cut_trajectory_bootstraps_from_the_value_after_it():
+    steps = [{"a": member(), "b": member()}]
+    rows = finish(steps, value_next=2.0, gamma=0.5, lambd=0.95, critic=zero_critic)
+    assert [r["discounted_returns"] for r in rows] == [pytest.approx(1.0)] * 2
+
+
+# ------------------------------------------------------------------ the attention critic
+@pytest.fixture(scope="module")
+def critic():
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(0)
+        c = POCACritic(STATE, 3, 16, 1)
+        sess = tf.Session(graph=graph)
+        sess.run(tf.global_variables_initializer())
+        for var in c.variables:  # far from the small initial gains, so that every input matters
+            var.load(np.random.default_rng(1).normal(0, 0.5, var.shape.as_list()).astype(np.float32), sess)
+    graph.finalize()
+
+    def run(own, mates, actions, present):
+        return sess.run([c.value, c.baseline], {c.own_state: own, c.mate_states: mates, c.mate_actions: actions,
+                                                c.mate_present: present})
+    return run
+
+
+def test_absent_members_do_not_change_the_value_and_present_ones_do(critic):
+    rng = np.random.default_rng(0)
+    own = rng.normal(size=(1, STATE)).astype(np.float32)
+    mate = rng.normal(size=(1, 1, STATE)).astype(np.float32)
+    action = np.array([[[0.0, 1.0, 0.0]]], np.float32)
+    one = critic(own, mate, action, np.ones((1, 1), np.float32))
+    # The same group padded to three mate slots, the padding filled with garbage and masked out.
+    garbage = rng.normal(size=(1, 2, STATE)).astype(np.float32) * 100
+    padded = critic(own, np.concatenate([mate, garbage], 1), np.concatenate([action, np.ones((1, 2, 3))], 1),
+                    np.array([[1.0, 0.0, 0.0]], np.float32))
+    np.testing.assert_allclose(padded, one, rtol=1e-5, atol=1e-6)
+    # The same slots present: a different group, a different value.
+    present = critic(own, np.concatenate([mate, garbage], 1), np.concatenate([action, np.ones((1, 2, 3))], 1),
+                     np.ones((1, 3), np.float32))
+    assert abs(present[0][0] - one[0][0]) > 1e-3
+    alone = critic(own, np.zeros((1, 1, STATE), np.float32), np.zeros((1, 1, 3), np.float32), np.zeros((1, 1)))
+    assert abs(alone[0][0] - one[0][0]) > 1e-3
+
+
+def test_mates_are_a_set_and_only_the_baseline_sees_their_actions(critic):
+    rng = np.random.default_rng(1)
+    own = rng.normal(size=(1, STATE)).astype(np.float32)
+    mates = rng.normal(size=(1, 2, STATE)).astype(np.float32)
+    actions = np.array([[[1, 0, 0], [0, 0, 1]]], np.float32)
+    present = np.ones((1, 2), np.float32)
+    v, b = critic(own, mates, actions, present)
+    v_swapped, b_swapped = critic(own, mates[:, ::-1], actions[:, ::-1], present)
+    np.testing.assert_allclose([v_swapped, b_swapped], [v, b], rtol=1e-5, atol=1e-6)
+    v_acted, b_acted = critic(own, mates, actions[:, :, ::-1], present)
+    np.testing.assert_allclose(v_acted, v, rtol=1e-6)
+    assert abs(b_acted[0] - b[0]) > 1e-3
+
+
+# ------------------------------------------------------------------ the trainer
+BRAIN = BrainParameters("Team", {"stateSize": STATE, "actionSize": 3, "memorySize": 0, "cameraResolutions": [],
+                                 "actionDescriptions": ["", "", ""], "actionSpaceType": 0, "stateSpaceType": 1})
+
+
+def make_trainer(**overrides):
+    params = {"graph_scope": "", "summary_path": "", "batch_size": 8, "buffer_size": 12, "time_horizon": 50,
+              "hidden_units": 16, "max_steps": 1000, "num_epoch": 2, **overrides}
+    sess = tf.Session(graph=tf.Graph())
+    trainer = POCATrainer(sess, {"Team": BRAIN}, "Team", params, training=True)
+    with sess.graph.as_default():
+        sess.run(tf.global_variables_initializer())
+    sess.graph.finalize()
+    return trainer
+
+
+def info(agents, groups, rewards=None, group_rewards=None, done=None, seed=0):
+    n = len(agents)
+    states = np.random.default_rng(seed).normal(size=(n, STATE)).astype(np.float32)
+    return {"Team": BrainInfo([], states, None, rewards or [0.0] * n, list(agents), done or [False] * n,
+                              group_id=list(groups), group_rewards=group_rewards or [0.0] * n)}
+
+
+@pytest.fixture(scope="module")
+def trainer():
+    """One trainer for the tests below (building a graph is their main cost); each leaves it empty."""
+    return make_trainer()
+
+
+def test_the_trainer_keeps_a_leavers_steps_until_the_group_ends_and_then_learns(trainer):
+    # Group 7: agents 1, 2, 3. Agent 3 is done after the first step; 1 and 2 score +1 two steps later.
+    script = [
+        info([1, 2, 3], [7, 7, 7], seed=0),
+        info([1, 2, 3], [7, 7, 7], done=[False, False, True], seed=1),
+        info([1, 2], [7, 7], seed=2),
+        info([1, 2], [7, 7], group_rewards=[1.0, 1.0], done=[True, True], seed=3),
+    ]
+    for before, after in zip(script, script[1:]):
+        _, _, _, outputs = trainer.take_action(before)
+        trainer.add_experiences(before, after, outputs)
+        trainer.process_experiences(after)
+        assert not trainer.rows or after is script[-1]  # nothing moves before the group's episode ends
+    assert len(trainer.rows) == 3 + 2 + 2
+    leaver = trainer.rows[2]
+    gamma = trainer.hp["gamma"]
+    # lambda-returns with V from the critic: the +1 reaches the leaver's step, discounted twice.
+    assert leaver["discounted_returns"] == trainer.rows[0]["discounted_returns"]
+    assert leaver["discounted_returns"] > 0.5 * gamma ** 2
+    trainer.rows = trainer.rows * 2  # enough for one update of buffer_size 12
+    assert trainer.is_ready_update()
+    trainer.update_model()
+    assert not trainer.rows and trainer.stats["policy_loss"]
+
+
+def test_a_long_group_trajectory_is_cut_at_time_horizon_and_bootstrapped():
+    trainer = make_trainer(time_horizon=2, buffer_size=100)
+    script = [info([1, 2], [3, 3], seed=k) for k in range(4)]
+    for before, after in zip(script, script[1:]):
+        _, _, _, outputs = trainer.take_action(before)
+        trainer.add_experiences(before, after, outputs)
+        trainer.process_experiences(after)
+    assert len(trainer.rows) == 4 and len(trainer.groups[3]) == 1  # two steps moved, the third kept
+    assert trainer.groups[3].members == {1, 2} and not trainer.groups[3].over()
+    # No reward at all: the returns are the critic's bootstrap, discounted, not zero.
+    assert all(r["discounted_returns"] != 0.0 for r in trainer.rows)
+
+
+def test_a_scene_without_groups_is_refused_naming_the_brain(trainer):
+    before, after = info([1, 2], [0, 0]), info([1, 2], [0, 0], seed=1)
+    _, _, _, outputs = trainer.take_action(before)
+    with pytest.raises(UnityTrainerException, match=r"Brain 'Team'.*trainer: poca.*group id 0.*trainer: ppo"):
+        trainer.add_experiences(before, after, outputs)
+
+
+def test_the_exported_policy_is_an_ordinary_policy_that_passes_the_unity_contract(trainer, tmp_path):
+    (path,) = export_onnx(trainer.sess, [trainer], str(tmp_path))
+    model = assert_contract(path, BRAIN)
+    names = {i.name for i in model.graph.input}
+    assert not any(name.startswith("critic") for name in names)  # the critic stays behind
+
+
+def test_a_release_22_poca_block_maps_onto_the_registered_trainer():
+    raw = {"behaviors": {"Team": {"trainer_type": "poca", "hyperparameters": {"batch_size": 64, "buffer_size": 640},
+                                  "network_settings": {"hidden_units": 32}}}}
+    config = run_config.resolve("run.yaml", raw, tuple(load_registry().names()))
+    block = config.behaviors["Team"].block
+    assert block["trainer"] == "poca" and block["batch_size"] == 64 and block["hidden_units"] == 32
+    settings = trainer_config_from_dict("run.yaml", {"Team": block}, load_registry())
+    assert settings.settings_for("Team").trainer_class is POCATrainer
+
+
+# ------------------------------------------------------------------ learning
+@pytest.mark.slow
+def test_poca_learns_pushcollab_over_grpc():
+    """From about -0.8 (random play) to pushing blocks together in a short run (0.79 at 3.6e4 steps, seed 0)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import poca_vs_ppo
+
+    result = poca_vs_ppo.run("poca", seed=0, max_steps=3.6e4, timeout=600)
+    assert result["episodes"] >= 100, result["output"]
+    assert result["last100"] >= 0.3, (result["last100"], result["group_rewards"][::50])
+
+
+def test_the_two_shipped_pushcollab_configs_train_alike():
+    import yaml
+
+    with open(os.path.join(ROOT, "config", "poca", "PushCollab.yaml")) as f:
+        flat = yaml.safe_load(f)["PushCollabBrain?team=0"]
+    with open(os.path.join(ROOT, "config", "poca", "PushCollab_release22.yaml")) as f:
+        raw = yaml.safe_load(f)
+    registry = load_registry()
+    block = run_config.resolve("r22.yaml", raw, tuple(registry.names())).behaviors["PushCollabBrain?team=0"].block
+    a = trainer_config_from_dict("flat.yaml", {"B": flat}, registry).settings_for("B").parameters
+    b = trainer_config_from_dict("r22.yaml", {"B": block}, registry).settings_for("B").parameters
+    assert a == b

@@ -1,0 +1,103 @@
+"""Stats writers: plugins are discovered through the ``unityagents.stats_writers`` entry points.
+
+A plugin is made discoverable the way ``pip install`` would: a ``*.dist-info`` directory with an
+``entry_points.txt`` on ``sys.path`` (real ``importlib.metadata`` discovery, nothing mocked).
+"""
+import glob
+import logging
+import textwrap
+
+import pytest
+
+from tests.e2e.test_plugins import write_dist_info
+from trainers.stats import ENTRY_POINT_GROUP, StatsReporter, StatsWriterError, WriterContext
+from trainers.tf_utils import tf
+from trainers.trainer.base import Trainer
+from unityagents.brain import BrainParameters
+
+RECORDER = textwrap.dedent("""
+    from trainers.stats import StatsWriter
+
+    received = []
+
+    class Recorder(StatsWriter):
+        def write(self, category, step, values):
+            received.append(("write", category, step, dict(values)))
+
+        def write_text(self, category, step, key, table):
+            received.append(("text", category, step, key, dict(table)))
+
+        def write_progress(self, category, step, progress):
+            received.append(("progress", category, step, list(progress.rewards)))
+
+        def close(self):
+            received.append(("close", None, None, None))
+
+    def make(context):
+        return Recorder()
+""")
+
+
+def install(site, module: str, source: str, entry_points: dict) -> None:
+    """``module`` and a distribution that registers ``entry_points`` under the stats writers' group."""
+    (site / f"{module}.py").write_text(source)
+    write_dist_info(site, module, entry_points, group=ENTRY_POINT_GROUP)
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    return site
+
+
+def brain() -> BrainParameters:
+    return BrainParameters("B", {"stateSize": 2, "actionSize": 2, "actionSpaceType": 1, "stateSpaceType": 1,
+                                 "cameraResolutions": [], "actionDescriptions": ["", ""]})
+
+
+def test_a_plugin_writer_receives_a_trainers_summaries_beside_the_builtins(site, tmp_path, caplog):
+    install(site, "recorder_stats_for_test", RECORDER, {"recorder": "recorder_stats_for_test:make"})
+    summaries = tmp_path / "summaries"
+    trainer = Trainer(tf.compat.v1.Session(graph=tf.Graph()), {"B": brain()}, "B",
+                      {"max_steps": 100, "summary_freq": 2, "summary_path": str(summaries)}, True)
+    trainer.write_tensorboard_text("Hyperparameters", {"gamma": 0.99})
+    trainer.add_stat("cumulative_reward", 1.0)
+    trainer.add_stat("cumulative_reward", 3.0)
+    trainer.increment_step(2)
+    with caplog.at_level(logging.INFO, logger="unityagents"):
+        trainer.write_summary(None)
+    trainer.close()
+
+    from recorder_stats_for_test import received
+
+    assert received[0] == ("text", "B", 0, "Hyperparameters", {"gamma": 0.99})
+    assert received[1] == ("progress", "B", 2, [1.0, 3.0])
+    kind, category, step, values = received[2]
+    assert (kind, category, step) == ("write", "B", 2)
+    assert values["Environment/Cumulative Reward"] == values["Policy/Extrinsic Reward"] == 2.0
+    assert received[3][0] == "close"
+    # The built-in writers still write: the console line and the event file with the same tags.
+    assert "B: Step: 2. Mean Reward: 2.000. Std of Reward: 1.000. Episodes: 2." in caplog.text
+    (events,) = glob.glob(str(summaries / "events.out.tfevents.*"))
+    tags = {v.tag for e in tf.compat.v1.train.summary_iterator(events) for v in e.summary.value}
+    assert tags == set(values) | {"Hyperparameters"}
+
+
+@pytest.mark.parametrize("target, source, why", [
+    ("no_such_module_for_stats_test:make", None, "failed to load: ModuleNotFoundError"),
+    ("raising_stats_for_test:make", "def make(context):\n    raise RuntimeError('no token')\n",
+     "raised RuntimeError: no token"),
+    ("wrong_stats_for_test:make", "def make(context):\n    return object()\n", "is not a trainers.stats.StatsWriter"),
+], ids=["does-not-import", "raises", "returns-no-writer"])
+def test_a_broken_writer_plugin_is_an_error_naming_it(site, target, source, why):
+    if source is not None:
+        install(site, target.partition(":")[0], source, {"flaky": target})
+    else:
+        install(site, "broken_stats_dist_for_test", "", {"flaky": target})
+    with pytest.raises(StatsWriterError) as raised:
+        StatsReporter.for_trainer(WriterContext("B", None))
+    message = str(raised.value)
+    assert "'flaky'" in message and target in message and ENTRY_POINT_GROUP in message, message
+    assert why in message, message
