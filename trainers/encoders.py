@@ -45,7 +45,7 @@ from trainers.models import (
     visual_encoder_min_size,
 )
 from trainers.tf_utils import tf
-from trainers.trainer.base import UnityTrainerException
+from trainers.trainer.base import Param, UnityTrainerException
 from unityagents.brain import BrainParameters
 
 
@@ -130,6 +130,12 @@ VISUAL_ENCODERS: Dict[str, tuple] = {
     "match3": (_convolutions(((35, 3, 1), (144, 3, 1))), 5),
     "fully_connected": (_fully_connected, 1),
 }
+
+
+#: The ``vis_encode_type`` hyperparameter, declared by every trainer whose networks read cameras.
+VIS_ENCODE_TYPE_PARAM = Param(
+    str, "simple", check=(lambda x: x in VISUAL_ENCODERS, " or ".join(repr(k) for k in VISUAL_ENCODERS)),
+    doc="camera encoder: simple (min 20x20), nature_cnn (36), resnet (15), match3 (5), fully_connected (1)")
 
 
 def visual_encoder_of(vis_encode_type: str) -> Callable[[tf.Tensor, int, str], tf.Tensor]:

@@ -1,4 +1,4 @@
-"""``vis_encode_type``: ML-Agents' five camera encoders, each down to its own minimum size.
+"""``vis_encode_type``: ML-Agents' five camera encoders, each down to its own minimum size, in PPO and SAC.
 
 Each encoder builds a PPO policy over a camera exactly at its minimum side (ML-Agents'
 ``MIN_RESOLUTION_FOR_ENCODER``, written out here) and acts on it; one pixel less is refused
@@ -12,6 +12,7 @@ import pytest
 
 from tests.onnx_contract import assert_contract
 from tests.trainers.ppo.test_ppo import make_trainer
+from tests.trainers.sac.test_sac import make_sac
 from trainers.encoders import VISUAL_ENCODERS
 from trainers.export.onnx_model import export_onnx
 from trainers.ppo.models import create_agent_model
@@ -84,3 +85,19 @@ def test_a_release_22_run_config_passes_vis_encode_type_to_ppo():
     assert "vis_encode_type" not in run("simple").behaviors["Board"].block  # the default adds no key
     with pytest.raises(TrainerConfigError, match="vis_encode_type: expected one of simple, nature_cnn"):
         run("match_3")
+
+
+def test_sac_builds_its_actor_and_critics_with_the_chosen_encoder_and_refuses_a_camera_too_small():
+    """SAC's actor, two critics and their targets each encode the camera with ``vis_encode_type``."""
+    spec = {"stateSize": 2, "actionSize": 2, "actionSpaceType": 1, "stateSpaceType": 1,
+            "cameraResolutions": [{"width": 5, "height": 6, "blackAndWhite": False}]}
+    trainer = make_sac(spec, vis_encode_type="match3", hidden_units=8)
+    first = {v.op.name.split("/visual_encoder_0")[0]: v.shape.as_list() for v in
+             trainer.sess.graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)
+             if v.op.name.endswith("visual_encoder_0/conv_0/kernel")}
+    assert len(first) >= 5  # the actor, two critics and their two targets
+    assert all(shape == [3, 3, 3, 35] for shape in first.values())  # match3's first layer: 35 3x3 filters
+    info = BrainInfo([np.zeros((2, 6, 5, 3), np.float32)], np.zeros((2, 2), np.float32), agents=[0, 1])
+    assert np.asarray(trainer.take_action({"Brain": info})[0]).shape == (2, 2)
+    with pytest.raises(UnityTrainerException, match="needs at least 20x20"):
+        make_sac(spec)  # the default (simple) encoder needs 20x20

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional
 import numpy as np
 
 from trainers.buffer import AgentBuffer
-from trainers.encoders import VISUAL_ENCODERS
+from trainers.encoders import VIS_ENCODE_TYPE_PARAM
 from trainers.ghost.self_play import SELF_PLAY_PARAM, check_team_behaviour, validate_self_play
 from trainers.imitation import bc
 from trainers.ppo.models import create_agent_model, validate_memory_size
@@ -79,9 +79,7 @@ PPO_HYPERPARAMETERS: Dict[str, Param] = {
     "max_grad_norm": Param(float, 0.5, check=(positive, "> 0"), doc="global norm the gradients are clipped to"),
     "vf_coef": Param(float, 0.5, check=(non_negative, ">= 0"), doc="weight of the value loss"),
     "clip_value": Param(bool, True, doc="clip the value loss around the old value predictions (PPO2)"),
-    "vis_encode_type": Param(str, "simple", check=_one_of(*VISUAL_ENCODERS),
-                             doc="camera encoder: simple (min 20x20), nature_cnn (36), resnet (15), match3 (5), "
-                                 "fully_connected (1)"),
+    "vis_encode_type": VIS_ENCODE_TYPE_PARAM,
     "reward_signals": REWARD_SIGNALS_PARAM,
     "behavioral_cloning": bc.BEHAVIORAL_CLONING_PARAM,
     "self_play": SELF_PLAY_PARAM,

@@ -61,8 +61,9 @@ class SACModel:
 
     def __init__(self, brain: BrainParameters, h_size: int, num_layers: int, normalize: bool,
                  streams: Sequence[str], gammas: Dict[str, float], use_dones: Dict[str, bool],
-                 init_entcoef: float, tau: float, learning_rate: float):
-        check_inputs(brain, "the SAC trainer")
+                 init_entcoef: float, tau: float, learning_rate: float, vis_encode_type: str = "simple"):
+        check_inputs(brain, "the SAC trainer", vis_encode_type)
+        self.vis_encode_type = vis_encode_type
         self.brain = brain
         self.is_continuous = brain.action_space_type == "continuous"
         self.streams = list(streams)
@@ -160,7 +161,7 @@ class SACModel:
     def _body(self, which: str, extra: Optional[tf.Tensor] = None) -> tf.Tensor:
         """The shared encoding of the inputs (``extra`` appended, e.g. the action), then the MLP."""
         vector, observations = self._features(which)
-        x = encode(vector, observations, self.h_size)
+        x = encode(vector, observations, self.h_size, self.vis_encode_type)
         if extra is not None:
             x = tf.concat([x, extra], axis=1)
         return mlp(x, self.h_size, self.num_layers, "hidden", tf.nn.relu)

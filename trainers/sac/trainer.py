@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from trainers.buffer import ReplayBuffer
+from trainers.encoders import VIS_ENCODE_TYPE_PARAM
 from trainers.imitation import bc
 from trainers.reward_signals import (
     REWARD_SIGNALS_PARAM,
@@ -75,6 +76,7 @@ SAC_HYPERPARAMETERS: Dict[str, Param] = {
     "hidden_units": Param(int, 128, check=(positive, "> 0"), doc="units per hidden layer of actor and critics"),
     "num_layers": Param(int, 2, check=(non_negative, ">= 0"), doc="hidden layers of actor and critics"),
     "normalize": Param(bool, False, doc="normalise continuous states by running mean and variance"),
+    "vis_encode_type": VIS_ENCODE_TYPE_PARAM,
     "gamma": Param(float, 0.99, check=(unit_interval, "in [0, 1]"),
                    doc="discount factor (without a reward_signals block)"),
     "time_horizon": Param(int, 64, check=(positive, "> 0"),
@@ -178,7 +180,8 @@ class SACTrainer(OffPolicyTrainer):
         with self.build_scope():
             self.model = SACModel(
                 self.brain, h_size=self.settings.hidden_units, num_layers=self.settings.num_layers,
-                normalize=self.settings.normalize, streams=self.signal_names,
+                normalize=self.settings.normalize, vis_encode_type=self.settings.vis_encode_type,
+                streams=self.signal_names,
                 gammas={name: float(s["gamma"]) for name, s in settings.items()},
                 use_dones={name: name in EPISODIC_SIGNALS for name in settings},
                 init_entcoef=self.settings.init_entcoef, tau=self.settings.tau,
