@@ -256,6 +256,34 @@ def test_the_seats_route_the_learning_team_to_one_learner_and_change_teams_throu
     assert group.schedule.team_changes == [104] and t0.get_step == t1.get_step == 112
 
 
+def test_a_recurrent_opponent_over_the_modern_protocol_keeps_each_agents_memory():
+    """A modern environment keeps no memory (memorySize 0): the opponent carries each agent's
+    memory from one decision to the next, and starts a new episode's agent from zeros."""
+    from tests.unityagents.wire.test_action_contract import brain, info_of, ppo_params
+    from trainers.ghost.team_trainer import build_team_trainers
+    from trainers.ppo.trainer import PPOTrainer
+    from trainers.tf_utils import tf
+
+    names = ["Tennis?team=1", "Tennis?team=0"]
+    brains = {n: brain(n, "unit") for n in names}
+    sp = validate_self_play({"save_steps": 40, "team_change": 1000, "swap_steps": 1000}, key)
+    with tf.Graph().as_default() as graph:
+        sess = tf.Session(graph=graph)
+        seats = build_team_trainers(sess, brains, names, ppo_params(
+            "Tennis", self_play=sp, use_recurrent=True, memory_size=16, sequence_length=4), PPOTrainer, True, seed=0)
+        sess.run(tf.global_variables_initializer())
+    graph.finalize()
+    opponent, group = seats["Tennis?team=1"], seats["Tennis?team=1"].group
+    info = {n: info_of(3, seed=k) for k, n in enumerate(names)}
+    first = opponent.take_action(info)[1]
+    assert first.shape == (3, 16) and np.abs(first).sum() > 0
+    np.testing.assert_array_equal(group.policy.memories(info_of(3, seed=1)), first)  # the next decision's start
+    ended = info_of(3, seed=1)
+    ended.local_done[0] = True  # agent 0 ends its episode and asks for its next decision: zeros
+    kept = group.policy.memories(ended)
+    assert not kept[0].any() and np.array_equal(kept[1:], first[1:])
+
+
 # ------------------------------------------------------------------ Tennis over gRPC
 
 

@@ -77,7 +77,10 @@ class TeamSelfPlay:
             # Slots 0..window-1: the ring of snapshots; slot `window`: the latest weights at a swap.
             self.pool = SnapshotPool(acting, sources, names, self.settings.window + 1)
         self.rng = np.random.default_rng(seed + 7919)
-        self.policy = PPOPolicy(sess, self.model, brain, self.rng)
+        #: Over the modern protocol (memorySize 0) the environment keeps no memory: the opponent
+        #: keeps each of its agents' memories itself, as the learner does.
+        self.policy = PPOPolicy(sess, self.model, brain, self.rng,
+                                keeps_memories=self.use_recurrent and not brain.memory_space_size)
         self._fetches = {"action": self.model.output, **({"memory_out": self.model.memory_out}
                                                          if self.use_recurrent else {})}
         self.schedule = SelfPlaySchedule(self.settings, n_teams=len(self.team_names), seed=seed)
@@ -148,6 +151,8 @@ class TeamSelfPlay:
         self._ensure_started()
         memories = self.policy.memories(info) if self.use_recurrent else None
         out, _ = self.policy.act(info, self._fetches, sample=True, memories=memories)
+        if self.use_recurrent:
+            self.policy.remember(info, out["memory_out"])
         return seat.environment_actions(out["action"]), out.get("memory_out"), None, None
 
     def score_games(self, info: BrainInfo) -> None:

@@ -221,7 +221,8 @@ class GhostTrainer(Trainer):
             sources = self._learner_variables(acting, names, copied_scope)
             self.pool = SnapshotPool(acting, sources, names, self.max_num_models)
         # Acts as the PPO trainer does (the same inputs, memories and noise), always sampling.
-        self.policy = PPOPolicy(self.sess, self.model, self.brain, self.rng)
+        self.policy = PPOPolicy(self.sess, self.model, self.brain, self.rng,
+                                keeps_memories=self.use_recurrent and not self.brain.memory_space_size)
         self._fetches = {"action": self.model.output, **({"memory_out": self.model.memory_out}
                                                          if self.use_recurrent else {})}
 
@@ -332,6 +333,8 @@ class GhostTrainer(Trainer):
         info = all_info[self.brain_name]
         memories = self.policy.memories(info) if self.use_recurrent else None
         out, _ = self.policy.act(info, self._fetches, sample=True, memories=memories)
+        if self.use_recurrent:
+            self.policy.remember(info, out["memory_out"])
         return self.environment_actions(out["action"]), out.get("memory_out"), None, None
 
     def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo], outputs) -> None:
