@@ -165,7 +165,7 @@ def shipped_config(tmp_path, brain: str, **overrides) -> str:
     return str(path)
 
 
-def train(tmp_path, scene: str, brain: str, run: str, timeout: int = 300, **overrides) -> List[float]:
+def train(tmp_path, scene: str, brain: str, run: str, timeout: int = 600, **overrides) -> List[float]:
     """Train ``brain`` of ``scene`` with the shipped settings (changed by ``overrides``)."""
     code, out = learn(tmp_path, scene, "--train", "--trainer-config", shipped_config(tmp_path, brain, **overrides),
                       "--run-path", run, timeout=timeout)
