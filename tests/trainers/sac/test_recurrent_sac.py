@@ -3,9 +3,7 @@ start memories and masked padding, its export, and (slow) the memory scene, Hall
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from tests.conftest import learn, mean_rewards, write
 from tests.onnx_contract import assert_contract
 from tests.trainers.ppo.test_ppo import FakeStream
 from tests.trainers.sac.test_sac import CONTINUOUS, collect, make_sac
