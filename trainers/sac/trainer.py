@@ -43,6 +43,7 @@ from trainers.reward_signals import (
     validate_reward_signals,
 )
 from trainers.sac.models import SACModel
+from trainers.sac.sequences import SequenceReplay
 from trainers.settings.trainer_config import total_memory_bytes
 from trainers.tf_utils import tf
 from trainers.trainer.base import (
@@ -55,7 +56,6 @@ from trainers.trainer.base import (
     positive,
     unit_interval,
 )
-from trainers.trainer.off_policy import OffPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput
 from unityagents.brain import BrainInfo, BrainParameters
 
@@ -144,7 +144,7 @@ def sample_branches(probs: np.ndarray, masks: np.ndarray, branches: Sequence[int
     return np.stack(choices, axis=1).astype(np.int64)
 
 
-class SACTrainer(OffPolicyTrainer):
+class SACTrainer(SequenceReplay):
     """SAC for one brain: continuous (tanh-squashed Gaussian) or discrete (branches, masks) actions."""
 
     trainer_type = "sac"
@@ -233,17 +233,11 @@ class SACTrainer(OffPolicyTrainer):
         self.signal_updates = 0
         self.bc_at = 0
         self._stat_sums: Dict[str, List[float]] = {}
-        self.use_recurrent = self.settings.use_recurrent
-        self.sequence_length = self.settings.sequence_length if self.use_recurrent else 1
+        self.setup_sequences(self.settings.use_recurrent, self.settings.sequence_length)
         self.memory_size = self.model.m_size
         #: Acting memories (``memories``/``remember``/``forget``), kept here when the environment keeps none.
         self.policy = PPOPolicy(self.sess, self.model, self.brain, self.rng,
                                 keeps_memories=self.use_recurrent and not self.brain.memory_space_size)
-        #: Recurrent: each agent's transitions not yet stored (fewer than ``sequence_length``).
-        self._pending: Dict[Any, List[Dict[str, np.ndarray]]] = {}
-        if self.use_recurrent:  # whole sequences only, so its capacity is a multiple of their length
-            length = self.sequence_length
-            self.replay = ReplayBuffer(max(self.settings.buffer_size // length, 1) * length)
 
     # ------------------------------------------------------------------ schedules
     def current_learning_rate(self) -> float:
@@ -354,57 +348,8 @@ class SACTrainer(OffPolicyTrainer):
     def count_transitions(self, n: int) -> None:
         self.transitions_seen += n
 
-    def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo],
-                        outputs: Optional[PolicyOutput]) -> None:
-        """Recurrent: each agent's transitions wait until ``sequence_length`` of them (or its episode's
-        end) make one block of the replay; otherwise the base stores them at once."""
-        if not self.use_recurrent:
-            super().add_experiences(info, next_info, outputs)
-            return
-        found = None if outputs is None else self.transitions_of(info, next_info, outputs)
-        if found is None:
-            return
-        transitions, pairs = found
-        following = next_info[self.brain_name]
-        transitions = self.complete_transitions(transitions, pairs, following)
-        ended = np.asarray(following.local_done, dtype=bool)
-        for k, (_, j, agent) in enumerate(pairs):
-            rows = self._pending.setdefault(agent, [])
-            rows.append({key: values[k] for key, values in transitions.items()})
-            if len(rows) == self.sequence_length or ended[j]:
-                self._store_sequence(agent)
-            self._count_reward(agent, float(transitions["rewards"][k]))
-        self.count_transitions(len(pairs))
-
-    def _store_sequence(self, agent: Any) -> None:
-        """The agent's pending transitions as one block of ``sequence_length`` rows, zero-padded and masked."""
-        rows = self._pending.pop(agent, None)
-        if not rows:
-            return
-        length, n = self.sequence_length, len(rows)
-        block: Dict[str, np.ndarray] = {}
-        for key in rows[0]:
-            values = np.stack([row[key] for row in rows])
-            padded = np.zeros((length,) + values.shape[1:], dtype=values.dtype)
-            padded[:n] = values
-            block[key] = padded
-        block["masks"] = (np.arange(length) < n).astype(np.float32)
-        self.replay.add(block)
-
-    def end_episode(self, agents=None) -> None:
-        """The agents' pending transitions are stored (their episodes are gone) and their memories dropped."""
-        agents = None if agents is None else list(agents)
-        for agent in list(self._pending) if agents is None else agents:
-            self._store_sequence(agent)
+    def forget_memories(self, agents) -> None:
         self.policy.forget(agents)
-        super().end_episode(agents)
-
-    def sample(self) -> Dict[str, np.ndarray]:
-        """One minibatch: ``batch_size`` transitions, or ``batch_size // sequence_length`` whole sequences."""
-        if not self.use_recurrent:
-            return self.replay.sample(self.settings.batch_size, self.rng)
-        count = max(self.settings.batch_size // self.sequence_length, 1)
-        return self.replay.sample_sequences(count, self.sequence_length, self.rng)
 
     # ------------------------------------------------------------------ updating
     def update_model(self) -> None:
