@@ -281,5 +281,20 @@ class ReplayBuffer:
         rows = rng.integers(0, self.size, size=batch_size)
         return {key: a[rows] for key, a in self.fields.items()}
 
+    def sample_sequences(self, count: int, length: int, rng: np.random.Generator) -> Dict[str, np.ndarray]:
+        """``count`` whole sequences of ``length`` rows, drawn uniformly with replacement, one after another.
+
+        The sequences are the aligned blocks ``[k * length, (k + 1) * length)``, so the buffer must
+        be filled ``length`` rows at a time, with a capacity that is a multiple of ``length``.
+        """
+        if self.size < length or self.size % length or self.capacity % length:
+            raise UnityTrainerException(
+                f"Cannot sample sequences of {length} rows from a replay buffer holding {self.size} of "
+                f"{self.capacity} rows: both must be multiples of {length}. Add whole sequences to a buffer "
+                "whose capacity is a multiple of the sequence length.")
+        starts = rng.integers(0, self.size // length, size=count) * length
+        rows = (starts[:, None] + np.arange(length)).reshape(-1)
+        return {key: a[rows] for key, a in self.fields.items()}
+
 
 __all__: List[str] = ["AgentBuffer", "AgentBufferField", "Buffer", "BufferException", "ReplayBuffer"]

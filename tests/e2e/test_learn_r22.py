@@ -172,10 +172,10 @@ BAD = {
         "behaviors.Ball3DBrain.self_play.play_against_latest_model_ratio: is a probability", "Use 0"),
     "memory on a trainer without one": (
         R22_3DBALL.replace("num_layers: 2}", "num_layers: 2, memory: {sequence_length: 16}}").replace(
-            "trainer_type: ppo", "trainer_type: sac").replace(
+            "trainer_type: ppo", "trainer_type: poca").replace(
             "{batch_size: 256, buffer_size: 1536, learning_rate: 2.0e-4, beta: 1.0e-3, epsilon: 0.25,\n"
             "                      lambd: 0.9, num_epoch: 10, learning_rate_schedule: constant}", "{batch_size: 64}"),
-        "behaviors.Ball3DBrain.network_settings.memory: the sac trainer has no recurrent policy", "trainer_type: ppo"),
+        "behaviors.Ball3DBrain.network_settings.memory: the poca trainer has no recurrent policy", "trainer_type: ppo"),
     "an unknown trainer type": (R22_3DBALL.replace("trainer_type: ppo", "trainer_type: pocaa"),
                                 "behaviors.Ball3DBrain.trainer_type: 'pocaa' is not a Release 22 trainer type",
                                 "Did you mean 'poca'?"),

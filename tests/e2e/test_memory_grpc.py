@@ -88,7 +88,7 @@ def test_memory_size_sizes_a_modern_brains_memory_and_bad_settings_are_refused_b
         "HallwayBrain:\n  use_recurrent: true\n  memory_size: 64\n": (
             modern_brain("HallwayBrain", memory=32), "has memorySize 32 in the scene", "set it to 32"),
         "HallwayBrain:\n  trainer: sac\n  use_recurrent: true\n": (
-            modern_brain(), "the sac trainer has no recurrent policy", "trainer: ppo"),
+            modern_brain(), "key 'use_recurrent'", "Set memory_size"),
     }
     for text, (brain, where, fix) in bad.items():
         with pytest.raises(TrainerConfigError) as error:

@@ -27,6 +27,16 @@ only the extrinsic stream does, as in ML-Agents), averaged over streams, with ``
 
 All gradients are computed from the parameters before the step, then the three Adams apply, then
 the targets move by ``tau`` (one ``session.run``, ordered by control dependencies).
+
+Recurrent (``use_recurrent``): the inputs are ``sequence_length`` steps per sequence, laid out
+sequence after sequence. The actor has an LSTM after the encoder whose state is the brain's memory
+(exported as ``recurrent_in`` / ``recurrent_out``, ``[N, memory_size]``): a training sequence starts
+from the memory stored with its first transition, and its next states (the same steps shifted by
+one) from the memory that first step returned (``next_recurrent_in``). Each critic and target has
+its own LSTM of the same size that starts every sequence from zeros, as ML-Agents' Q networks do
+(no critic memory is kept while acting). The LSTM's output is appended to the encoded inputs, as in
+the PPO graph. ``masks`` (1 real, 0 padding) weight every mean of the losses; a padded step also
+holds the LSTM state. Without ``use_recurrent`` none of these ops exist.
 """
 from __future__ import annotations
 
@@ -34,7 +44,8 @@ import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from trainers.encoders import check_inputs, encode, observation_placeholders, state_placeholder, state_vector
-from trainers.models import RunningNormalizer, dense, mlp, new_trainable_variables
+from trainers.models import RunningNormalizer, dense, lstm, mlp, new_trainable_variables
+from trainers.ppo.models import validate_memory_size
 from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
 
@@ -53,7 +64,8 @@ def squash_correction(pre_tanh: tf.Tensor) -> tf.Tensor:
 class SACModel:
     """Public tensors: the placeholders (``state``, ``observations``, ``next_*``, ``epsilon``,
     ``next_epsilon``, ``action_masks``, ``next_action_masks``, ``taken_actions``, ``rewards[stream]``,
-    ``dones``, ``learning_rate``), ``output``, ``value``, ``probs`` (discrete), ``policy_tensors``
+    ``dones``, ``learning_rate``; recurrent: ``sequence_length``, ``memory_in``, ``next_memory_in``,
+    ``masks``), ``output``, ``memory_out`` (recurrent), ``value``, ``probs`` (discrete), ``policy_tensors``
     (the acting policy's parts: ``mu``, ``log_sigma``, ``pre_tanh``, ``log_prob``), ``log_alpha``
     (``[1]`` continuous, ``[branches]`` discrete), ``metrics`` (name -> scalar), ``train_op`` (the
     fused update), ``online_variables`` / ``target_variables`` (Q1+Q2 and their targets, in the same
@@ -61,8 +73,11 @@ class SACModel:
 
     def __init__(self, brain: BrainParameters, h_size: int, num_layers: int, normalize: bool,
                  streams: Sequence[str], gammas: Dict[str, float], use_dones: Dict[str, bool],
-                 init_entcoef: float, tau: float, learning_rate: float, vis_encode_type: str = "simple"):
+                 init_entcoef: float, tau: float, learning_rate: float, vis_encode_type: str = "simple",
+                 use_recurrent: bool = False, m_size: Optional[int] = None):
         check_inputs(brain, "the SAC trainer", vis_encode_type)
+        self.use_recurrent = bool(use_recurrent)
+        self.m_size = validate_memory_size(brain, m_size) if self.use_recurrent else None
         self.vis_encode_type = vis_encode_type
         self.brain = brain
         self.is_continuous = brain.action_space_type == "continuous"
@@ -77,6 +92,15 @@ class SACModel:
         self.next_state = state_placeholder(brain, "next_state") if self.state is not None else None
         self.next_observations = observation_placeholders(brain, "next_observation")
         vector, next_vector = self._vectors(normalize)
+        # The names PPOPolicy (its per-agent memories) reads.
+        self.state_in, self.observation_in = self.state, self.observations
+        self.memory_in = self.next_memory_in = self.memory_out = self.sequence_length = self.masks = None
+        if self.use_recurrent:
+            self.sequence_length = tf.placeholder(tf.int32, None, name="sequence_length")
+            self.memory_in = tf.placeholder(tf.float32, [None, self.m_size], name="recurrent_in")
+            self.next_memory_in = tf.placeholder(tf.float32, [None, self.m_size], name="next_recurrent_in")
+            rows = tf.shape(self.state if self.state is not None else self.observations[0])[:1]
+            self.masks = tf.placeholder_with_default(tf.ones(rows), [None], name="masks")
 
         def features(which: str) -> Tuple[Optional[tf.Tensor], List[tf.Tensor]]:
             return (vector, self.observations) if which == "current" else (next_vector, self.next_observations)
@@ -100,6 +124,8 @@ class SACModel:
             self.policy_variables = new_trainable_variables(before)
             next_policy = self._policy("next", reuse=True)
         self.policy_tensors = policy
+        if self.use_recurrent:
+            self.memory_out = tf.identity(policy["memory_out"], name="recurrent_out")
         if self.is_continuous:
             self.output = tf.identity(policy["action"], name="action")
             self.deterministic_output = tf.identity(tf.tanh(policy["mu"]), name="deterministic_action")
@@ -158,21 +184,33 @@ class SACModel:
         scaled = (self.next_state - normalizer.mean) / tf.sqrt(normalizer.variance + 1e-8)
         return normalizer.normalized, tf.clip_by_value(scaled, -10.0, 10.0)
 
-    def _body(self, which: str, extra: Optional[tf.Tensor] = None) -> tf.Tensor:
-        """The shared encoding of the inputs (``extra`` appended, e.g. the action), then the MLP."""
+    def _body(self, which: str, extra: Optional[tf.Tensor] = None,
+              memory: Optional[tf.Tensor] = None) -> Tuple[tf.Tensor, Optional[tf.Tensor]]:
+        """The shared encoding of the inputs, the LSTM's output appended when recurrent (from
+        ``memory``, zeros when None), then ``extra`` (e.g. the action), then the MLP; and the LSTM's
+        final memory (None unless recurrent)."""
         vector, observations = self._features(which)
         x = encode(vector, observations, self.h_size, self.vis_encode_type)
+        memory_out = None
+        if self.use_recurrent:
+            if memory is None:
+                sequences = tf.shape(x)[0] // tf.reshape(self.sequence_length, [])
+                memory = tf.zeros(tf.stack([sequences, self.m_size]))
+            remembered, memory_out = lstm(x, memory, self.sequence_length, "lstm", masks=self.masks)
+            x = tf.concat([x, remembered], axis=1)
         if extra is not None:
             x = tf.concat([x, extra], axis=1)
-        return mlp(x, self.h_size, self.num_layers, "hidden", tf.nn.relu)
+        return mlp(x, self.h_size, self.num_layers, "hidden", tf.nn.relu), memory_out
 
     # ------------------------------------------------------------------ networks
     def _policy(self, which: str, reuse: bool) -> Dict[str, object]:
         with tf.variable_scope("actor", reuse=reuse):
-            hidden = self._body(which)
-            if self.is_continuous:
-                return self._gaussian(hidden, which)
-            return self._categorical(hidden, which)
+            memory = None if not self.use_recurrent else self.memory_in if which == "current" else self.next_memory_in
+            hidden, memory_out = self._body(which, memory=memory)
+            policy = self._gaussian(hidden, which) if self.is_continuous else self._categorical(hidden, which)
+            if memory_out is not None:
+                policy["memory_out"] = memory_out
+            return policy
 
     def _gaussian(self, hidden: tf.Tensor, which: str) -> Dict[str, object]:
         n = self.action_size
@@ -206,7 +244,7 @@ class SACModel:
     def _q(self, scope: str, which: str, action: Optional[tf.Tensor], reuse: bool = False) -> Dict[str, tf.Tensor]:
         """One head per stream: ``[N]`` (continuous, Q at ``action``) or ``[N, sum(branches)]`` (discrete)."""
         with tf.variable_scope(scope, reuse=reuse):
-            hidden = self._body(which, action)
+            hidden, _ = self._body(which, action)
             if self.is_continuous:
                 return {s: tf.reshape(dense(hidden, 1, f"head_{s}", gain=1.0), [-1]) for s in self.streams}
             return {s: dense(hidden, int(sum(self.branches)), f"head_{s}", gain=1.0) for s in self.streams}
@@ -230,6 +268,12 @@ class SACModel:
         return tf.add_n(per_branch) / float(len(per_branch))
 
     # ------------------------------------------------------------------ losses
+    def _mean(self, x: tf.Tensor) -> tf.Tensor:
+        """The mean over the batch; recurrent: over the real steps only (``masks``)."""
+        if not self.use_recurrent:
+            return tf.reduce_mean(x)
+        return tf.reduce_sum(x * self.masks) / tf.maximum(tf.reduce_sum(self.masks), 1.0)
+
     def _losses(self, policy, next_policy, q1, q2, q1_pi, q2_pi, target_q1, target_q2, gammas, use_dones) -> None:
         q1_losses, q2_losses, stream_q = [], [], []
         if not self.is_continuous:
@@ -245,8 +289,8 @@ class SACModel:
                     return tf.add_n([tf.reduce_sum(q_b * t, axis=1) for q_b, t in zip(self._split(q), taken)]) \
                         / float(len(self.branches))
                 taken_q1, taken_q2 = select(q1[s]), select(q2[s])
-            q1_losses.append(0.5 * tf.reduce_mean(tf.square(taken_q1 - target)))
-            q2_losses.append(0.5 * tf.reduce_mean(tf.square(taken_q2 - target)))
+            q1_losses.append(0.5 * self._mean(tf.square(taken_q1 - target)))
+            q2_losses.append(0.5 * self._mean(tf.square(taken_q2 - target)))
             stream_q.append(tf.minimum(q1_pi[s], q2_pi[s]))
         self.q1_loss = tf.add_n(q1_losses) / len(self.streams)
         self.q2_loss = tf.add_n(q2_losses) / len(self.streams)
@@ -255,18 +299,18 @@ class SACModel:
         alpha = tf.stop_gradient(self.alpha)
         if self.is_continuous:
             log_pi = policy["log_prob"]
-            self.policy_loss = tf.reduce_mean(alpha[0] * log_pi - min_q)
-            self.entropy = -tf.reduce_mean(log_pi)  # of the squashed sample (a Monte Carlo estimate)
-            self.entropy_loss = -tf.reduce_mean(self.log_alpha[0] * tf.stop_gradient(log_pi + self.target_entropy[0]))
+            self.policy_loss = self._mean(alpha[0] * log_pi - min_q)
+            self.entropy = -self._mean(log_pi)  # of the squashed sample (a Monte Carlo estimate)
+            self.entropy_loss = -self._mean(self.log_alpha[0] * tf.stop_gradient(log_pi + self.target_entropy[0]))
         else:
             per_branch_policy, entropy_losses, entropies = [], [], []
             for k, (p, log_p, q_b) in enumerate(zip(policy["probs"], policy["log_probs"], self._split(min_q))):
                 per_branch_policy.append(tf.reduce_sum(p * (alpha[k] * log_p - q_b), axis=1))
                 neg_entropy = tf.reduce_sum(p * log_p, axis=1)
-                entropies.append(-tf.reduce_mean(neg_entropy))
+                entropies.append(-self._mean(neg_entropy))
                 entropy_losses.append(
-                    -tf.reduce_mean(self.log_alpha[k] * tf.stop_gradient(neg_entropy + self.target_entropy[k])))
-            self.policy_loss = tf.reduce_mean(tf.add_n(per_branch_policy))
+                    -self._mean(self.log_alpha[k] * tf.stop_gradient(neg_entropy + self.target_entropy[k])))
+            self.policy_loss = self._mean(tf.add_n(per_branch_policy))
             self.entropy = tf.add_n(entropies)
             self.entropy_loss = tf.add_n(entropy_losses) / float(len(self.branches))
         # Keyed by their TensorBoard tags, ML-Agents' names for SAC's quantities where it has them.

@@ -16,6 +16,11 @@ and settings (``trainer_type: sac`` of Release 22):
 * ``save_replay_buffer`` puts the replay (compressed) in the checkpoint's state, with the trainer's
   random generator and counters, so ``--load`` continues with exactly the next gradient step the
   uninterrupted run would have taken.
+* ``use_recurrent``: each agent's transitions go to the replay ``sequence_length`` at a time, in
+  order, with the memory the actor started each step from and the one it returned (an episode's
+  last block padded with zeros and masked out); updates sample ``batch_size // sequence_length``
+  whole blocks. A modern-protocol environment keeps no memory, so the trainer keeps each agent's
+  (``PPOPolicy``'s memories: zeros for a new agent or episode).
 """
 from __future__ import annotations
 
@@ -29,6 +34,8 @@ import numpy as np
 from trainers.buffer import ReplayBuffer
 from trainers.encoders import VIS_ENCODE_TYPE_PARAM
 from trainers.imitation import bc
+from trainers.ppo.models import validate_memory_size
+from trainers.ppo.policy import PPOPolicy
 from trainers.reward_signals import (
     REWARD_SIGNALS_PARAM,
     create_reward_signals,
@@ -36,6 +43,7 @@ from trainers.reward_signals import (
     validate_reward_signals,
 )
 from trainers.sac.models import SACModel
+from trainers.sac.sequences import SequenceReplay
 from trainers.settings.trainer_config import total_memory_bytes
 from trainers.tf_utils import tf
 from trainers.trainer.base import (
@@ -48,7 +56,6 @@ from trainers.trainer.base import (
     positive,
     unit_interval,
 )
-from trainers.trainer.off_policy import OffPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput
 from unityagents.brain import BrainInfo, BrainParameters
 
@@ -82,6 +89,13 @@ SAC_HYPERPARAMETERS: Dict[str, Param] = {
     "time_horizon": Param(int, 64, check=(positive, "> 0"),
                           doc="SAC stores single transitions; behavioral cloning runs at most once per "
                               "time_horizon agent steps"),
+    "use_recurrent": Param(bool, False, doc="LSTM in the actor (its state is the brain's memory) and in each critic; "
+                                            "updates on sequences from the replay buffer"),
+    "memory_size": Param(int, 0, check=(lambda x: x >= 0 and x % 2 == 0, "even and >= 0"),
+                         doc="LSTM memory floats per agent when use_recurrent; 0 takes the brain's memorySize "
+                             "(API-2); modern-protocol brains need it (e.g. 128)"),
+    "sequence_length": Param(int, 64, check=(positive, "> 0"),
+                             doc="steps per sequence sampled from the replay buffer when use_recurrent"),
     "reward_signals": REWARD_SIGNALS_PARAM,
     "behavioral_cloning": bc.BEHAVIORAL_CLONING_PARAM,
 }
@@ -130,7 +144,7 @@ def sample_branches(probs: np.ndarray, masks: np.ndarray, branches: Sequence[int
     return np.stack(choices, axis=1).astype(np.int64)
 
 
-class SACTrainer(OffPolicyTrainer):
+class SACTrainer(SequenceReplay):
     """SAC for one brain: continuous (tanh-squashed Gaussian) or discrete (branches, masks) actions."""
 
     trainer_type = "sac"
@@ -145,6 +159,23 @@ class SACTrainer(OffPolicyTrainer):
         params["reward_signals"] = validate_reward_signals(brain_name, params.get("reward_signals"))
         params["behavioral_cloning"] = bc.validate_behavioral_cloning(brain_name, params.get("behavioral_cloning"))
         check_batch_fits(brain_name, params, "the replay buffer could never fill one minibatch")
+        if params["memory_size"] and not params["use_recurrent"]:
+            raise TrainerConfigError(
+                f"brain '{brain_name}', key 'memory_size': {params['memory_size']} sizes a memory, but use_recurrent "
+                "is false, so the policy has none. Set use_recurrent: true, or remove memory_size.")
+        if params["use_recurrent"]:
+            if params["sequence_length"] > params["batch_size"]:
+                raise TrainerConfigError(
+                    f"brain '{brain_name}', key 'sequence_length': {params['sequence_length']} is longer than "
+                    f"batch_size {params['batch_size']}; a minibatch must hold at least one whole sequence.")
+            if params["sequence_length"] > params["buffer_size"]:
+                raise TrainerConfigError(
+                    f"brain '{brain_name}', key 'sequence_length': {params['sequence_length']} is longer than "
+                    f"buffer_size {params['buffer_size']}; the replay buffer must hold at least one sequence.")
+            if params.get("behavioral_cloning"):
+                raise TrainerConfigError(
+                    f"brain '{brain_name}', key 'behavioral_cloning': behavioral cloning clones a memoryless "
+                    "actor, but use_recurrent is true. Remove behavioral_cloning or set use_recurrent: false.")
 
     @classmethod
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
@@ -160,6 +191,12 @@ class SACTrainer(OffPolicyTrainer):
             raise TrainerConfigError(
                 f"brain '{brain_name}', key 'reward_signals.curiosity': the curiosity model predicts one discrete "
                 f"action, but the brain has {len(brain.action_branches)} branches. Use rnd instead.")
+        if params["use_recurrent"]:
+            key = "memory_size" if params["memory_size"] else "use_recurrent"
+            try:
+                validate_memory_size(brain, params["memory_size"] or None)
+            except UnityTrainerException as e:
+                raise TrainerConfigError(f"brain '{brain_name}', key '{key}': {e}") from None
         needed, memory = replay_bytes(brain, params["buffer_size"]), total_memory_bytes()
         if memory is not None and needed > memory:
             raise TrainerConfigError(
@@ -185,7 +222,8 @@ class SACTrainer(OffPolicyTrainer):
                 gammas={name: float(s["gamma"]) for name, s in settings.items()},
                 use_dones={name: name in EPISODIC_SIGNALS for name in settings},
                 init_entcoef=self.settings.init_entcoef, tau=self.settings.tau,
-                learning_rate=self.settings.learning_rate)
+                learning_rate=self.settings.learning_rate,
+                use_recurrent=self.settings.use_recurrent, m_size=self.settings.memory_size or None)
             self.create_target_updates(self.model.online_variables, self.model.target_variables)
             self.reward_signals = create_reward_signals(self.brain, settings)
             self.bc = bc.create_behavioral_cloning(self)
@@ -195,6 +233,11 @@ class SACTrainer(OffPolicyTrainer):
         self.signal_updates = 0
         self.bc_at = 0
         self._stat_sums: Dict[str, List[float]] = {}
+        self.setup_sequences(self.settings.use_recurrent, self.settings.sequence_length)
+        self.memory_size = self.model.m_size
+        #: Acting memories (``memories``/``remember``/``forget``), kept here when the environment keeps none.
+        self.policy = PPOPolicy(self.sess, self.model, self.brain, self.rng,
+                                keeps_memories=self.use_recurrent and not self.brain.memory_space_size)
 
     # ------------------------------------------------------------------ schedules
     def current_learning_rate(self) -> float:
@@ -245,6 +288,11 @@ class SACTrainer(OffPolicyTrainer):
         feed = self._feed(self.observation_fields(info))
         feed[m.batch_size] = n
         fetches: Dict[str, Any] = {"values": m.value}
+        memories = None
+        if self.use_recurrent:
+            memories = self.policy.memories(info)
+            feed[m.memory_in], feed[m.sequence_length] = memories, 1
+            fetches["memory_out"] = m.memory_out
         if self.is_training and m.update_normalization is not None:
             fetches["update_normalization"] = m.update_normalization
         fields: Dict[str, np.ndarray] = {}
@@ -265,7 +313,11 @@ class SACTrainer(OffPolicyTrainer):
             fields["action_masks"] = masks
         values = out["values"][:, 0]
         self.add_stat("Policy/Extrinsic Value", float(np.mean(values)))
-        return PolicyOutput(actions, fields, values=values)
+        if memories is None:
+            return PolicyOutput(actions, fields, values=values)
+        fields["memory"], fields["next_memory"] = memories, out["memory_out"]
+        self.policy.remember(info, out["memory_out"])
+        return PolicyOutput(actions, fields, memories=out["memory_out"], values=values)
 
     # ------------------------------------------------------------------ collecting
     def complete_transitions(self, transitions: Dict[str, np.ndarray], pairs: List[Tuple[int, int, Any]],
@@ -296,18 +348,24 @@ class SACTrainer(OffPolicyTrainer):
     def count_transitions(self, n: int) -> None:
         self.transitions_seen += n
 
+    def forget_memories(self, agents) -> None:
+        self.policy.forget(agents)
+
     # ------------------------------------------------------------------ updating
     def update_model(self) -> None:
         """The gradient steps (and reward-signal updates) due since the last call."""
         if self.gradient_step == 0:
             self.update_targets(hard=True)  # the targets start as copies of the initialised critics
-        batch_size = self.settings.batch_size
         while self._due(self.settings.steps_per_update) > self.gradient_step:
-            self.update(self.replay.sample(batch_size, self.rng))
+            self.update(self.sample())
             self.gradient_step += 1
         if self._trains_signals():
             while self._due(self._signal_steps()) > self.signal_updates:
-                self.update_reward_signals(self.replay.sample(batch_size, self.rng))
+                batch = self.sample()
+                if self.use_recurrent:  # the reward models learn from real steps only
+                    real = batch["masks"] > 0.5
+                    batch = {key: values[real] for key, values in batch.items()}
+                self.update_reward_signals(batch)
                 self.signal_updates += 1
         if self.bc is not None and self.transitions_seen - self.bc_at >= self.settings.time_horizon:
             self.bc_at = self.transitions_seen
@@ -349,6 +407,10 @@ class SACTrainer(OffPolicyTrainer):
         else:
             feed[m.action_masks] = batch["action_masks"]
             feed[m.next_action_masks] = batch["next_action_masks"]
+        if self.use_recurrent:  # each sequence starts from the memories stored with its first step
+            length = self.sequence_length
+            feed.update({m.sequence_length: length, m.masks: batch["masks"],
+                         m.memory_in: batch["memory"][::length], m.next_memory_in: batch["next_memory"][::length]})
         fields = self.signal_fields(batch)
         for name, signal in self.reward_signals.items():
             reward = signal.strength * np.asarray(signal.evaluate(self.sess, fields, self.is_training))
@@ -402,11 +464,12 @@ class SACTrainer(OffPolicyTrainer):
         if "rng" in state:
             self.rng.bit_generator.state = state["rng"]
         if state.get("replay") is not None and self.settings.save_replay_buffer:
-            self.replay = decode_replay(state["replay"], self.settings.buffer_size)
+            self.replay = decode_replay(state["replay"], self.replay.capacity)
 
     # ------------------------------------------------------------------ export
     def export_nodes(self) -> List[str]:
-        return ["action", "value_estimate"] + (["deterministic_action"] if self.is_continuous else ["action_probs"])
+        return (["action", "value_estimate"] + (["deterministic_action"] if self.is_continuous else ["action_probs"])
+                + (["recurrent_out"] if self.use_recurrent else []))
 
     def onnx_action_outputs(self) -> Dict[str, str]:
         """The frozen nodes that are the ONNX contract's continuous outputs as they are (no clip, no /3):

@@ -375,7 +375,7 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
                              f"{s['trainer_type']!r}. Use ppo for this behaviour, or remove self_play.")
     net, hp = s["network_settings"], s["hyperparameters"]
     memory = net["memory"]
-    if memory is not None and s["trainer_type"] != "ppo":
+    if memory is not None and s["trainer_type"] not in ("ppo", "sac"):
         raise RunConfigError(f"{path}: {where}.network_settings.memory: the {s['trainer_type']} trainer has no "
                              "recurrent policy here, so it cannot keep a memory. Remove the memory block, or use "
                              "trainer_type: ppo.")
@@ -390,6 +390,9 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
         block = {"trainer": s["trainer_type"], **{k: v for k, v in hp.items() if v is not None}}
         block.update(max_steps=float(s["max_steps"]), summary_freq=s["summary_freq"], time_horizon=s["time_horizon"],
                      hidden_units=net["hidden_units"], num_layers=net["num_layers"], normalize=net["normalize"])
+        if memory is not None:  # sac: an LSTM in actor and critics, trained on sequences from the replay
+            block.update(use_recurrent=True, memory_size=memory["memory_size"],
+                         sequence_length=memory["sequence_length"])
     else:
         block = {"trainer": "ppo", "batch_size": hp["batch_size"], "buffer_size": hp["buffer_size"],
                  "learning_rate": hp["learning_rate"], "learning_rate_schedule": hp["learning_rate_schedule"],

@@ -18,9 +18,6 @@ SAMPLES = os.path.join(__file__.rsplit("/tests/", 1)[0], "tests", "data", "relea
 NOT_BUILT = {
     "poca/SoccerTwos": "self_play: team self-play is built for trainer_type: ppo",
     "poca/StrikersVsGoalie": "self_play: team self-play is built for trainer_type: ppo",
-    "sac/Hallway": "network_settings.memory: the sac trainer has no recurrent policy",
-    "sac/VisualHallway": "network_settings.memory: the sac trainer has no recurrent policy",
-    "sac/VisualPushBlock": "network_settings.memory: the sac trainer has no recurrent policy",
 }
 
 
