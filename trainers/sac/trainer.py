@@ -24,14 +24,11 @@ and settings (``trainer_type: sac`` of Release 22):
 """
 from __future__ import annotations
 
-import base64
-import io
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from trainers.buffer import ReplayBuffer
 from trainers.encoders import VIS_ENCODE_TYPE_PARAM
 from trainers.imitation import bc
 from trainers.ppo.models import validate_memory_size
@@ -43,6 +40,7 @@ from trainers.reward_signals import (
     validate_reward_signals,
 )
 from trainers.sac.models import SACModel
+from trainers.sac.replay_state import decode_replay, encode_replay
 from trainers.sac.sequences import SequenceReplay
 from trainers.settings.trainer_config import total_memory_bytes
 from trainers.tf_utils import tf
@@ -479,30 +477,4 @@ class SACTrainer(SequenceReplay):
         return {"continuous_actions": "action", "deterministic_continuous_actions": "deterministic_action"}
 
 
-def encode_replay(replay: ReplayBuffer) -> Dict[str, Any]:
-    """The replay buffer as JSON-safe data: its counters and one base64 ``.npz`` of its rows."""
-    data = io.BytesIO()
-    np.savez_compressed(data, **{key: values[:replay.size] if replay.size < replay.capacity else values
-                                 for key, values in replay.fields.items()})
-    return {"size": replay.size, "next_index": replay.next_index, "capacity": replay.capacity,
-            "npz": base64.b64encode(data.getvalue()).decode("ascii")}
-
-
-def decode_replay(state: Mapping[str, Any], capacity: int) -> ReplayBuffer:
-    """The buffer ``encode_replay`` wrote; refused if it does not fit ``capacity`` (buffer_size changed)."""
-    if int(state["capacity"]) != capacity:
-        raise UnityTrainerException(
-            f"--load: the saved replay buffer holds up to {state['capacity']} transitions but buffer_size is now "
-            f"{capacity}. Restore buffer_size, or set save_replay_buffer: false to start with an empty buffer.")
-    replay = ReplayBuffer(capacity)
-    with np.load(io.BytesIO(base64.b64decode(state["npz"]))) as arrays:
-        for key in arrays.files:
-            values = arrays[key]
-            full = np.zeros((capacity,) + values.shape[1:], dtype=values.dtype)
-            full[:len(values)] = values
-            replay.fields[key] = full
-    replay.size, replay.next_index = int(state["size"]), int(state["next_index"])
-    return replay
-
-
-__all__ = ["SACTrainer", "SAC_HYPERPARAMETERS", "replay_bytes", "encode_replay", "decode_replay"]
+__all__ = ["SACTrainer", "SAC_HYPERPARAMETERS", "replay_bytes"]
