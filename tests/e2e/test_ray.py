@@ -55,7 +55,10 @@ def test_3dball_trains_through_four_actors_spread_over_two_nodes(tmp_path, ray_c
     assert means and means[-1] >= 90, out
     # The same outputs as a local run: summaries, checkpoint, export.
     assert list((tmp_path / "summaries" / "ppo").glob("events*"))
-    assert checkpoint_state(tmp_path / "models" / "ppo")["trainers"]["Ball3DBrain"]["step"] == 72000
+    # Each environment steps on its own clock: one loop turn may collect several of them, so the run
+    # ends at max_steps or up to one step of the other three environments (12 agents each) past it.
+    step = checkpoint_state(tmp_path / "models" / "ppo")["trainers"]["Ball3DBrain"]["step"]
+    assert 72000 <= step < 72000 + 3 * 12 + 1 and step % 12 == 0
     bytes_path = tmp_path / "models" / "ppo" / "3DBall.bytes"
     assert "action" in node_names(str(bytes_path))
     assert run_academy("3DBall", "--brain", f"Ball3DBrain=internal:{bytes_path}", "--episodes", "12") >= 80
