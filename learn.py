@@ -7,7 +7,8 @@ Usage:
 Arguments:
   <env>                      A Unity build (3DBall, builds/3DBall.x86_64, ...) or a built-in scene:
                              3DBall, 3DBallHard, Basic, GridWorld, Hallway, Tennis, 3DBallIL, Push, Pyramids,
-                             Interact, PushCollab (the last two over --protocol grpc only), Sorter, SorterFlat.
+                             Interact, PushCollab (the last two over --protocol grpc only), Sorter, SorterFlat,
+                             Soccer.
 
 Options:
   -h --help                  Show this message.

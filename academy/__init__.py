@@ -41,6 +41,7 @@ _REGISTRY = {
     "Push": "academy.envs.push:Push",
     "Pyramids": "academy.envs.pyramids:Pyramids",
     "PushCollab": "academy.envs.push_collab:PushCollab",
+    "Soccer": "academy.envs.soccer:Soccer",
     "Sorter": "academy.envs.sorter:Sorter",
     "SorterFlat": "academy.envs.sorter:SorterFlat",
 }

@@ -1,20 +1,23 @@
-"""Team self-play evaluation: does a Release 22 self-play run's final ``Tennis.onnx`` beat fixed opponents?
+"""Team self-play evaluation: does a Release 22 self-play run's final export beat fixed opponents?
 
 ELO (``Self-play/ELO``) rates the learner against its own snapshots, which rise with it; fixed
-opponents settle whether it improved. The final export plays the left court (``Tennis?team=0``'s
-side) against
+opponents settle whether it improved. The final export (``<Scene>.onnx``) plays the first team's
+side (``<Scene>?team=0``) against
 
-* an **early snapshot** of the same run: the ``Tennis-<step>.onnx`` written beside its first kept
+* an **early snapshot** of the same run: the ``<Scene>-<step>.onnx`` written beside its first kept
   checkpoint (by default; ``--early`` names another file);
-* a **random** player (uniform actions in [-1, 1]).
+* a **random** player (uniform actions);
+* for Soccer, the scene's **scripted** team (both members run to the ball and push it together).
 
-The games are the modern Tennis' points (``modern_protocol``: +1 to the winner, -1 to the loser),
-played on the scene directly with the decision period the run trained with (5 frames), each
-policy acting through onnxruntime as Unity would (``academy.internal.OnnxInternalBrain``). A
-point is won or lost by the sign of the left side's last reward, as self-play scores it; a rally
-that runs out (1000 decisions) is a draw.
+Scenes: ``Tennis`` (PPO, ``config/ppo/Tennis.yaml``; the modern Tennis' points, +1 to the winner,
+-1 to the loser, decision period 5) and ``Soccer`` (MA-POCA, ``config/poca/Soccer.yaml``; goals
+paid as group rewards). They are played on the scene directly with the decision period the run
+trained with, each policy acting through onnxruntime as Unity would
+(``academy.internal.OnnxInternalBrain``). A game is won or lost by the sign of the first team's
+last reward (own plus group reward), as self-play scores it; one that runs out is a draw.
 
     python bench/selfplay_teams.py results/tennis --games 50
+    python bench/selfplay_teams.py results/soccer --scene Soccer --games 200
 
 prints one line per opponent: ``vs <opponent>: won W, lost L, drawn D (win rate ...)``.
 """
@@ -22,10 +25,12 @@ from __future__ import annotations
 
 import argparse
 import glob
+import importlib
 import os
 import re
 import sys
-from typing import Callable, List, Tuple
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
@@ -35,73 +40,110 @@ sys.path.insert(0, ROOT)
 Policy = Callable[[np.ndarray], np.ndarray]
 
 
-def onnx_policy(path: str, deterministic: bool) -> Policy:
-    from academy.envs.tennis import Tennis
+@dataclass(frozen=True)
+class Match:
+    """How one two-team scene is played here: its class, its two brains, its decision period."""
+
+    scene: str          # "module:Class"
+    first: str          # the brain of team 0 (the final export's side)
+    second: str
+    period: int
+    config: str         # the run config that trains it
+
+    def load(self):
+        module, _, cls = self.scene.partition(":")
+        return getattr(importlib.import_module(module), cls)
+
+
+MATCHES = {
+    "Tennis": Match("academy.envs.tennis:Tennis", "TennisBrain", "ghost-TennisBrain", 5, "config/ppo/Tennis.yaml"),
+    "Soccer": Match("academy.envs.soccer:Soccer", "SoccerBlue", "SoccerPurple", 1, "config/poca/Soccer.yaml"),
+}
+
+
+def onnx_policy(match: Match, path: str, deterministic: bool) -> Policy:
     from academy.internal import OnnxInternalBrain
 
-    brain = OnnxInternalBrain(path, Tennis.brains[0], deterministic=deterministic)
+    brain = OnnxInternalBrain(path, match.load().brains[0], deterministic=deterministic)
     return lambda states: brain.decide(states, [], np.zeros((len(states), 0)))[0]
 
 
-def random_policy(seed: int) -> Policy:
+def random_policy(match: Match, seed: int) -> Policy:
     rng = np.random.default_rng(seed)
-    return lambda states: rng.uniform(-1.0, 1.0, (len(states), 2))
+    spec = match.load().brains[0]
+    if spec.action_space == "discrete":
+        return lambda states: rng.integers(0, spec.action_size, (len(states), 1)).astype(float)
+    return lambda states: rng.uniform(-1.0, 1.0, (len(states), spec.action_size))
 
 
-def play(left: Policy, right: Policy, games: int, seed: int = 0, period: int = 5) -> Tuple[int, int, int]:
-    """(won, lost, drawn) of ``left`` over the first ``games`` points of the 8 courts."""
-    from academy.envs.tennis import LEFT, RIGHT, Tennis
+def play(match: Match, first: Policy, second: Optional[Policy], games: int, seed: int = 0) -> Tuple[int, int, int]:
+    """(won, lost, drawn) of ``first`` over the first ``games`` games of the scene's areas.
+
+    ``second`` None plays the scene's own heuristic on the second team.
+    """
     from trainers.ghost.self_play import game_result
 
-    scene = Tennis(seed)
+    scene = match.load()(seed)
     scene.modern_protocol = True
     scene.academy_reset()
-    courts = np.arange(scene.brains[0].n_agents)
-    scene.reset_agents(LEFT, courts)
+    rows = np.arange(scene.brains[0].n_agents)
+    for brain in (match.first, match.second):
+        scene.reset_agents(brain, rows)
     results: List[float] = []
     actions = {}
     frame = 0
     while len(results) < games:
-        if frame % period == 0:
-            actions = {LEFT: left(scene.states(LEFT)), RIGHT: right(scene.states(RIGHT))}
+        if frame % match.period == 0:
+            actions = {match.first: first(scene.states(match.first)),
+                       match.second: (second(scene.states(match.second)) if second is not None
+                                      else scene.heuristic(match.second))}
         out = scene.step(actions)
-        reward, dead = out[LEFT]
+        reward, dead = out[match.first][:2]
+        if len(out[match.first]) > 2:   # a group reward (Soccer's goals)
+            reward = reward + out[match.first][2]
+        # One game per area: its first row (the members of a team end together).
         ended = np.flatnonzero(dead)
-        results += [game_result(reward[k]) for k in ended]
+        areas = ended if not hasattr(scene, "area") else ended[np.unique(scene.area[ended], return_index=True)[1]]
+        results += [game_result(reward[k]) for k in areas]
         if ended.size:
-            scene.reset_agents(LEFT, ended)
+            for brain in (match.first, match.second):
+                scene.reset_agents(brain, ended)
         frame += 1
     results = results[:games]
     return results.count(1.0), results.count(0.0), results.count(0.5)
 
 
-def step_files(run_dir: str) -> List[str]:
-    """The run's ``Tennis-<step>.onnx`` files, lowest step first."""
-    files = glob.glob(os.path.join(run_dir, "**", "Tennis-*.onnx"), recursive=True)
+def step_files(run_dir: str, name: str) -> List[str]:
+    """The run's ``<name>-<step>.onnx`` files, lowest step first."""
+    files = glob.glob(os.path.join(run_dir, "**", f"{name}-*.onnx"), recursive=True)
     return sorted(files, key=lambda p: int(re.findall(r"-(\d+)\.onnx$", p)[0]))
 
 
 def main(argv: List[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run_dir", help="results/<run-id> of a Tennis self-play run (holds Tennis.onnx)")
-    parser.add_argument("--early", help="the early snapshot's .onnx (default: the lowest-step Tennis-<step>.onnx)")
+    parser.add_argument("run_dir", help="results/<run-id> of a team self-play run (holds <Scene>.onnx)")
+    parser.add_argument("--scene", choices=sorted(MATCHES), default="Tennis")
+    parser.add_argument("--early", help="the early snapshot's .onnx (default: the lowest-step <Scene>-<step>.onnx)")
     parser.add_argument("--games", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--stochastic", action="store_true", help="sample actions instead of the mean")
     args = parser.parse_args(argv)
 
-    final = os.path.join(args.run_dir, "Tennis.onnx")
+    match = MATCHES[args.scene]
+    final = os.path.join(args.run_dir, f"{args.scene}.onnx")
     if not os.path.isfile(final):
-        raise SystemExit(f"{final} not found: train with `unityagents-learn config/ppo/Tennis.yaml --env=Tennis` "
+        raise SystemExit(f"{final} not found: train with `unityagents-learn {match.config} --env={args.scene}` "
                          "first.")
-    early = args.early or (step_files(args.run_dir) or [None])[0]
+    early = args.early or (step_files(args.run_dir, args.scene) or [None])[0]
     if early is None:
-        raise SystemExit(f"{args.run_dir}: no Tennis-<step>.onnx; pass --early <file>.")
+        raise SystemExit(f"{args.run_dir}: no {args.scene}-<step>.onnx; pass --early <file>.")
     deterministic = not args.stochastic
-    opponents = [(f"early snapshot {os.path.basename(early)}", onnx_policy(early, deterministic)),
-                 ("random policy", random_policy(args.seed))]
+    opponents = [(f"early snapshot {os.path.basename(early)}", onnx_policy(match, early, deterministic)),
+                 ("random policy", random_policy(match, args.seed))]
+    if args.scene == "Soccer":
+        opponents.append(("scripted team", None))
     for name, opponent in opponents:
-        won, lost, drawn = play(onnx_policy(final, deterministic), opponent, args.games, args.seed)
+        won, lost, drawn = play(match, onnx_policy(match, final, deterministic), opponent, args.games, args.seed)
         print(f"vs {name}: won {won}, lost {lost}, drawn {drawn} (win rate {won / args.games:.2f})", flush=True)
     return 0
 

@@ -357,6 +357,74 @@ def test_tennis_a_return_over_the_net_pays_the_hitter():
     assert np.allclose(total[0], 0.1) and np.all(scene.ball[:, 0] > 0)
 
 
+# --- Soccer -------------------------------------------------------------------------------------
+
+def _soccer_kickoff(blue, purple, ball=3):
+    """A Soccer scene with area 0's members placed (blue's frame) and the other areas far from the ball."""
+    scene = load_scene("Soccer")(0)
+    for brain in ("SoccerBlue", "SoccerPurple"):
+        scene.reset_agents(brain, np.arange(16))
+    scene.pos[0, 0], scene.pos[1, 0], scene.ball[0] = blue, purple, ball
+    return scene
+
+
+def _soccer_step(scene, blue, purple):
+    return scene.step({"SoccerBlue": np.full((16, 1), float(blue)), "SoccerPurple": np.full((16, 1), float(purple))})
+
+
+def test_soccer_two_pushers_move_the_ball_past_one_and_one_cannot():
+    forward = 1
+    scene = _soccer_kickoff(blue=[3, 3], purple=[3, 6])   # blue's two against purple's one at the ball
+    _soccer_step(scene, forward, forward)
+    assert scene.ball[0] == 4 and scene.pos[0, 0].tolist() == [4, 4]
+    scene = _soccer_kickoff(blue=[3, 0], purple=[3, 6])   # one against one holds the ball
+    _soccer_step(scene, forward, forward)
+    assert scene.ball[0] == 3
+
+
+def test_soccer_a_goal_pays_the_groups_and_ends_the_game_of_all_four():
+    scene = _soccer_kickoff(blue=[6, 6], purple=[0, 0], ball=6)
+    scene.timer[0] = 10
+    out = _soccer_step(scene, 1, 0)
+    (_, blue_done, blue_group), (_, purple_done, purple_group) = out["SoccerBlue"], out["SoccerPurple"]
+    assert blue_done[:2].all() and purple_done[:2].all() and not blue_done[2:].any()
+    assert np.allclose(blue_group[:2], 1.0 - 11 / 40) and np.allclose(purple_group[:2], -1.0)
+    assert not blue_group[2:].any() and not out["SoccerBlue"][0].any()   # no individual reward
+    assert scene.group_ids("SoccerBlue")[:2].tolist() == [1, 1]
+    assert scene.group_ids("SoccerPurple")[:2].tolist() == [2, 2]
+
+
+def test_soccer_teams_see_themselves_the_same_way():
+    scene = _soccer_kickoff(blue=[1, 2], purple=[5, 4])   # purple mirrored: cells 1 and 2 of its own frame
+    blue, purple = scene.states("SoccerBlue"), scene.states("SoccerPurple")
+    np.testing.assert_allclose(blue[:2], purple[:2])
+    assert blue[0, 4] == purple[0, 4] == 0.5   # the ball in the middle for both
+
+
+def test_soccer_the_scripted_team_beats_random_play_and_one_player_alone():
+    """The task is solvable and needs both members: blue's scripted pair against purple's random or lone player."""
+    def blue_wins(purple_policy, games=200):
+        scene = load_scene("Soccer")(0)
+        rng = np.random.default_rng(1)
+        for brain in ("SoccerBlue", "SoccerPurple"):
+            scene.reset_agents(brain, np.arange(16))
+        won = played = 0
+        while played < games:
+            out = scene.step({"SoccerBlue": scene.heuristic("SoccerBlue"), "SoccerPurple": purple_policy(scene, rng)})
+            _, done, group = out["SoccerBlue"]
+            first_rows = np.flatnonzero(done)[::2]   # one row per ended game (both members end together)
+            won, played = won + int((group[first_rows] > 0).sum()), played + first_rows.size
+            for brain in ("SoccerBlue", "SoccerPurple"):
+                scene.reset_agents(brain, np.flatnonzero(done))
+        return won / played
+
+    def alone(scene, rng):   # purple's second member never moves
+        return np.where(np.arange(16) % 2 == 0, scene.heuristic("SoccerPurple")[:, 0], 0.0)[:, None]
+
+    assert blue_wins(lambda scene, rng: rng.integers(0, 3, (16, 1)).astype(float)) > 0.95
+    assert blue_wins(alone) > 0.8
+
+
 # --- Push ---------------------------------------------------------------------------------------
 
 def test_push_moves_the_block_and_scores_on_the_goal():

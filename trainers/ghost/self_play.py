@@ -241,10 +241,12 @@ class SelfPlaySchedule:
 def self_play_markdown() -> List[str]:
     """The ``self_play`` block's section of ``docs/configuration.md``."""
     lines = [
-        "## `self_play` (ppo)",
+        "## `self_play` (ppo, poca)",
         "",
         "Release 22 team self-play, for a modern build whose behaviour has two or more teams",
-        "(`Tennis?team=0`, `Tennis?team=1`; the built-in Tennis over gRPC). One block under the name without",
+        "(`Tennis?team=0`, `Tennis?team=1`; the built-in Tennis and Soccer over gRPC). The learner is the",
+        "behaviour's `ppo` or `poca` trainer (MA-POCA for teams of several agents in a group, as Release 22",
+        "trains SoccerTwos: `config/poca/Soccer.yaml`). One block under the name without",
         "`?team` serves every team; unityagents-learn's run config takes the same keys under",
         "`behaviors.<Name>.self_play`. One policy learns, for one team at a time; the other team plays a",
         "snapshot of it. The learning team changes every `team_change` learner steps (every environment",

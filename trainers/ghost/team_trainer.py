@@ -6,7 +6,8 @@ mirrored views), so one policy learns to play either side; Release 22 has the te
 each team gets a *seat* (:class:`TeamSeat`, a ``Trainer``) and the seats of one behaviour share a
 :class:`TeamSelfPlay`:
 
-* the learner: the behaviour's own trainer (PPO), built once for the base name (``Tennis``) and
+* the learner: the behaviour's own trainer (PPO, or MA-POCA, whose policy is PPO's network), built
+  once for the base name (``Tennis``) and
   handed the learning team's ``BrainInfo`` under that name, so it neither knows about teams nor
   sees a socket; it exports ``Tennis.onnx`` as ML-Agents names it;
 * the opponent: an acting copy of the learner's network (the ghost trainer's way: the same
@@ -49,8 +50,8 @@ class TeamSelfPlay:
         self.settings = SelfPlaySettings(**params["self_play"])
         if not issubclass(learner_class, PPOTrainer):
             raise UnityTrainerException(
-                f"Behaviour '{self.base}': self_play is built for the ppo trainer (its opponent rebuilds the PPO "
-                f"network), not {learner_class.__name__}. Use trainer_type: ppo.")
+                f"Behaviour '{self.base}': self_play is built for the ppo and poca trainers (its opponent rebuilds "
+                f"the PPO policy network), not {learner_class.__name__}. Use trainer_type: ppo or poca.")
         learner_brains = dict(brains)
         learner_brains[self.base] = brains[self.team_names[0]]
         self.learner: PPOTrainer = learner_class(sess, learner_brains, self.base, params, training, seed)

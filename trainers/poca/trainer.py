@@ -113,7 +113,10 @@ class POCATrainer(PPOTrainer):
             variables = list(m.variables) + list(c.variables)
             pairs = [(g, v) for g, v in zip(tf.gradients(loss, variables), variables) if g is not None]
             gradients, _ = tf.clip_by_global_norm([g for g, _ in pairs], self.settings.max_grad_norm)
-            optimizer = tf.train.AdamOptimizer(m.learning_rate, epsilon=1e-5)
+            # Its own name: PPO's optimizer already holds "Adam" slots for the policy's variables, and
+            # TensorFlow uniquifies the second set only when no variable scope is open (a self-play
+            # learner is built under the behaviour's scope).
+            optimizer = tf.train.AdamOptimizer(m.learning_rate, epsilon=1e-5, name="poca_adam")
             self.poca_update = optimizer.apply_gradients(list(zip(gradients, [v for _, v in pairs])))
 
     # ------------------------------------------------------------------ acting

@@ -370,9 +370,9 @@ def _refuse_not_built(path: str, key: str, where: str, value: Any) -> None:
 def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
     """The flat block of ``trainer_configurations.yaml`` that trains like these Release 22 settings."""
     _refuse_not_built(path, "init_path", f"{where}.init_path", s["init_path"])
-    if s["self_play"] is not None and s["trainer_type"] != "ppo":
-        raise RunConfigError(f"{path}: {where}.self_play: team self-play is built for trainer_type: ppo, not "
-                             f"{s['trainer_type']!r}. Use ppo for this behaviour, or remove self_play.")
+    if s["self_play"] is not None and s["trainer_type"] not in ("ppo", "poca"):
+        raise RunConfigError(f"{path}: {where}.self_play: team self-play is built for trainer_type: ppo or poca, "
+                             f"not {s['trainer_type']!r}. Use one of them for this behaviour, or remove self_play.")
     net, hp = s["network_settings"], s["hyperparameters"]
     memory = net["memory"]
     if memory is not None and s["trainer_type"] not in ("ppo", "sac"):
