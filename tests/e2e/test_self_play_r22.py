@@ -151,7 +151,7 @@ def test_both_config_formats_give_the_same_self_play_block_with_release_22_defau
     ({"team_change": 100, "swap_steps": 200}, "self_play.team_change': 100 is smaller than swap_steps 200",
      "Raise team_change"),
     ({"window": 0}, "self_play.window': must be >= 1", "window: 1"),
-    ({"play_against_latest_model_ratio": -0.5}, "play_against_latest_model_ratio': is a probability", "[0, 1]"),
+    ({"play_against_latest_model_ratio": -0.5}, "play_against_latest_model_ratio': must be a probability in [0, 1]", "[0, 1]"),
     ({"swap_step": 10}, "self_play.swap_step': unknown key", "Did you mean 'swap_steps'?"),
     ({"save_steps": "often"}, "self_play.save_steps': expected an integer", "'often'"),
     ("yes", "key 'self_play': expected a block", "'yes'"),
