@@ -81,7 +81,7 @@ def validate_reward_signals(brain_name: str, value: Any) -> Optional[Dict[str, D
     if value is None:
         return None
     where = brain_key(f"brain '{brain_name}'", "reward_signals")
-    blocks = check_block(where, value, _SIGNAL_BLOCKS, "reward_signals", unknown="reward signal", fill=False)
+    blocks = check_block(where, value, _SIGNAL_BLOCKS, "reward_signals", unknown="reward signal", partial=True)
     if not blocks:
         raise TrainerConfigError(
             f"{where('')}: the block is empty, so nothing would reward the agent. List at least one signal "

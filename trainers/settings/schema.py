@@ -81,12 +81,16 @@ def unit_interval(x) -> bool:
     return 0.0 <= x <= 1.0
 
 
-def brain_key(prefix: str, key: str) -> Where:
+def brain_key(prefix: str, key: str = "") -> Where:
     """learn.py's style: ``config.yaml: brain 'B', key 'reward_signals.rnd.strength'``.
 
     :param prefix: ``"config.yaml: brain 'B'"`` (or ``"brain 'B'"`` where the file is added later).
+    :param key: the block's key in the brain's block (``""``: the brain's block itself).
     """
-    return lambda sub: f"{prefix}, key '{key}{'.' + sub if sub else ''}'"
+    def where(sub: str) -> str:
+        dotted = f"{key}.{sub}" if key and sub else key or sub
+        return f"{prefix}, key '{dotted}'" if dotted else prefix
+    return where
 
 
 def key_path(prefix: str, path: str) -> Where:
@@ -155,14 +159,16 @@ Coercer = Callable[[str, str, Any, Param], Any]
 
 def check_block(where: Where, value: Any, params: Mapping[str, Param], owner: str, *,
                 unknown: Optional[str] = None, error: Type[TrainerConfigError] = TrainerConfigError,
-                coerce: Optional[Coercer] = None, fill: bool = True) -> Dict[str, Any]:
+                coerce: Optional[Coercer] = None, partial: bool = False) -> Dict[str, Any]:
     """The mapping ``value`` checked against ``params``: every key known, of its type and in range;
-    the required ones present; with ``fill``, the defaults of the others filled in (``None``: ``{}``).
+    the required ones present and the defaults of the others filled in (``None`` reads as ``{}``).
 
     :param owner: names the block in errors ("unknown key of {owner}", "required by {owner}").
     :param unknown: replaces "key of {owner}" in the unknown-key error ("hyperparameter for the ppo trainer").
     :param error: the exception raised (a front end's own subclass).
     :param coerce: replaces ``coerce_value`` for each key (a front end's extra bounds).
+    :param partial: the block is merged with others later (learn.py's ``default:``) or lists only
+        what it uses (``reward_signals``): no key is required and no default filled in.
     :return: the checked values, in the declaration's order.
     """
     if value is None:
@@ -181,10 +187,12 @@ def check_block(where: Where, value: Any, params: Mapping[str, Param], owner: st
                 out[key] = coerce_value(where(key), value[key], param, error)
             else:
                 out[key] = coerce(where(key), key, value[key], param)
+        elif partial:
+            continue
         elif param.required:
             raise error(f"{where(key)}: required by {owner} but missing. "
                         f"Add it{f' ({param.doc})' if param.doc else ''}.")
-        elif fill:
+        else:
             out[key] = copy.deepcopy(param.default)
     return out
 
