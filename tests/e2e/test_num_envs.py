@@ -227,7 +227,7 @@ def test_two_modern_protocol_environments_and_their_stats_reach_tensorboard(tmp_
 
 def test_engine_options_need_the_modern_protocol(tmp_path):
     for args, message in [(["--width", "84"], "--width set the engine of a modern build and need --protocol grpc"),
-                          (["--protocol", "http"], "--protocol: must be api2 or grpc, got 'http'"),
+                          (["--protocol", "http"], "--protocol: expected one of api2, grpc, got 'http'"),
                           (["--protocol", "grpc", "--time-scale", "nan"], "--time-scale: expected a finite number"),
                           (["--protocol", "grpc", "--width", "84"], "needs width and height together")]:
         code, out = learn_in_process(tmp_path, "Basic", "--train", *args, port=1)

@@ -42,22 +42,25 @@ def _count(default: int) -> Param:
     return Param(int, default, check=(positive, "> 0"))
 
 
+SCHEDULES = ("linear", "constant")
+VIS_ENCODE_TYPES = ("simple", "nature_cnn", "resnet", "match3", "fully_connected")
 _PPO_LIKE: Schema = {
     "batch_size": Param(int, 1024), "buffer_size": Param(int, 10240), "learning_rate": Param(float, 3.0e-4),
-    "learning_rate_schedule": Param(str, "linear"), "beta": Param(float, 5.0e-3), "beta_schedule": Param(str),
-    "epsilon": Param(float, 0.2), "epsilon_schedule": Param(str), "lambd": Param(float, 0.95),
-    "num_epoch": Param(int, 3)}
+    "learning_rate_schedule": Param(str, "linear", choices=SCHEDULES), "beta": Param(float, 5.0e-3),
+    "beta_schedule": Param(str, choices=SCHEDULES), "epsilon": Param(float, 0.2),
+    "epsilon_schedule": Param(str, choices=SCHEDULES), "lambd": Param(float, 0.95), "num_epoch": Param(int, 3)}
 HYPERPARAMETERS: Dict[str, Schema] = {
     "ppo": {**_PPO_LIKE, "shared_critic": Param(bool, False)},
     "sac": {"batch_size": Param(int, 128), "buffer_size": Param(int, 50000), "learning_rate": Param(float, 3.0e-4),
-            "learning_rate_schedule": Param(str, "constant"), "buffer_init_steps": Param(int, 0),
+            "learning_rate_schedule": Param(str, "constant", choices=SCHEDULES), "buffer_init_steps": Param(int, 0),
             "tau": Param(float, 0.005), "steps_per_update": Param(float, 1.0), "save_replay_buffer": Param(bool, False),
             "init_entcoef": Param(float, 1.0), "reward_signal_steps_per_update": Param(float)},
     "poca": dict(_PPO_LIKE),
 }
 NETWORK: Schema = {"normalize": Param(bool, False), "hidden_units": Param(int, 128), "num_layers": Param(int, 2),
-                   "vis_encode_type": Param(str, "simple"), "memory": Param(dict),
-                   "goal_conditioning_type": Param(str, "hyper"), "deterministic": Param(bool, False)}
+                   "vis_encode_type": Param(str, "simple", choices=VIS_ENCODE_TYPES), "memory": Param(dict),
+                   "goal_conditioning_type": Param(str, "hyper", choices=("hyper", "none")),
+                   "deterministic": Param(bool, False)}
 MEMORY: Schema = {"sequence_length": Param(int, 64), "memory_size": Param(int, 128)}
 #: Every signal's keys; the discount and the strength are checked as learn.py's are.
 _SIGNAL: Schema = {"gamma": GAMMA, "strength": strength_param(1.0, ""), "network_settings": Param(dict)}
@@ -114,8 +117,6 @@ HARMLESS = {"network_settings.deterministic": False,
             "checkpoint_settings.load_model": False}
 #: network_settings keys that a reward signal takes beyond hidden_units and num_layers.
 SIGNAL_NETWORK_KEYS = {"gail": ("normalize",)}
-VIS_ENCODE_TYPES = ("simple", "nature_cnn", "resnet", "match3", "fully_connected")
-SCHEDULES = ("linear", "constant")
 
 
 def check(path: str, where: str, block: Any, schema: Schema, what: str) -> Dict[str, Any]:
@@ -240,10 +241,6 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registered: 
     for key in ("beta_schedule", "epsilon_schedule"):
         if key in hp and hp[key] is None:
             hp[key] = hp["learning_rate_schedule"]  # as Release 22: an omitted one follows the learning rate's
-    for key in [k for k in hp if k.endswith("schedule")]:
-        if hp[key] not in SCHEDULES:
-            raise RunConfigError(f"{path}: {where}.hyperparameters.{key}: expected one of {', '.join(SCHEDULES)}, "
-                                 f"got {hp[key]!r}.{did_you_mean(hp[key], SCHEDULES)}")
     if trainer_type == "sac" and hp["reward_signal_steps_per_update"] is None:
         hp["reward_signal_steps_per_update"] = hp["steps_per_update"]
     settings["hyperparameters"] = hp
@@ -295,12 +292,6 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registered: 
 
 def _network(path: str, where: str, block: Any, memory_allowed: bool = True) -> Dict[str, Any]:
     net = check(path, where, block, NETWORK, "network_settings")
-    if net["vis_encode_type"] not in VIS_ENCODE_TYPES:
-        raise RunConfigError(f"{path}: {where}.vis_encode_type: expected one of {', '.join(VIS_ENCODE_TYPES)}, got "
-                             f"{net['vis_encode_type']!r}.{did_you_mean(net['vis_encode_type'], VIS_ENCODE_TYPES)}")
-    if net["goal_conditioning_type"] not in ("hyper", "none"):
-        raise RunConfigError(f"{path}: {where}.goal_conditioning_type: expected hyper or none, got "
-                             f"{net['goal_conditioning_type']!r}.")
     if net["memory"] is not None:
         if not memory_allowed:
             net["memory"] = None  # Release 22 drops it from reward signals' networks (with a warning)

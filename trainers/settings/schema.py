@@ -45,7 +45,8 @@ class Param:
     :param default: used when the block does not set the key; ``None`` with ``required=True``
         means the key must be given. A key whose default is ``None`` also accepts ``null``.
     :param check: ``(predicate, description)``; the description completes "must be ...".
-    :param fix: what to do when ``check`` fails, appended to its error.
+    :param choices: the values a string key may take (an error lists them, with a did-you-mean).
+    :param fix: what to do when ``check`` or ``choices`` fails, appended to its error.
     :param view: turns the value into its typed form in a settings view (``(brain_name, value) ->
         typed``, checking it as the loader would); nested blocks declare it, scalars need none.
     """
@@ -55,6 +56,7 @@ class Param:
     required: bool = False
     doc: str = ""
     check: Optional[Tuple[Callable[[Any], bool], str]] = None
+    choices: Tuple[str, ...] = ()
     fix: str = ""
     view: Optional[Callable[[str, Any], Any]] = None
 
@@ -146,10 +148,14 @@ def coerce_value(where: str, value: Any, param: Param, error: Type[TrainerConfig
     if converted is None:
         raise error(
             f"{where}: expected {_KIND_NAMES.get(kind, kind.__name__)}, got {value!r} ({type(value).__name__}).")
+    fix = f" {param.fix}" if param.fix else ""
+    if param.choices and converted not in param.choices:
+        raise error(f"{where}: expected one of {', '.join(param.choices)}, got {value!r}."
+                    f"{did_you_mean(value, param.choices)}{fix}")
     if param.check is not None:
         predicate, description = param.check
         if not predicate(converted):
-            raise error(f"{where}: must be {description}, got {value!r}.{' ' + param.fix if param.fix else ''}")
+            raise error(f"{where}: must be {description}, got {value!r}.{fix}")
     return converted
 
 
