@@ -41,7 +41,7 @@ from trainers.settings.schema import (
     coerce_value,
     did_you_mean,
 )
-from trainers.trainer.base import Trainer
+from trainers.trainer.base import COMMON_HYPERPARAMETERS, Trainer
 from trainers.trainer.registry import TrainerRegistry
 from unityagents.brain import BrainParameters, team_base
 
@@ -306,11 +306,8 @@ def _follow_aliases(path: str, raw: Dict[str, Any], name: str) -> Tuple[str, Dic
 
 
 def _trainer_type(path: str, name: str, block: Dict[str, Any], default: Dict[str, Any]) -> str:
-    ghost = block.get("is_ghost", False)
-    imitation = block.get("is_imitation", False)
-    for key, value in (("is_ghost", ghost), ("is_imitation", imitation)):
-        if not isinstance(value, bool):
-            raise TrainerConfigError(f"{path}: brain {name!r}, key {key!r}: expected true or false, got {value!r}.")
+    ghost, imitation = (coerce_value(f"{path}: brain {name!r}, key {key!r}", block.get(key, False),
+                                     COMMON_HYPERPARAMETERS[key]) for key in ("is_ghost", "is_imitation"))
     if ghost and imitation:
         raise TrainerConfigError(f"{path}: brain {name!r}: is_ghost and is_imitation cannot both be true.")
     implied = "ghost" if ghost else "imitation" if imitation else None
