@@ -55,7 +55,6 @@ and summaries/<run-path>[_<scope>]/ (TensorBoard: tensorboard --logdir summaries
 from __future__ import annotations
 
 import logging
-import math
 import os
 import shlex
 import signal
@@ -65,6 +64,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from docopt import docopt
 
+from trainers.settings.schema import Param, check_block, positive
 from unityagents import UnityEnvironment, UnityEnvironmentException, UnityException
 from unityagents.vector.environment_set import EnvironmentSet
 from unityagents.vector.overlapped_stepping import SCHEDULES
@@ -75,28 +75,39 @@ logger = logging.getLogger("unityagents")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _int_option(options, name: str, minimum: int = 0, maximum: Optional[int] = None) -> int:
-    value = options[name]
-    try:
-        number = int(value)
-    except ValueError:
-        raise UnityEnvironmentException(f"{name} expects an integer, got {value!r}.") from None
-    if number < minimum:
-        raise UnityEnvironmentException(f"{name} must be >= {minimum}, got {number}.")
-    if maximum is not None and number > maximum:
-        raise UnityEnvironmentException(f"{name} must be <= {maximum}, got {number}.")
-    return number
+def _at_least(minimum: float) -> tuple:
+    return (lambda x: x >= minimum, f">= {minimum}")
 
 
-def _float_option(options, name: str) -> float:
-    value = options[name]
-    try:
-        number = float(value)
-    except ValueError:
-        raise UnityEnvironmentException(f"{name} expects a number of seconds, got {value!r}.") from None
-    if not (number > 0 and math.isfinite(number)):
-        raise UnityEnvironmentException(f"{name} must be a finite number > 0, got {value!r}.")
-    return number
+#: The options that are numbers or choices, as the settings declare keys: each is checked and
+#: converted once, by the same coercer as the YAML's keys (``trainers.settings.schema``).
+OPTIONS: Dict[str, Param] = {
+    "--save-freq": Param(int, required=True, check=_at_least(1)),
+    "--keep-checkpoints": Param(int, required=True, check=_at_least(1)),
+    "--lesson": Param(int, required=True, check=_at_least(0)),
+    "--seed": Param(int, required=True, check=_at_least(0)),
+    "--worker-id": Param(int, required=True, check=_at_least(0)),
+    "--base-port": Param(int, required=True, check=(lambda x: 1 <= x <= 65535, "in [1, 65535]")),
+    "--timeout": Param(int, required=True, check=_at_least(1)),
+    "--num-envs": Param(int, required=True, check=_at_least(1)),
+    "--schedule": Param(str, required=True, choices=tuple(SCHEDULES)),
+    "--max-lifetime-restarts": Param(int, required=True, check=_at_least(-1), fix="Use -1 for no limit."),
+    "--restarts-rate-limit-n": Param(int, required=True, check=_at_least(-1), fix="Use -1 for no limit."),
+    "--restarts-rate-limit-period-s": Param(float, required=True, check=(positive, "a number of seconds > 0")),
+    "--protocol": Param(str, required=True, choices=("api2", "grpc"),
+                        fix="api2 talks to Unity builds of 2018 (ML-Agents 0.3), grpc to ML-Agents Release 19+."),
+    "--time-scale": Param(float, required=True, check=(positive, "a finite number > 0")),
+    **{name: Param(int, check=_at_least(1)) for name in ("--width", "--height", "--quality-level",
+                                                         "--target-frame-rate", "--capture-frame-rate")},
+}
+ENGINE_OPTIONS = ("--width", "--height", "--quality-level", "--target-frame-rate", "--capture-frame-rate")
+
+
+def checked_options(options: Dict[str, Any]) -> Dict[str, Any]:
+    """The docopt options of ``OPTIONS`` in their declared types (the others as docopt gives them)."""
+    checked = check_block(lambda key: key or "the command line", {k: options[k] for k in OPTIONS}, OPTIONS,
+                          "learn.py", error=UnityEnvironmentException)
+    return {**options, **checked}
 
 
 def _run_path(value: str) -> str:
@@ -113,20 +124,16 @@ def _run_path(value: str) -> str:
     return os.path.normpath(value)
 
 
-ENGINE_OPTIONS = ("--width", "--height", "--quality-level", "--target-frame-rate", "--capture-frame-rate")
+def protocol_options(protocol: str, time_scale: float = 20.0, engine: Optional[Dict[str, int]] = None,
+                     no_graphics: bool = False) -> Dict[str, Any]:
+    """``UnityEnvironment``'s protocol arguments; the engine settings exist in the modern protocol only.
 
-
-def _protocol_options(options) -> Dict[str, Any]:
-    """``UnityEnvironment``'s protocol arguments; the engine settings exist in the modern protocol only."""
-    protocol = options["--protocol"]
-    if protocol not in ("api2", "grpc"):
-        raise UnityEnvironmentException(
-            f"--protocol {protocol!r}: expected api2 (Unity builds of ML-Agents 0.3, 2018) or grpc "
-            "(ML-Agents Release 19 and later).")
-    given = [name for name in ENGINE_OPTIONS if options[name] is not None] + (
-        ["--no-graphics"] if options["--no-graphics"] else []) + (
-        ["--time-scale"] if options["--time-scale"] != "20" else [])
+    :param engine: the engine settings the user gave (``width``, ``quality_level``, ...), checked.
+    """
+    engine = dict(engine or {})
     if protocol == "api2":
+        given = [f"--{k.replace('_', '-')}" for k in engine] + (["--no-graphics"] if no_graphics else []) + (
+            ["--time-scale"] if time_scale != 20.0 else [])
         if given:
             raise UnityEnvironmentException(
                 f"{', '.join(given)} set the engine of a modern build and need --protocol grpc; an API-2 build has "
@@ -134,16 +141,8 @@ def _protocol_options(options) -> Dict[str, Any]:
         return {}
     from unityagents.wire.side_channels import EngineConfig
 
-    try:
-        time_scale = float(options["--time-scale"])
-    except ValueError:
-        raise UnityEnvironmentException(f"--time-scale expects a number, got {options['--time-scale']!r}.") from None
-    if not (math.isfinite(time_scale) and time_scale > 0):
-        raise UnityEnvironmentException(f"--time-scale must be a finite number > 0, got {options['--time-scale']!r}.")
-    engine = {name[2:].replace("-", "_"): _int_option(options, name, 1) for name in ENGINE_OPTIONS
-              if options[name] is not None}
     return {"protocol": "grpc", "engine_config": EngineConfig(time_scale=time_scale, **engine),
-            "no_graphics": bool(options["--no-graphics"])}
+            "no_graphics": bool(no_graphics)}
 
 
 def _trainer_config_path(value: str) -> str:
@@ -153,10 +152,11 @@ def _trainer_config_path(value: str) -> str:
     return value
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunOptions:
-    """One training (or inference) run, as both front ends build it: ``learn.py``'s options and
-    ``unityagents-learn``'s Release 22 run config (``trainers.learn_r22``) end up here, validated."""
+    """One training (or inference) run, as both front ends build it once from their command line
+    (``learn.py``'s docopt options; ``unityagents-learn``'s Release 22 run config and ``--`` options,
+    ``trainers.learn_r22``), checked and typed; what starts the run reads only this."""
 
     env: str
     config: Any  # trainers.settings.trainer_config.TrainerConfig
@@ -259,26 +259,20 @@ def _run_options(options) -> RunOptions:
     from trainers.settings.trainer_config import load_trainer_config
     from trainers.trainer.registry import load_registry
 
-    save_freq = _int_option(options, "--save-freq", 1)
-    keep = _int_option(options, "--keep-checkpoints", 1)
-    lesson = _int_option(options, "--lesson")
-    seed = _int_option(options, "--seed")
-    worker_id = _int_option(options, "--worker-id")
-    base_port = _int_option(options, "--base-port", 1, 65535)
-    timeout = _int_option(options, "--timeout", 1)
-    num_envs = _int_option(options, "--num-envs", 1)
-    if options["--schedule"] not in SCHEDULES:
-        raise UnityEnvironmentException(
-            f"--schedule {options['--schedule']!r}: expected one of {', '.join(SCHEDULES)}.")
+    options = checked_options(options)
+    lesson = options["--lesson"]
+    worker_id, base_port, num_envs = options["--worker-id"], options["--base-port"], options["--num-envs"]
     last_port = base_port + worker_id + num_envs - 1
     if last_port > 65535:
         raise UnityEnvironmentException(
             f"--base-port {base_port} + --worker-id {worker_id} + --num-envs {num_envs} needs ports up to "
             f"{last_port}, past 65535. Lower --base-port or --worker-id.")
-    protocol_options = _protocol_options(options)
-    restarts = RestartPolicy(_int_option(options, "--max-lifetime-restarts", -1),
-                             _int_option(options, "--restarts-rate-limit-n", -1),
-                             _float_option(options, "--restarts-rate-limit-period-s"))
+    protocol_options_ = protocol_options(
+        options["--protocol"], options["--time-scale"],
+        {name[2:].replace("-", "_"): options[name] for name in ENGINE_OPTIONS if options[name] is not None},
+        options["--no-graphics"])
+    restarts = RestartPolicy(options["--max-lifetime-restarts"], options["--restarts-rate-limit-n"],
+                             options["--restarts-rate-limit-period-s"])
     try:
         env_args = shlex.split(options["--env-args"] or "")
     except ValueError as e:
@@ -301,11 +295,11 @@ def _run_options(options) -> RunOptions:
             f"--load: no checkpoint was found in {model_path}. Check --run-path, or start without --load.")
     return RunOptions(
         env=options["<env>"], config=config, run_path=run_path, train=options["--train"], load=options["--load"],
-        keep_checkpoints=keep, save_freq=save_freq, lesson=lesson, seed=seed, worker_id=worker_id,
-        base_port=base_port, timeout=timeout, num_envs=num_envs, env_args=env_args,
-        protocol_options=protocol_options, restarts=restarts, curriculum=curriculum,
-        ray_address=options["--ray-address"], ray_resource=options["--ray-resource"], slow=options["--slow"],
-        schedule=options["--schedule"])
+        keep_checkpoints=options["--keep-checkpoints"], save_freq=options["--save-freq"], lesson=lesson,
+        seed=options["--seed"], worker_id=worker_id, base_port=base_port, timeout=options["--timeout"],
+        num_envs=num_envs, env_args=env_args, protocol_options=protocol_options_, restarts=restarts,
+        curriculum=curriculum, ray_address=options["--ray-address"], ray_resource=options["--ray-resource"],
+        slow=options["--slow"], schedule=options["--schedule"])
 
 
 #: Exit status after a signal. Ctrl-C is the user's way to end a run early: 0 once the model is

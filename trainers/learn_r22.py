@@ -61,6 +61,7 @@ from docopt import docopt
 from trainers.run_paths import RunPaths
 from trainers.settings.environment_parameters import EnvironmentParameters, parse_environment_parameters
 from trainers.settings.run_config import RunConfig, RunConfigError, resolve
+from trainers.settings.schema import coerce_value
 from trainers.settings.trainer_config import StrictLoader, TrainerConfig, _DuplicateKeyError, trainer_config_from_dict
 from unityagents.brain import team_base
 
@@ -86,6 +87,10 @@ FLAGS: Dict[str, Tuple[str, str]] = {
     "--no-graphics-monitor": ("engine_settings", "no_graphics_monitor"),
     "--torch-device": ("torch_settings", "device"),
 }
+
+
+#: The engine settings passed to the build only when the config or the command line gives them.
+ENGINE_KEYS = ("width", "height", "quality_level", "target_frame_rate", "capture_frame_rate")
 
 
 class R22TrainerConfig(TrainerConfig):
@@ -263,15 +268,11 @@ def run_options(argv: List[str]):
             path = os.path.join(folder, name)
             if name != "run_logs":
                 shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
-    protocol = options["--protocol"] or "grpc"
-    given = {f"--{k.replace('_', '-')}": str(v) for k, v in eng.items()
-             if k in ("width", "height", "quality_level", "target_frame_rate", "capture_frame_rate")
-             and k in given_keys.get("engine_settings", ())}
-    docopt_like = {"--protocol": protocol, "--no-graphics": eng["no_graphics"],
-                   "--time-scale": "20" if float(eng["time_scale"]) == 20 else str(eng["time_scale"]),
-                   **{f: given.get(f) for f in learn.ENGINE_OPTIONS}}
-    if protocol == "api2" and "time_scale" not in given_keys.get("engine_settings", ()):
-        docopt_like["--time-scale"] = "20"
+    protocol = coerce_value("--protocol", options["--protocol"] or "grpc", learn.OPTIONS["--protocol"],
+                            RunConfigError)
+    given = given_keys.get("engine_settings", ())
+    engine = {k: v for k, v in eng.items() if k in ENGINE_KEYS and k in given}
+    time_scale = float(eng["time_scale"]) if protocol == "grpc" or "time_scale" in given else 20.0
     paths = RunPaths.results(cp["results_dir"], cp["run_id"])
     paths.lessons = params.lesson_numbers
     behaviors = list(run.behaviors.values())
@@ -281,7 +282,7 @@ def run_options(argv: List[str]):
         env=env_s["env_path"], config=config, run_path=cp["run_id"], train=not cp["inference"], load=cp["resume"],
         keep_checkpoints=max(keep, 1), save_freq=0, seed=run_seed, base_port=env_s["base_port"],
         timeout=env_s["timeout_wait"], num_envs=env_s["num_envs"], env_args=list(env_s["env_args"] or []),
-        protocol_options=learn._protocol_options(docopt_like),
+        protocol_options=learn.protocol_options(protocol, time_scale, engine, eng["no_graphics"]),
         restarts=RestartPolicy(env_s["max_lifetime_restarts"], env_s["restarts_rate_limit_n"],
                                float(env_s["restarts_rate_limit_period_s"])),
         curriculum=params if params.tracks else None, ray_address=options["--ray-address"],

@@ -43,7 +43,7 @@ def test_usage_lists_every_builtin_scene():
 
 def test_bad_options_are_clear_errors(tmp_path):
     code, out = learn_in_process(tmp_path, "Basic", "--train", "--save-freq", "often")
-    assert code == 1 and "--save-freq expects an integer, got 'often'" in out
+    assert code == 1 and "--save-freq: expected an integer, got 'often'" in out
     code, out = learn_in_process(tmp_path, "Basic", "--train", "--load", "--run-path", "nothing-here")
     assert code == 1 and "no checkpoint was found in models/nothing-here" in out
     code, out = learn_in_process(tmp_path, "NoSuchScene", "--train")

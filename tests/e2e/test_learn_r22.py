@@ -169,7 +169,7 @@ BAD = {
     "self_play ratio outside [0, 1]": (
         R22_3DBALL.replace("trainer_type: ppo",
                            "trainer_type: ppo\n    self_play: {play_against_latest_model_ratio: 2}"),
-        "behaviors.Ball3DBrain.self_play.play_against_latest_model_ratio: is a probability", "Use 0"),
+        "behaviors.Ball3DBrain.self_play.play_against_latest_model_ratio: must be a probability", "Use 0"),
     "memory on a trainer without one": (
         R22_3DBALL.replace("num_layers: 2}", "num_layers: 2, memory: {sequence_length: 16}}").replace(
             "trainer_type: ppo", "trainer_type: poca").replace(

@@ -60,11 +60,12 @@ def wait_for(predicate, seconds=120):
 
 
 def test_bad_num_envs_and_restart_limits_are_errors_before_launch(tmp_path):
-    for args, message in [(["--num-envs", "0"], "--num-envs must be >= 1, got 0"),
-                          (["--num-envs", "two"], "--num-envs expects an integer, got 'two'"),
-                          (["--max-lifetime-restarts", "x"], "--max-lifetime-restarts expects an integer"),
-                          (["--restarts-rate-limit-n", "-5"], "--restarts-rate-limit-n must be >= -1"),
-                          (["--restarts-rate-limit-period-s", "inf"], "must be a finite number > 0"),
+    for args, message in [(["--num-envs", "0"], "--num-envs: must be >= 1, got '0'"),
+                          (["--num-envs", "two"], "--num-envs: expected an integer, got 'two'"),
+                          (["--max-lifetime-restarts", "x"], "--max-lifetime-restarts: expected an integer"),
+                          (["--restarts-rate-limit-n", "-5"], "--restarts-rate-limit-n: must be >= -1"),
+                          (["--restarts-rate-limit-period-s", "inf"],
+                           "--restarts-rate-limit-period-s: expected a finite number"),
                           (["--num-envs", "3", "--worker-id", "65534"], "past 65535")]:
         code, out = learn_in_process(tmp_path, "Basic", "--train", *args, port=1)
         assert code == 1 and message in out, out
@@ -226,8 +227,8 @@ def test_two_modern_protocol_environments_and_their_stats_reach_tensorboard(tmp_
 
 def test_engine_options_need_the_modern_protocol(tmp_path):
     for args, message in [(["--width", "84"], "--width set the engine of a modern build and need --protocol grpc"),
-                          (["--protocol", "http"], "--protocol 'http': expected api2"),
-                          (["--protocol", "grpc", "--time-scale", "nan"], "--time-scale must be a finite number"),
+                          (["--protocol", "http"], "--protocol: expected one of api2, grpc, got 'http'"),
+                          (["--protocol", "grpc", "--time-scale", "nan"], "--time-scale: expected a finite number"),
                           (["--protocol", "grpc", "--width", "84"], "needs width and height together")]:
         code, out = learn_in_process(tmp_path, "Basic", "--train", *args, port=1)
         assert code == 1 and message in out, out

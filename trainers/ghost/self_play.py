@@ -30,15 +30,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from trainers.trainer.base import (
+from trainers.settings.schema import (
     Param,
     TrainerConfigError,
-    coerce_value,
-    did_you_mean,
+    Where,
+    brain_key,
+    check_block,
     non_negative,
     positive,
     unit_interval,
@@ -54,16 +55,13 @@ SELF_PLAY_PARAMETERS: Dict[str, Param] = {
                          doc="learner steps between changes of the learning team (default 5 x save_steps)"),
     "swap_steps": Param(int, 2000, check=(positive, "> 0"),
                         doc="opponent agent steps between swaps of the opponent's snapshot"),
-    "window": Param(int, 10, check=(positive, ">= 1"), doc="snapshots kept to draw opponents from"),
-    "play_against_latest_model_ratio": Param(float, 0.5, check=(unit_interval, "in [0, 1]"),
-                                             doc="probability that a swap picks the latest weights"),
+    "window": Param(int, 10, check=(positive, ">= 1"), doc="snapshots kept to draw opponents from",
+                    fix="Use window: 1 to always play the last snapshot."),
+    "play_against_latest_model_ratio": Param(
+        float, 0.5, check=(unit_interval, "a probability in [0, 1]"), doc="probability that a swap picks the latest "
+        "weights", fix="Use 0 to always play a past snapshot, 1 to always play the latest weights."),
     "initial_elo": Param(float, 1200.0, check=(non_negative, ">= 0"), doc="the learner's ELO at the start"),
 }
-
-SELF_PLAY_PARAM = Param(
-    dict, None, doc="nested block {save_steps, team_change, swap_steps, window, play_against_latest_model_ratio, "
-                    "initial_elo}: Release 22 team self-play of a behaviour's ?team=N variants (see below)")
-
 
 @dataclass(frozen=True)
 class SelfPlaySettings:
@@ -80,34 +78,15 @@ class SelfPlaySettings:
         return asdict(self)
 
 
-def validate_self_play(value: Any, key_text: Callable[[str], str]) -> Optional[Dict[str, Any]]:
+def validate_self_play(value: Any, key_text: Where) -> Optional[Dict[str, Any]]:
     """The block checked and completed with defaults, or None when absent.
 
     :param key_text: names the block (``""``) or one of its keys in an error, e.g.
-        ``lambda k: "behaviors.Tennis.self_play" + (f".{k}" if k else "")``.
+        ``trainers.settings.schema.key_path("run.yaml", "behaviors.Tennis.self_play")``.
     """
     if value is None:
         return None
-    if not isinstance(value, Mapping):
-        raise TrainerConfigError(f"{key_text('')}: expected a block of key: value "
-                                 f"({', '.join(SELF_PLAY_PARAMETERS)}), got {value!r} ({type(value).__name__}).")
-    settings: Dict[str, Any] = {}
-    for key, setting in value.items():
-        if key not in SELF_PLAY_PARAMETERS:
-            raise TrainerConfigError(
-                f"{key_text(str(key))}: unknown key of self_play.{did_you_mean(key, SELF_PLAY_PARAMETERS)} "
-                f"Its keys: {', '.join(SELF_PLAY_PARAMETERS)}.")
-        param = SELF_PLAY_PARAMETERS[key]
-        if key == "window" and isinstance(setting, (int, float)) and not isinstance(setting, bool) and setting < 1:
-            raise TrainerConfigError(f"{key_text(key)}: must be >= 1 (the number of snapshots the opponent is drawn "
-                                     f"from), got {setting!r}. Use window: 1 to always play the last snapshot.")
-        if key == "play_against_latest_model_ratio" and isinstance(setting, (int, float)) \
-                and not isinstance(setting, bool) and not 0.0 <= setting <= 1.0:
-            raise TrainerConfigError(f"{key_text(key)}: is a probability and must be in [0, 1], got {setting!r}. "
-                                     "Use 0 to always play a past snapshot, 1 to always play the latest weights.")
-        settings[key] = coerce_value(key_text(key), setting, param)
-    for key, param in SELF_PLAY_PARAMETERS.items():
-        settings.setdefault(key, param.default)
+    settings = check_block(key_text, value, SELF_PLAY_PARAMETERS, "self_play")
     if settings["team_change"] is None:
         settings["team_change"] = 5 * settings["save_steps"]
     if settings["team_change"] < settings["swap_steps"]:
@@ -116,6 +95,16 @@ def validate_self_play(value: Any, key_text: Callable[[str], str]) -> Optional[D
             f"{settings['swap_steps']}, so a learning team would never meet a second opponent before the teams "
             "change. Raise team_change (Release 22's default is 5 x save_steps) or lower swap_steps.")
     return settings
+
+
+def _typed_self_play(brain_name: str, value: Any) -> SelfPlaySettings:
+    return SelfPlaySettings(**validate_self_play(value, brain_key(f"brain '{brain_name}'", "self_play")))
+
+
+SELF_PLAY_PARAM = Param(
+    dict, None, doc="nested block {save_steps, team_change, swap_steps, window, play_against_latest_model_ratio, "
+                    "initial_elo}: Release 22 team self-play of a behaviour's ?team=N variants (see below)",
+    view=_typed_self_play)
 
 
 def game_result(final_reward: float) -> float:

@@ -42,14 +42,24 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from trainers.settings.schema import (
+    Param,
+    TrainerConfigError,
+    brain_key,
+    check_block,
+    non_negative,
+    positive,
+    settings_type,
+    settings_view,
+)
 from trainers.tf_utils import tf
-from trainers.trainer.base import Param, TrainerConfigError, coerce_value, did_you_mean, non_negative, positive
 from unityagents.brain import BrainParameters
 from unityagents.demo import Demonstration, DemonstrationError, load_demonstration
 
 #: The keys of the ``behavioral_cloning`` block (docs/configuration.md lists them).
 BC_PARAMETERS: Dict[str, Param] = {
-    "demo_path": Param(str, None, required=True, doc="a .demo file, or a folder whose .demo files are all used"),
+    "demo_path": Param(str, None, required=True, check=(bool, "the path of a .demo file or folder"),
+                       doc="a .demo file, or a folder whose .demo files are all used"),
     "strength": Param(float, 1.0, check=(non_negative, ">= 0"),
                       doc="BC learning rate as a multiple of the trainer's learning_rate"),
     "steps": Param(int, 0, check=(non_negative, ">= 0"),
@@ -60,12 +70,6 @@ BC_PARAMETERS: Dict[str, Param] = {
     "batch_size": Param(int, None, check=(positive, "> 0"), doc="samples per BC minibatch (default: batch_size)"),
 }
 
-#: The ``behavioral_cloning`` hyperparameter of PPO.
-BEHAVIORAL_CLONING_PARAM = Param(
-    dict, None, doc="nested block {demo_path, strength, steps, samples_per_update, num_epoch, batch_size}: "
-                    "a cloning loss toward recorded actions beside the RL update (see below); absent: none")
-
-
 def validate_behavioral_cloning(brain_name: str, value: Any) -> Optional[Dict[str, Any]]:
     """The block checked and completed with defaults, or None when absent.
 
@@ -74,30 +78,19 @@ def validate_behavioral_cloning(brain_name: str, value: Any) -> Optional[Dict[st
     """
     if value is None:
         return None
-    where = f"brain '{brain_name}', key 'behavioral_cloning'"
-    if not isinstance(value, dict):
-        raise TrainerConfigError(f"{where}: expected a block of key: value ({', '.join(BC_PARAMETERS)}), "
-                                 f"got {value!r} ({type(value).__name__}).")
-    settings: Dict[str, Any] = {}
-    for key, setting in value.items():
-        if key not in BC_PARAMETERS:
-            raise TrainerConfigError(
-                f"{where}: unknown key {key!r}.{did_you_mean(key, BC_PARAMETERS)} "
-                f"Its keys are: {', '.join(sorted(BC_PARAMETERS))}.")
-        param = BC_PARAMETERS[key]
-        if key == "demo_path":
-            if not isinstance(setting, str) or not setting:
-                raise TrainerConfigError(f"{where[:-1]}.demo_path': expected the path of a .demo file or folder, "
-                                         f"got {setting!r}.")
-            settings[key] = setting
-        elif key == "batch_size" and setting is None:
-            settings[key] = None
-        else:
-            settings[key] = coerce_value(f"{where[:-1]}.{key}'", setting, param)
-    if "demo_path" not in settings:
-        raise TrainerConfigError(f"{where[:-1]}.demo_path': required but missing. Add the path of the .demo file (or "
-                                 "folder of them) to clone.")
-    return {key: settings.get(key, param.default) for key, param in BC_PARAMETERS.items()}
+    return check_block(brain_key(f"brain '{brain_name}'", "behavioral_cloning"), value, BC_PARAMETERS,
+                       "behavioral_cloning")
+
+
+#: A checked ``behavioral_cloning`` block as a frozen dataclass (``settings.behavioral_cloning.strength``).
+BehavioralCloningSettings = settings_type(BC_PARAMETERS, "BehavioralCloningSettings")
+
+#: The ``behavioral_cloning`` hyperparameter of PPO.
+BEHAVIORAL_CLONING_PARAM = Param(
+    dict, None, doc="nested block {demo_path, strength, steps, samples_per_update, num_epoch, batch_size}: "
+                    "a cloning loss toward recorded actions beside the RL update (see below); absent: none",
+    view=lambda brain_name, value: settings_view(BC_PARAMETERS, validate_behavioral_cloning(brain_name, value),
+                                                 "BehavioralCloningSettings"))
 
 
 def check_demonstration(brain_name: str, settings: Optional[Dict[str, Any]], brain: BrainParameters,
@@ -289,6 +282,7 @@ def update_behavioral_cloning(trainer: Any) -> None:
         trainer.add_stat("bc_learning_rate", bc.current_learning_rate(trainer.step))
 
 
-__all__ = ["BC_PARAMETERS", "BEHAVIORAL_CLONING_PARAM", "BehavioralCloning", "ClonedPolicy", "check_demonstration",
+__all__ = ["BC_PARAMETERS", "BEHAVIORAL_CLONING_PARAM", "BehavioralCloning", "BehavioralCloningSettings",
+           "ClonedPolicy", "check_demonstration",
            "check_demonstrations", "create_behavioral_cloning", "update_behavioral_cloning",
            "validate_behavioral_cloning"]

@@ -35,6 +35,7 @@ target included) are checkpointed with the rest, and nothing of them reaches the
 """
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Dict, Mapping, Optional, Type
 
 import numpy as np
@@ -45,7 +46,15 @@ from trainers.reward_signals.curiosity import CuriositySignal
 from trainers.reward_signals.extrinsic import ExtrinsicSignal
 from trainers.reward_signals.gail import GAILSignal
 from trainers.reward_signals.rnd import RNDSignal
-from trainers.trainer.base import Param, TrainerConfigError, coerce_value, did_you_mean
+from trainers.settings.schema import (
+    Param,
+    TrainerConfigError,
+    brain_key,
+    check_block,
+    nested,
+    settings_type,
+    settings_view,
+)
 from unityagents.brain import BrainParameters
 
 #: The registry: a signal's name in a ``reward_signals`` block -> its class. A new signal is a
@@ -63,13 +72,6 @@ SIGNAL_PARAMETERS: Dict[str, Dict[str, Param]] = {name: cls.parameters for name,
 #: How each signal is named in TensorBoard tags (``Policy/<title> Reward``).
 SIGNAL_TITLES: Dict[str, str] = {name: cls.title for name, cls in SIGNALS.items()}
 
-#: The ``reward_signals`` hyperparameter, for trainers that support reward signals (PPO).
-REWARD_SIGNALS_PARAM = Param(
-    dict, None,
-    doc=f"nested block {{signal: {{key: value}}}} with signals {', '.join(SIGNALS)} (see below); "
-        "absent: the extrinsic reward alone, with the flat gamma")
-
-
 def validate_reward_signals(brain_name: str, value: Any) -> Optional[Dict[str, Dict[str, Any]]]:
     """The ``reward_signals`` block checked and completed with defaults, or None when absent.
 
@@ -78,44 +80,36 @@ def validate_reward_signals(brain_name: str, value: Any) -> Optional[Dict[str, D
     """
     if value is None:
         return None
-    where = f"brain '{brain_name}', key 'reward_signals'"
-    if not isinstance(value, dict):
+    where = brain_key(f"brain '{brain_name}'", "reward_signals")
+    blocks = check_block(where, value, _SIGNAL_BLOCKS, "reward_signals", unknown="reward signal", partial=True)
+    if not blocks:
         raise TrainerConfigError(
-            f"{where}: expected a block of signal: {{key: value}} (signals: {', '.join(SIGNAL_PARAMETERS)}), "
-            f"got {value!r} ({type(value).__name__}).")
-    if not value:
-        raise TrainerConfigError(
-            f"{where}: the block is empty, so nothing would reward the agent. List at least one signal "
+            f"{where('')}: the block is empty, so nothing would reward the agent. List at least one signal "
             f"({', '.join(SIGNAL_PARAMETERS)}), or remove the key to train on the extrinsic reward alone.")
-    settings: Dict[str, Dict[str, Any]] = {}
-    for name, block in value.items():
-        if name not in SIGNAL_PARAMETERS:
-            raise TrainerConfigError(
-                f"{where}: unknown reward signal {name!r}.{did_you_mean(name, SIGNAL_PARAMETERS)} "
-                f"The signals are: {', '.join(SIGNAL_PARAMETERS)}.")
-        declared = SIGNAL_PARAMETERS[name]
-        if block is None:
-            block = {}
-        if not isinstance(block, dict):
-            raise TrainerConfigError(
-                f"brain '{brain_name}', key 'reward_signals.{name}': expected a block of key: value "
-                f"({', '.join(declared)}), got {block!r} ({type(block).__name__}).")
-        resolved = {}
-        for key, setting in block.items():
-            if key not in declared:
-                raise TrainerConfigError(
-                    f"brain '{brain_name}', key 'reward_signals.{name}.{key}': unknown key of the {name} signal."
-                    f"{did_you_mean(key, declared)} Its keys are: {', '.join(sorted(declared))}.")
-            where_key = f"brain '{brain_name}', key 'reward_signals.{name}.{key}'"
-            resolved[key] = coerce_value(where_key, setting, declared[key])
-        for key, param in declared.items():
-            if param.required and key not in resolved:
-                raise TrainerConfigError(
-                    f"brain '{brain_name}', key 'reward_signals.{name}.{key}': required by the {name} signal but "
-                    f"missing. Add it ({param.doc}).")
-        settings[name] = {key: resolved.get(key, param.default) for key, param in declared.items()}
+    settings = {name: check_block(nested(where, name), block, SIGNAL_PARAMETERS[name], f"the {name} signal")
+                for name, block in blocks.items()}
     # The extrinsic signal comes first: its value head is the exported value_estimate.
     return dict(sorted(settings.items(), key=lambda item: item[0] != "extrinsic"))
+
+
+def _typed_signals(brain_name: str, value: Any) -> Mapping[str, Any]:
+    """The block as ``{signal: its frozen settings}`` (``settings.reward_signals['rnd'].strength``)."""
+    return MappingProxyType({name: settings_view(SIGNAL_PARAMETERS[name], block, SIGNAL_SETTINGS[name].__name__)
+                             for name, block in (validate_reward_signals(brain_name, value) or {}).items()})
+
+
+#: Each signal's settings as a frozen dataclass (``CuriositySettings``, ...).
+SIGNAL_SETTINGS: Dict[str, type] = {
+    name: settings_type(params, f"{SIGNALS[name].__name__.replace('Signal', '')}Settings")
+    for name, params in SIGNAL_PARAMETERS.items()}
+#: The outer block: one sub-block per signal (each checked against its own keys).
+_SIGNAL_BLOCKS = {name: Param(dict, None) for name in SIGNAL_PARAMETERS}
+
+#: The ``reward_signals`` hyperparameter, for trainers that support reward signals (PPO).
+REWARD_SIGNALS_PARAM = Param(
+    dict, None,
+    doc=f"nested block {{signal: {{key: value}}}} with signals {', '.join(SIGNALS)} (see below); "
+        "absent: the extrinsic reward alone, with the flat gamma", view=_typed_signals)
 
 
 def signal_settings(params: Mapping[str, Any]) -> Dict[str, Dict[str, Any]]:
@@ -166,6 +160,7 @@ __all__ = [
     "RewardSignal",
     "SIGNALS",
     "SIGNAL_PARAMETERS",
+    "SIGNAL_SETTINGS",
     "SIGNAL_TITLES",
     "SignalInputs",
     "create_reward_signals",

@@ -2,7 +2,7 @@
 
 A signal is a module of this package with one ``RewardSignal`` subclass that declares its name,
 its TensorBoard title and its keys (``parameters``), plus one line in the package's registry
-(``trainers.reward_signals.SIGNALS``). Their keys are coerced by ``trainers.trainer.base.coerce_value``,
+(``trainers.reward_signals.SIGNALS``). Their keys are coerced by ``trainers.settings.schema.coerce_value``,
 as every other settings key is, so all errors read alike.
 """
 from __future__ import annotations

@@ -28,20 +28,23 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
-from trainers.settings.run_config import RunConfigError, check_block
-from trainers.trainer.base import did_you_mean
+from trainers.settings.run_config import RunConfigError, Schema, check
+from trainers.settings.schema import Param, did_you_mean
 
 logger = logging.getLogger("unityagents")
 
-SAMPLERS = {
-    "uniform": {"min_value": (float, None), "max_value": (float, None), "seed": (int, -1)},
-    "gaussian": {"mean": (float, None), "st_dev": (float, None), "seed": (int, -1)},
-    "multirangeuniform": {"intervals": ("list?", None), "seed": (int, -1)},
-    "constant": {"value": (float, None), "seed": (int, -1)},
+SAMPLERS: Dict[str, Schema] = {
+    "uniform": {"min_value": Param(float), "max_value": Param(float), "seed": Param(int, -1)},
+    "gaussian": {"mean": Param(float), "st_dev": Param(float), "seed": Param(int, -1)},
+    "multirangeuniform": {"intervals": Param(list), "seed": Param(int, -1)},
+    "constant": {"value": Param(float), "seed": Param(int, -1)},
 }
-CRITERIA = {"behavior": ("str?", None), "measure": (str, "reward"), "threshold": (float, 0.0),
-            "min_lesson_length": (int, 0), "signal_smoothing": (bool, True), "require_reset": (bool, False)}
-LESSON = {"name": ("str?", None), "value": ("any", None), "completion_criteria": ("dict?", None)}
+#: A lesson's value given as a mapping (``curriculum`` is there for its did-you-mean: it is read first).
+SAMPLER = {"sampler_type": Param(str), "sampler_parameters": Param(dict), "curriculum": Param(list)}
+CRITERIA: Schema = {"behavior": Param(str), "measure": Param(str, "reward"), "threshold": Param(float, 0.0),
+                    "min_lesson_length": Param(int, 0), "signal_smoothing": Param(bool, True),
+                    "require_reset": Param(bool, False)}
+LESSON: Schema = {"name": Param(str), "value": Param(object), "completion_criteria": Param(dict)}
 
 
 @dataclass
@@ -90,10 +93,7 @@ def _sampler(path: str, where: str, value: Any) -> tuple:
     if not isinstance(value, dict):
         raise RunConfigError(f"{path}: {where}: expected a number or a mapping with sampler_type and "
                              f"sampler_parameters, got {value!r}.")
-    for key in value:
-        if key not in ("sampler_type", "sampler_parameters"):
-            raise RunConfigError(f"{path}: {where}.{key}: unknown key of a sampler."
-                                 f"{did_you_mean(key, ['sampler_type', 'sampler_parameters', 'curriculum'])}")
+    check(path, where, value, SAMPLER, "a sampler")
     kind = value.get("sampler_type")
     if kind not in SAMPLERS:
         raise RunConfigError(f"{path}: {where}.sampler_type: expected one of {', '.join(SAMPLERS)}, got {kind!r}."
@@ -101,7 +101,7 @@ def _sampler(path: str, where: str, value: Any) -> tuple:
     if "sampler_parameters" not in value:
         raise RunConfigError(f"{path}: {where}.sampler_parameters: missing. Give the {kind} sampler's "
                              f"{', '.join(k for k in SAMPLERS[kind] if k != 'seed')}.")
-    params = check_block(path, f"{where}.sampler_parameters", value["sampler_parameters"], SAMPLERS[kind],
+    params = check(path, f"{where}.sampler_parameters", value["sampler_parameters"], SAMPLERS[kind],
                          f"the {kind} sampler")
     for key, item in params.items():
         if item is None:
@@ -146,7 +146,7 @@ def parse_environment_parameters(path: str, raw: Optional[Mapping[str, Any]]) ->
             lessons = []
             for i, item in enumerate(lessons_raw):
                 lw = f"{where}.curriculum[{i}]"
-                block = check_block(path, lw, item, LESSON, "a lesson")
+                block = check(path, lw, item, LESSON, "a lesson")
                 if "value" not in item:
                     raise RunConfigError(f"{path}: {lw}.value: missing. Give the lesson's value (a number or a "
                                          "sampler).")
@@ -159,7 +159,7 @@ def parse_environment_parameters(path: str, raw: Optional[Mapping[str, Any]]) ->
                     raise RunConfigError(f"{path}: {lw}.completion_criteria: the last lesson never ends, so its "
                                          "criteria would be ignored. Remove them.")
                 if criteria is not None:
-                    criteria = check_block(path, f"{lw}.completion_criteria", criteria, CRITERIA,
+                    criteria = check(path, f"{lw}.completion_criteria", criteria, CRITERIA,
                                            "completion_criteria")
                     _check_criteria(path, f"{lw}.completion_criteria", criteria)
                 kind, params = _sampler(path, f"{lw}.value", item["value"])

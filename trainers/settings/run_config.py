@@ -20,72 +20,84 @@ before ``resolve`` runs: ``resolve`` gets the merged dict.
 from __future__ import annotations
 
 import copy
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from trainers.ghost.self_play import validate_self_play
-from trainers.trainer.base import TrainerConfigError, did_you_mean
+from trainers.imitation.bc import BC_PARAMETERS
+from trainers.reward_signals.base import GAMMA, strength_param
+from trainers.settings.schema import Param, TrainerConfigError, check_block, did_you_mean, key_path, positive
 
 
 class RunConfigError(TrainerConfigError):
     """A Release 22 run config that cannot be used; the message names the file, the key path and the fix."""
 
 
-#: A value of ``(kind, default)``; kinds: int, float, bool, str, "str?" (a string or null), "int?".
-Spec = Dict[str, Tuple[Any, Any]]
+#: A block's keys: the same declarations as learn.py's (``Param``), checked by the same ``check_block``.
+Schema = Dict[str, Param]
 
-HYPERPARAMETERS: Dict[str, Spec] = {
-    "ppo": {"batch_size": (int, 1024), "buffer_size": (int, 10240), "learning_rate": (float, 3.0e-4),
-            "learning_rate_schedule": (str, "linear"), "beta": (float, 5.0e-3), "beta_schedule": ("str?", None),
-            "epsilon": (float, 0.2), "epsilon_schedule": ("str?", None), "lambd": (float, 0.95),
-            "num_epoch": (int, 3), "shared_critic": (bool, False)},
-    "sac": {"batch_size": (int, 128), "buffer_size": (int, 50000), "learning_rate": (float, 3.0e-4),
-            "learning_rate_schedule": (str, "constant"), "buffer_init_steps": (int, 0), "tau": (float, 0.005),
-            "steps_per_update": (float, 1.0), "save_replay_buffer": (bool, False), "init_entcoef": (float, 1.0),
-            "reward_signal_steps_per_update": ("float?", None)},
-    "poca": {"batch_size": (int, 1024), "buffer_size": (int, 10240), "learning_rate": (float, 3.0e-4),
-             "learning_rate_schedule": (str, "linear"), "beta": (float, 5.0e-3), "beta_schedule": ("str?", None),
-             "epsilon": (float, 0.2), "epsilon_schedule": ("str?", None), "lambd": (float, 0.95),
-             "num_epoch": (int, 3)},
+
+def _count(default: int) -> Param:
+    """A Release 22 count of agent steps, which must be > 0."""
+    return Param(int, default, check=(positive, "> 0"))
+
+
+SCHEDULES = ("linear", "constant")
+VIS_ENCODE_TYPES = ("simple", "nature_cnn", "resnet", "match3", "fully_connected")
+_PPO_LIKE: Schema = {
+    "batch_size": Param(int, 1024), "buffer_size": Param(int, 10240), "learning_rate": Param(float, 3.0e-4),
+    "learning_rate_schedule": Param(str, "linear", choices=SCHEDULES), "beta": Param(float, 5.0e-3),
+    "beta_schedule": Param(str, choices=SCHEDULES), "epsilon": Param(float, 0.2),
+    "epsilon_schedule": Param(str, choices=SCHEDULES), "lambd": Param(float, 0.95), "num_epoch": Param(int, 3)}
+HYPERPARAMETERS: Dict[str, Schema] = {
+    "ppo": {**_PPO_LIKE, "shared_critic": Param(bool, False)},
+    "sac": {"batch_size": Param(int, 128), "buffer_size": Param(int, 50000), "learning_rate": Param(float, 3.0e-4),
+            "learning_rate_schedule": Param(str, "constant", choices=SCHEDULES), "buffer_init_steps": Param(int, 0),
+            "tau": Param(float, 0.005), "steps_per_update": Param(float, 1.0), "save_replay_buffer": Param(bool, False),
+            "init_entcoef": Param(float, 1.0), "reward_signal_steps_per_update": Param(float)},
+    "poca": dict(_PPO_LIKE),
 }
-NETWORK: Spec = {"normalize": (bool, False), "hidden_units": (int, 128), "num_layers": (int, 2),
-                 "vis_encode_type": (str, "simple"), "memory": ("dict?", None),
-                 "goal_conditioning_type": (str, "hyper"), "deterministic": (bool, False)}
-MEMORY: Spec = {"sequence_length": (int, 64), "memory_size": (int, 128)}
-SIGNALS: Dict[str, Spec] = {
-    "extrinsic": {"gamma": (float, 0.99), "strength": (float, 1.0), "network_settings": ("dict?", None)},
-    "curiosity": {"gamma": (float, 0.99), "strength": (float, 1.0), "learning_rate": (float, 3.0e-4),
-                  "encoding_size": ("int?", None), "network_settings": ("dict?", None)},
-    "rnd": {"gamma": (float, 0.99), "strength": (float, 1.0), "learning_rate": (float, 1.0e-4),
-            "encoding_size": ("int?", None), "network_settings": ("dict?", None)},
-    "gail": {"gamma": (float, 0.99), "strength": (float, 1.0), "learning_rate": (float, 3.0e-4),
-             "demo_path": (str, None), "use_actions": (bool, False), "use_vail": (bool, False),
-             "encoding_size": ("int?", None), "network_settings": ("dict?", None)},
+NETWORK: Schema = {"normalize": Param(bool, False), "hidden_units": Param(int, 128), "num_layers": Param(int, 2),
+                   "vis_encode_type": Param(str, "simple", choices=VIS_ENCODE_TYPES), "memory": Param(dict),
+                   "goal_conditioning_type": Param(str, "hyper", choices=("hyper", "none")),
+                   "deterministic": Param(bool, False)}
+MEMORY: Schema = {"sequence_length": Param(int, 64), "memory_size": Param(int, 128)}
+#: Every signal's keys; the discount and the strength are checked as learn.py's are.
+_SIGNAL: Schema = {"gamma": GAMMA, "strength": strength_param(1.0, ""), "network_settings": Param(dict)}
+_LEARNED: Schema = {**_SIGNAL, "learning_rate": Param(float, 3.0e-4, check=(positive, "> 0")),
+                    "encoding_size": Param(int, check=(positive, "> 0"))}
+SIGNALS: Dict[str, Schema] = {
+    "extrinsic": _SIGNAL,
+    "curiosity": _LEARNED,
+    "rnd": {**_LEARNED, "learning_rate": Param(float, 1.0e-4, check=(positive, "> 0"))},
+    "gail": {**_LEARNED, "demo_path": Param(str, required=True, doc="a .demo file"),
+             "use_actions": Param(bool, False), "use_vail": Param(bool, False)},
 }
-SELF_PLAY: Spec = {"save_steps": (int, 20000), "team_change": ("int?", None), "swap_steps": (int, 2000),
-                   "window": (int, 10), "play_against_latest_model_ratio": (float, 0.5), "initial_elo": (float, 1200.0)}
-BEHAVIORAL_CLONING: Spec = {"demo_path": (str, None), "steps": (int, 0), "strength": (float, 1.0),
-                            "samples_per_update": (int, 0), "num_epoch": ("int?", None), "batch_size": ("int?", None)}
-TRAINER: Spec = {"trainer_type": (str, "ppo"), "hyperparameters": ("dict?", None), "network_settings": ("dict?", None),
-                 "reward_signals": ("dict?", None), "init_path": ("str?", None), "keep_checkpoints": (int, 5),
-                 "even_checkpoints": (bool, False), "checkpoint_interval": (int, 500000), "max_steps": (int, 500000),
-                 "time_horizon": (int, 64), "summary_freq": (int, 50000), "threaded": (bool, False),
-                 "self_play": ("dict?", None), "behavioral_cloning": ("dict?", None)}
-ENV_SETTINGS: Spec = {"env_path": ("str?", None), "env_args": ("list?", None), "base_port": (int, 5005),
-                      "num_envs": (int, 1), "num_areas": (int, 1), "timeout_wait": (int, 60), "seed": (int, -1),
-                      "max_lifetime_restarts": (int, 10), "restarts_rate_limit_n": (int, 1),
-                      "restarts_rate_limit_period_s": (int, 60)}
-ENGINE_SETTINGS: Spec = {"width": (int, 84), "height": (int, 84), "quality_level": (int, 5), "time_scale": (float, 20),
-                         "target_frame_rate": (int, -1), "capture_frame_rate": (int, 60), "no_graphics": (bool, False),
-                         "no_graphics_monitor": (bool, False)}
-CHECKPOINT_SETTINGS: Spec = {"run_id": (str, "ppo"), "initialize_from": ("str?", None), "load_model": (bool, False),
-                             "resume": (bool, False), "force": (bool, False), "train_model": (bool, False),
-                             "inference": (bool, False), "results_dir": (str, "results")}
-TORCH_SETTINGS: Spec = {"device": ("str?", None)}
-TOP: Spec = {"default_settings": ("dict?", None), "behaviors": ("dict?", None), "env_settings": ("dict?", None),
-             "engine_settings": ("dict?", None), "environment_parameters": ("dict?", None),
-             "checkpoint_settings": ("dict?", None), "torch_settings": ("dict?", None), "debug": (bool, False)}
+#: learn.py's block, with Release 22's default of num_epoch (null: the trainer's own).
+BEHAVIORAL_CLONING: Schema = {**BC_PARAMETERS, "num_epoch": replace(BC_PARAMETERS["num_epoch"], default=None)}
+TRAINER: Schema = {
+    "trainer_type": Param(str, "ppo"), "hyperparameters": Param(dict), "network_settings": Param(dict),
+    "reward_signals": Param(dict), "init_path": Param(str), "keep_checkpoints": Param(int, 5),
+    "even_checkpoints": Param(bool, False), "checkpoint_interval": _count(500000), "max_steps": _count(500000),
+    "time_horizon": _count(64), "summary_freq": _count(50000), "threaded": Param(bool, False),
+    "self_play": Param(dict), "behavioral_cloning": Param(dict)}
+ENV_SETTINGS: Schema = {
+    "env_path": Param(str), "env_args": Param(list), "base_port": Param(int, 5005), "num_envs": Param(int, 1),
+    "num_areas": Param(int, 1), "timeout_wait": Param(int, 60), "seed": Param(int, -1),
+    "max_lifetime_restarts": Param(int, 10), "restarts_rate_limit_n": Param(int, 1),
+    "restarts_rate_limit_period_s": Param(int, 60)}
+ENGINE_SETTINGS: Schema = {
+    "width": Param(int, 84), "height": Param(int, 84), "quality_level": Param(int, 5), "time_scale": Param(float, 20),
+    "target_frame_rate": Param(int, -1), "capture_frame_rate": Param(int, 60), "no_graphics": Param(bool, False),
+    "no_graphics_monitor": Param(bool, False)}
+CHECKPOINT_SETTINGS: Schema = {
+    "run_id": Param(str, "ppo"), "initialize_from": Param(str), "load_model": Param(bool, False),
+    "resume": Param(bool, False), "force": Param(bool, False), "train_model": Param(bool, False),
+    "inference": Param(bool, False), "results_dir": Param(str, "results")}
+TORCH_SETTINGS: Schema = {"device": Param(str)}
+TOP: Schema = {"default_settings": Param(dict), "behaviors": Param(dict), "env_settings": Param(dict),
+               "engine_settings": Param(dict), "environment_parameters": Param(dict),
+               "checkpoint_settings": Param(dict), "torch_settings": Param(dict), "debug": Param(bool, False)}
 
 #: Values of schema keys that this project does not build, and what is missing. A key given with
 #: any other value than its harmless one is an error with this text.
@@ -105,65 +117,11 @@ HARMLESS = {"network_settings.deterministic": False,
             "checkpoint_settings.load_model": False}
 #: network_settings keys that a reward signal takes beyond hidden_units and num_layers.
 SIGNAL_NETWORK_KEYS = {"gail": ("normalize",)}
-VIS_ENCODE_TYPES = ("simple", "nature_cnn", "resnet", "match3", "fully_connected")
-SCHEDULES = ("linear", "constant")
 
 
-def _kind_name(kind: Any) -> str:
-    base = kind[:-1] if isinstance(kind, str) and kind.endswith("?") else kind
-    names = {int: "an integer", float: "a number", bool: "true or false", str: "a string", "dict": "a mapping",
-             "list": "a list", "int": "an integer", "float": "a number", "str": "a string"}
-    text = names.get(base, str(base))
-    return text + " or null" if isinstance(kind, str) and kind.endswith("?") else text
-
-
-def coerce_value(where: str, value: Any, kind: Any) -> Any:
-    """``value`` as ``kind``; Release 22 reads ints as ``int(float(v))`` (``5.0e5``, ``"5e5"``)."""
-    if kind == "any":
-        return value
-    optional = isinstance(kind, str) and kind.endswith("?")
-    base = {"int": int, "float": float, "str": str}.get(kind[:-1], kind[:-1]) if optional else kind
-    if value is None and optional:
-        return None
-    if base in (int, float) and not isinstance(value, bool):
-        try:
-            number = float(value) if isinstance(value, (int, float, str)) else None
-        except ValueError:
-            number = None
-        if number is not None and math.isfinite(number):
-            if base is float:
-                return number
-            if float(number).is_integer():
-                return int(number)
-    elif base is bool and isinstance(value, bool):
-        return value
-    elif base is str and isinstance(value, str):
-        return value
-    elif base == "dict" and isinstance(value, dict):
-        return value
-    elif base == "list" and isinstance(value, (list, str)):
-        return value.split() if isinstance(value, str) else [str(v) for v in value]
-    raise RunConfigError(f"{where}: expected {_kind_name(kind)}, got {value!r} ({type(value).__name__}). "
-                         "Give a value of that type.")
-
-
-def check_block(path: str, where: str, block: Any, spec: Spec, what: str) -> Dict[str, Any]:
-    """Every key of ``block`` known to ``spec`` and of its type; the defaults of the rest filled in."""
-    if block is None:
-        block = {}
-    if not isinstance(block, dict):
-        raise RunConfigError(f"{path}: {where}: expected a mapping of key: value ({what}), got {block!r}.")
-    for key in block:
-        if key not in spec:
-            raise RunConfigError(
-                f"{path}: {_join(where, key)}: unknown key of {what}.{did_you_mean(key, spec)} "
-                f"Its keys: {', '.join(spec)}.")
-    return {key: coerce_value(f"{path}: {_join(where, key)}", block[key], kind) if key in block else
-            copy.deepcopy(default) for key, (kind, default) in spec.items()}
-
-
-def _join(where: str, key: Any) -> str:
-    return f"{where}.{key}" if where else str(key)
+def check(path: str, where: str, block: Any, schema: Schema, what: str) -> Dict[str, Any]:
+    """``check_block`` of one block of the run config, named by its key path (``behaviors.X.self_play``)."""
+    return check_block(key_path(path, where), block, schema, what, error=RunConfigError)
 
 
 def deep_update(base: Dict[str, Any], update: Mapping[str, Any]) -> Dict[str, Any]:
@@ -220,18 +178,23 @@ def resolve(path: str, raw: Any, registered: Tuple[str, ...]) -> RunConfig:
         raw = {}
     if not isinstance(raw, dict):
         raise RunConfigError(f"{path}: expected a mapping with 'behaviors:' at the top, got a {type(raw).__name__}.")
-    top = check_block(path, "", raw, TOP, "the run config (Release 22 RunOptions)")
+    top = check(path, "", raw, TOP, "the run config (Release 22 RunOptions)")
+    env_settings = top["env_settings"]
+    if isinstance(env_settings, dict) and isinstance(env_settings.get("env_args"), str):  # one string: split
+        env_settings = dict(env_settings, env_args=env_settings["env_args"].split())
     sections = {
-        "env_settings": check_block(path, "env_settings", top["env_settings"], ENV_SETTINGS, "env_settings"),
-        "engine_settings": check_block(path, "engine_settings", top["engine_settings"], ENGINE_SETTINGS,
+        "env_settings": check(path, "env_settings", env_settings, ENV_SETTINGS, "env_settings"),
+        "engine_settings": check(path, "engine_settings", top["engine_settings"], ENGINE_SETTINGS,
                                        "engine_settings"),
         "environment_parameters": top["environment_parameters"],
-        "checkpoint_settings": check_block(path, "checkpoint_settings", top["checkpoint_settings"],
+        "checkpoint_settings": check(path, "checkpoint_settings", top["checkpoint_settings"],
                                            CHECKPOINT_SETTINGS, "checkpoint_settings"),
-        "torch_settings": check_block(path, "torch_settings", top["torch_settings"], TORCH_SETTINGS,
+        "torch_settings": check(path, "torch_settings", top["torch_settings"], TORCH_SETTINGS,
                                       "torch_settings"),
         "debug": top["debug"],
     }
+    if sections["env_settings"]["env_args"] is not None:
+        sections["env_settings"]["env_args"] = [str(a) for a in sections["env_settings"]["env_args"]]
     for section in ("env_settings", "engine_settings", "checkpoint_settings"):
         for key, value in sections[section].items():
             _refuse_not_built(path, f"{section}.{key}", f"{section}.{key}", value)
@@ -257,7 +220,7 @@ def resolve(path: str, raw: Any, registered: Tuple[str, ...]) -> RunConfig:
 def _trainer_settings(path: str, where: str, block: Dict[str, Any], registered: Tuple[str, ...],
                       warnings: List[str]) -> Dict[str, Any]:
     """One TrainerSettings block, checked, with Release 22's defaults."""
-    settings = check_block(path, where, block, TRAINER, "a behaviour's trainer settings")
+    settings = check(path, where, block, TRAINER, "a behaviour's trainer settings")
     trainer_type = settings["trainer_type"]
     if trainer_type not in HYPERPARAMETERS and trainer_type not in registered:
         raise RunConfigError(
@@ -273,15 +236,11 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registered: 
         raise RunConfigError(
             f"{path}: {where}.trainer_type: the registered trainer {trainer_type!r} has no Release 22 hyperparameters "
             "to translate; configure it in learn.py's trainer_configurations.yaml.")
-    hp = check_block(path, f"{where}.hyperparameters", settings["hyperparameters"], hp_spec,
+    hp = check(path, f"{where}.hyperparameters", settings["hyperparameters"], hp_spec,
                      f"{trainer_type} hyperparameters")
     for key in ("beta_schedule", "epsilon_schedule"):
         if key in hp and hp[key] is None:
             hp[key] = hp["learning_rate_schedule"]  # as Release 22: an omitted one follows the learning rate's
-    for key in [k for k in hp if k.endswith("schedule")]:
-        if hp[key] not in SCHEDULES:
-            raise RunConfigError(f"{path}: {where}.hyperparameters.{key}: expected one of {', '.join(SCHEDULES)}, "
-                                 f"got {hp[key]!r}.{did_you_mean(hp[key], SCHEDULES)}")
     if trainer_type == "sac" and hp["reward_signal_steps_per_update"] is None:
         hp["reward_signal_steps_per_update"] = hp["steps_per_update"]
     settings["hyperparameters"] = hp
@@ -289,68 +248,55 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registered: 
     signals = settings["reward_signals"]
     if signals is None:
         signals = {"extrinsic": {}}
-    if not isinstance(signals, dict) or not signals:
-        raise RunConfigError(f"{path}: {where}.reward_signals: expected a mapping of signal: settings (extrinsic, "
-                             f"curiosity, rnd, gail), got {signals!r}.")
+    signals = check_block(key_path(path, f"{where}.reward_signals"), signals, {n: Param(dict) for n in SIGNALS},
+                          "reward_signals", unknown="reward signal", error=RunConfigError, partial=True)
+    if not signals:
+        raise RunConfigError(f"{path}: {where}.reward_signals: the block is empty; list at least one signal "
+                             f"({', '.join(SIGNALS)}), or remove the key to train on the extrinsic reward.")
     resolved = {}
     for name, block in signals.items():
-        if name not in SIGNALS:
-            raise RunConfigError(f"{path}: {where}.reward_signals.{name}: unknown reward signal."
-                                 f"{did_you_mean(name, SIGNALS)} Signals: {', '.join(SIGNALS)}.")
-        sig = check_block(path, f"{where}.reward_signals.{name}", block, SIGNALS[name], f"the {name} signal")
-        if name == "gail" and sig["demo_path"] is None:
-            raise RunConfigError(f"{path}: {where}.reward_signals.gail.demo_path: required. Name a .demo file.")
+        sig = check(path, f"{where}.reward_signals.{name}", block, SIGNALS[name], f"the {name} signal")
         sig["network_settings"] = _network(path, f"{where}.reward_signals.{name}.network_settings",
                                            sig["network_settings"], memory_allowed=False)
         for key, value in ((block or {}).get("network_settings") or {}).items():
             if key not in ("hidden_units", "num_layers", "memory", *SIGNAL_NETWORK_KEYS.get(name, ())) \
-                    and value != NETWORK[key][1]:
+                    and value != NETWORK[key].default:
                 raise RunConfigError(
                     f"{path}: {where}.reward_signals.{name}.network_settings.{key}: {value!r} asks for a configurable "
                     f"{name} network, which this project does not build (its inputs are fixed; hidden_units "
                     f"sets its width and num_layers its depth). Remove the key (or set it to "
-                    f"{_yaml(NETWORK[key][1])}).")
+                    f"{_yaml(NETWORK[key].default)}).")
         if sig.get("encoding_size") is not None and block and "network_settings" not in block:
             sig["network_settings"]["hidden_units"] = sig["encoding_size"]  # Release 22's deprecated alias
         resolved[name] = sig
     settings["reward_signals"] = resolved
     if settings["self_play"] is not None:
-        block = check_block(path, f"{where}.self_play", settings["self_play"], SELF_PLAY, "self_play")
-        try:  # the checks learn.py's flat self_play block gets too, named by this file's key path
-            settings["self_play"] = validate_self_play(
-                block, lambda key: f"{path}: {where}.self_play" + (f".{key}" if key else ""))
+        try:  # learn.py's flat self_play block, named by this file's key path
+            settings["self_play"] = validate_self_play(settings["self_play"], key_path(path, f"{where}.self_play"))
         except TrainerConfigError as e:
             raise RunConfigError(str(e)) from None
     if settings["behavioral_cloning"] is not None:
-        bc = check_block(path, f"{where}.behavioral_cloning", settings["behavioral_cloning"], BEHAVIORAL_CLONING,
-                         "behavioral_cloning")
-        if bc["demo_path"] is None:
-            raise RunConfigError(f"{path}: {where}.behavioral_cloning.demo_path: required. Name a .demo file.")
-        settings["behavioral_cloning"] = bc
+        settings["behavioral_cloning"] = check(path, f"{where}.behavioral_cloning", settings["behavioral_cloning"],
+                                               BEHAVIORAL_CLONING, "behavioral_cloning")
     if settings["threaded"]:
         warnings.append(f"{path}: {where}.threaded: true; this trainer updates in the main loop between steps, "
                         "which learns the same (without a thread's one-update policy lag).")
     if settings["even_checkpoints"]:
         settings["checkpoint_interval"] = int(settings["max_steps"] / max(settings["keep_checkpoints"], 1))
-    for key in ("max_steps", "time_horizon", "summary_freq", "checkpoint_interval"):
-        if settings[key] <= 0:
-            raise RunConfigError(f"{path}: {where}.{key}: must be > 0, got {settings[key]}.")
+    if settings["checkpoint_interval"] <= 0:
+        raise RunConfigError(f"{path}: {where}.even_checkpoints: max_steps {settings['max_steps']} over "
+                             f"keep_checkpoints {settings['keep_checkpoints']} leaves no step between checkpoints. "
+                             "Lower keep_checkpoints.")
     return settings
 
 
 def _network(path: str, where: str, block: Any, memory_allowed: bool = True) -> Dict[str, Any]:
-    net = check_block(path, where, block, NETWORK, "network_settings")
-    if net["vis_encode_type"] not in VIS_ENCODE_TYPES:
-        raise RunConfigError(f"{path}: {where}.vis_encode_type: expected one of {', '.join(VIS_ENCODE_TYPES)}, got "
-                             f"{net['vis_encode_type']!r}.{did_you_mean(net['vis_encode_type'], VIS_ENCODE_TYPES)}")
-    if net["goal_conditioning_type"] not in ("hyper", "none"):
-        raise RunConfigError(f"{path}: {where}.goal_conditioning_type: expected hyper or none, got "
-                             f"{net['goal_conditioning_type']!r}.")
+    net = check(path, where, block, NETWORK, "network_settings")
     if net["memory"] is not None:
         if not memory_allowed:
             net["memory"] = None  # Release 22 drops it from reward signals' networks (with a warning)
         else:
-            net["memory"] = check_block(path, f"{where}.memory", net["memory"], MEMORY, "memory")
+            net["memory"] = check(path, f"{where}.memory", net["memory"], MEMORY, "memory")
     return net
 
 

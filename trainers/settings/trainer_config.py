@@ -32,7 +32,16 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
 
 import yaml
 
-from trainers.trainer.base import Param, Trainer, TrainerConfigError, UnityTrainerException, coerce_value, did_you_mean
+from trainers.settings.schema import (
+    Param,
+    TrainerConfigError,
+    UnityTrainerException,
+    brain_key,
+    check_block,
+    coerce_value,
+    did_you_mean,
+)
+from trainers.trainer.base import COMMON_HYPERPARAMETERS, Trainer
 from trainers.trainer.registry import TrainerRegistry
 from unityagents.brain import BrainParameters, team_base
 
@@ -40,6 +49,8 @@ logger = logging.getLogger("unityagents")
 
 #: Keys the controller adds; a user setting them would be overwritten, so they are refused.
 INJECTED_KEYS = ("graph_scope", "summary_path")
+#: The keys that choose a brain's trainer (checked with the trainer type, not by each trainer).
+TRAINER_SELECTORS = ("trainer", "is_ghost", "is_imitation")
 #: The recurrent-policy keys: a trainer that does not declare them has no memory to size.
 RECURRENT_KEYS = ("use_recurrent", "memory_size", "sequence_length")
 
@@ -257,21 +268,19 @@ def trainer_config_from_dict(path: str, raw: Any, registry: TrainerRegistry) -> 
 
 
 def _check_default_keys(path: str, default: Dict[str, Any], registry: TrainerRegistry) -> None:
-    known = {k for name in registry.names() for k in registry.get(name).hyperparameters}
+    where = brain_key(f"{path}: block 'default'")
     for key in default:
         if key in INJECTED_KEYS:
-            raise TrainerConfigError(f"{path}: block 'default', key {key!r}: set by learn.py, remove it.")
-        if key not in known:
-            raise TrainerConfigError(
-                f"{path}: block 'default', key {key!r}: unknown to every trainer type "
-                f"({', '.join(registry.names())}).{did_you_mean(key, known)}")
+            raise TrainerConfigError(f"{where(key)}: set by learn.py, remove it.")
+    known = {k: p for name in registry.names() for k, p in registry.get(name).hyperparameters.items()}
+    check_block(where, default, known, "'default'", partial=True, coerce=lambda *_: None,
+                unknown=f"hyperparameter, to every trainer type ({', '.join(registry.names())})")
     # Values too, for every trainer type that declares the key: a brain with no block of its own
     # is only resolved once the scene is known, which is too late for a value that is plainly wrong.
     for name in registry.names():
         declared = registry.get(name).hyperparameters
-        for key, value in default.items():
-            if key in declared and key not in ("trainer", "is_ghost", "is_imitation"):
-                coerce(path, "default", key, value, declared[key])
+        check_block(where, {k: v for k, v in default.items() if k in declared and k not in TRAINER_SELECTORS},
+                    declared, f"the {name} trainer", partial=True, coerce=bounded)
 
 
 def _follow_aliases(path: str, raw: Dict[str, Any], name: str) -> Tuple[str, Dict[str, Any]]:
@@ -297,11 +306,8 @@ def _follow_aliases(path: str, raw: Dict[str, Any], name: str) -> Tuple[str, Dic
 
 
 def _trainer_type(path: str, name: str, block: Dict[str, Any], default: Dict[str, Any]) -> str:
-    ghost = block.get("is_ghost", False)
-    imitation = block.get("is_imitation", False)
-    for key, value in (("is_ghost", ghost), ("is_imitation", imitation)):
-        if not isinstance(value, bool):
-            raise TrainerConfigError(f"{path}: brain {name!r}, key {key!r}: expected true or false, got {value!r}.")
+    ghost, imitation = (coerce_value(f"{path}: brain {name!r}, key {key!r}", block.get(key, False),
+                                     COMMON_HYPERPARAMETERS[key]) for key in ("is_ghost", "is_imitation"))
     if ghost and imitation:
         raise TrainerConfigError(f"{path}: brain {name!r}: is_ghost and is_imitation cannot both be true.")
     implied = "ghost" if ghost else "imitation" if imitation else None
@@ -324,10 +330,6 @@ def _resolve(path: str, raw: Dict[str, Any], name: str, registry: TrainerRegistr
     except UnityTrainerException as e:
         raise TrainerConfigError(f"{path}: brain {name!r}, key 'trainer': {e}") from None
     declared = cls.hyperparameters
-    merged: Dict[str, Any] = {}
-    for key, value in default.items():
-        if key in declared:  # default keys meant for other trainer types are not this brain's business
-            merged[key] = value
     for key, value in block.items():
         if key in INJECTED_KEYS:
             raise TrainerConfigError(f"{path}: brain {name!r}, key {key!r}: set by learn.py, remove it.")
@@ -336,21 +338,10 @@ def _resolve(path: str, raw: Dict[str, Any], name: str, registry: TrainerRegistr
                 f"{path}: brain {name!r}, key {key!r}: the {trainer_type} trainer has no recurrent policy (no "
                 "memory), so it cannot use this setting. Remove use_recurrent, memory_size and sequence_length "
                 "from this brain, or train it with trainer: ppo, which keeps an LSTM memory per agent.")
-        if key not in declared:
-            raise TrainerConfigError(
-                f"{path}: brain {name!r}, key {key!r}: unknown hyperparameter for the {trainer_type} trainer."
-                f"{did_you_mean(key, declared)} Its keys are: {', '.join(sorted(declared))}.")
-        merged[key] = value
-    params: Dict[str, Any] = {}
-    for key, param in declared.items():
-        if key in merged:
-            params[key] = coerce(path, name, key, merged[key], param)
-        elif param.required:
-            raise TrainerConfigError(
-                f"{path}: brain {name!r}, key {key!r}: required by the {trainer_type} trainer but missing. "
-                f"Add it to the brain's block{f' ({param.doc})' if param.doc else ''}.")
-        else:
-            params[key] = param.default
+    # default keys meant for other trainer types are not this brain's business
+    merged = {**{key: value for key, value in default.items() if key in declared}, **block}
+    params = check_block(brain_key(f"{path}: brain {name!r}"), merged, declared, f"the {trainer_type} trainer",
+                         unknown=f"hyperparameter for the {trainer_type} trainer", coerce=bounded)
     params["trainer"] = trainer_type
     _check_network_size(path, name, params)
     for key in ("brain_to_copy", "brain_to_imitate"):  # needs no scene, so found before the launch
@@ -366,8 +357,13 @@ def _resolve(path: str, raw: Dict[str, Any], name: str, registry: TrainerRegistr
 
 
 def coerce(path: str, brain: str, key: str, value: Any, param: Param) -> Any:
-    """Check ``value`` against ``param`` (``coerce_value``), then against the key's sane maximum."""
+    """``bounded`` for a key of a brain's block (``brain == "default"``: of the default block)."""
     where = f"{path}: block 'default', key {key!r}" if brain == "default" else f"{path}: brain {brain!r}, key {key!r}"
+    return bounded(where, key, value, param)
+
+
+def bounded(where: str, key: str, value: Any, param: Param) -> Any:
+    """Check ``value`` against ``param`` (``coerce_value``), then against the key's sane maximum."""
     converted = coerce_value(where, value, param)
     if param.kind in (int, float) and isinstance(converted, (int, float)):
         _check_upper_bound(where, key, value, converted, param.kind)

@@ -27,107 +27,31 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import dataclasses
-import difflib
 import logging
-import math
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Deque, Dict, Hashable, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, ClassVar, Deque, Dict, Hashable, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from trainers.settings.schema import (  # noqa: F401 (the trainers' and plugins' names for them)
+    Param,
+    TrainerConfigError,
+    UnityTrainerException,
+    coerce_value,
+    did_you_mean,
+    non_negative,
+    positive,
+    settings_type,
+    settings_view,
+    unit_interval,
+)
 from trainers.trainer.summaries import TrainerSummaries
 from unityagents.brain import BrainInfo, BrainParameters, same_spaces_error
-from unityagents.exception import UnityException
 
 logger = logging.getLogger("unityagents")
 
 #: Episode rewards each trainer keeps for curriculum criteria (Release 22's min_lesson_length counts episodes).
 EPISODE_REWARDS_KEPT = 10000
-
-
-class UnityTrainerException(UnityException):
-    """A trainer was misconfigured or asked to do something it cannot do."""
-
-
-class TrainerConfigError(UnityTrainerException):
-    """The trainer configuration is invalid. The message names the file, brain and key."""
-
-
-@dataclass(frozen=True)
-class Param:
-    """One hyperparameter a trainer accepts in ``trainer_configurations.yaml``.
-
-    :param kind: ``int``, ``float``, ``bool``, ``str`` or ``list``. Floats accept ints and
-        YAML-1.1 strings such as ``1.0e6``; ints accept integral floats (``1.0e6`` again).
-    :param default: used when neither the brain's block nor ``default:`` sets the key; ``None``
-        with ``required=True`` means the key must be given.
-    :param check: ``(predicate, description)``; the description completes "must be ...".
-    """
-
-    kind: type
-    default: Any = None
-    required: bool = False
-    doc: str = ""
-    check: Optional[Tuple[Callable[[Any], bool], str]] = None
-
-
-_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string", list: "a list",
-               dict: "a block of key: value"}
-
-
-def did_you_mean(key: Any, candidates) -> str:
-    """`` Did you mean 'x'?`` for the closest of ``candidates``, or nothing when none is close."""
-    close = difflib.get_close_matches(str(key), [str(c) for c in candidates], n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
-
-
-def coerce_value(where: str, value: Any, param: Param) -> Any:
-    """``value`` checked against ``param`` and returned in the declared type; errors start with ``where``.
-
-    The one coercion of every settings key, flat or nested. YAML 1.1 reads ``1.0e6`` (no sign in the
-    exponent) as a string, so numeric strings are accepted for numbers; integral floats are accepted
-    for integers; numbers must be finite.
-    """
-    kind = param.kind
-    converted: Any = None
-    if value is None and not param.required and param.default is None:
-        return None
-    if kind is bool:
-        converted = value if isinstance(value, bool) else None
-    elif kind in (int, float) and not isinstance(value, bool):
-        number: Optional[float] = None
-        if isinstance(value, (int, float)):
-            number = value
-        elif isinstance(value, str):
-            try:
-                number = float(value)
-            except ValueError:
-                number = None
-        if number is not None:
-            if not math.isfinite(number):
-                raise TrainerConfigError(
-                    f"{where}: expected a finite number, got {value!r}, which is {float(number)}. Give a finite "
-                    f"value{f' ({param.doc})' if param.doc else ''}.")
-            if kind is float:
-                converted = float(number)
-            elif float(number).is_integer():
-                converted = int(number)
-    elif kind is str:
-        converted = value if isinstance(value, str) else None
-    elif kind is list:
-        converted = list(value) if isinstance(value, (list, tuple)) else None
-    else:
-        converted = value if isinstance(value, kind) else None
-    if converted is None:
-        raise TrainerConfigError(
-            f"{where}: expected {_KIND_NAMES.get(kind, kind.__name__)}, got {value!r} ({type(value).__name__}).")
-    if param.check is not None:
-        predicate, description = param.check
-        if not predicate(converted):
-            raise TrainerConfigError(f"{where}: must be {description}, got {value!r}.")
-    return converted
 
 
 def check_batch_fits(brain_name: str, params: Mapping[str, Any], consequence: str) -> None:
@@ -146,51 +70,6 @@ def check_same_spaces(where: str, brains: Mapping[str, BrainParameters], brain_n
         raise TrainerConfigError(
             f"{where}: {why}, so both brains need the same state and action spaces and cameras, but they "
             f"differ ('{brain_name}' vs {other!r}): {difference}.")
-
-
-def positive(x) -> bool:
-    return x > 0
-
-
-def non_negative(x) -> bool:
-    return x >= 0
-
-
-def unit_interval(x) -> bool:
-    return 0.0 <= x <= 1.0
-
-
-#: The kinds a settings view holds; blocks (``dict``) and lists stay in ``Trainer.hp`` only.
-_SCALAR_KINDS = (int, float, bool, str)
-_SETTINGS_TYPES: Dict[int, Tuple[Dict[str, Param], type]] = {}
-
-
-def settings_type(params: Dict[str, Param], name: str = "TrainerSettings") -> type:
-    """The frozen dataclass of the scalar keys of ``params`` (one field per key, its declared kind).
-
-    Made once per declaration dictionary, so that every trainer of a type shares one class.
-    """
-    cached = _SETTINGS_TYPES.get(id(params))
-    if cached is not None and cached[0] is params:
-        return cached[1]
-    fields = [(key, Optional[param.kind], dataclasses.field(default=None)) for key, param in params.items()
-              if param.kind in _SCALAR_KINDS and key.isidentifier()]
-    made = dataclasses.make_dataclass(name, fields, frozen=True)
-    _SETTINGS_TYPES[id(params)] = (params, made)
-    return made
-
-
-def settings_view(params: Dict[str, Param], values: Mapping[str, Any], name: str = "TrainerSettings") -> Any:
-    """``values`` (validated hyperparameters) as a ``settings_type(params)``: each scalar converted to
-    its declared kind once (``1.0e6`` read as a string becomes ``1000000.0``); missing keys take their
-    declared defaults; None stays None."""
-    kinds = {f.name: params[f.name].kind for f in dataclasses.fields(settings_type(params, name))}
-    converted = {}
-    for key, kind in kinds.items():
-        value = values.get(key, params[key].default)
-        converted[key] = None if value is None else kind(float(value) if kind is int and isinstance(value, str)
-                                                         else value)
-    return settings_type(params, name)(**converted)
 
 
 #: Keys every trainer understands. Subclasses extend this with ``{**Trainer.hyperparameters, ...}``.
@@ -268,14 +147,15 @@ class Trainer(TrainerSummaries):
 
     @property
     def settings(self) -> Any:
-        """The declared scalar hyperparameters as a frozen dataclass (``self.settings.time_horizon``),
-        each of its declared kind, built from ``hp`` on first use (once ``setup`` completed it).
-
-        Nested blocks (``reward_signals``, ``behavioral_cloning``, ``self_play``) stay in ``hp``.
+        """The declared hyperparameters as a frozen dataclass (``self.settings.time_horizon``), each
+        scalar of its declared kind and each nested block (``reward_signals``, ``behavioral_cloning``,
+        ``self_play``) as its own frozen dataclass, built from ``hp`` on first use (once ``setup``
+        completed it).
         """
         view = self.__dict__.get("_settings")
         if view is None:
-            view = self._settings = settings_view(type(self).hyperparameters, self.hp, f"{type(self).__name__}Settings")
+            view = self._settings = settings_view(type(self).hyperparameters, self.hp,
+                                                  f"{type(self).__name__}Settings", self.brain_name)
         return view
 
     def setup(self) -> None:

@@ -101,8 +101,8 @@ def _load(tmp_path, block: str):
 
 @pytest.mark.parametrize("block, message", [
     ("{demo_path: x.demo, strenght: 0.5}",
-     "key 'behavioral_cloning': unknown key 'strenght'. Did you mean 'strength'?"),
-    ("{strength: 0.5}", "key 'behavioral_cloning.demo_path': required but missing"),
+     "key 'behavioral_cloning.strenght': unknown key of behavioral_cloning. Did you mean 'strength'?"),
+    ("{strength: 0.5}", "key 'behavioral_cloning.demo_path': required by behavioral_cloning but missing"),
     ("{demo_path: x.demo, steps: -1}", "key 'behavioral_cloning.steps': must be >= 0, got -1"),
     ("{demo_path: x.demo, batch_size: many}", "key 'behavioral_cloning.batch_size': expected an integer"),
     ("x.demo", "key 'behavioral_cloning': expected a block of key: value"),

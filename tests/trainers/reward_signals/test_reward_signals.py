@@ -168,7 +168,7 @@ def load(tmp_path, text):
 
 
 @pytest.mark.parametrize("block, message", [
-    ("rdn: {strength: 0.01}", "key 'reward_signals': unknown reward signal 'rdn'. Did you mean 'rnd'?"),
+    ("rdn: {strength: 0.01}", "key 'reward_signals.rdn': unknown reward signal. Did you mean 'rnd'?"),
     ("rnd: {strenght: 0.01}", "key 'reward_signals.rnd.strenght': unknown key of the rnd signal. "
                               "Did you mean 'strength'?"),
     ("curiosity: {encoding_size: 1.5}", "key 'reward_signals.curiosity.encoding_size': expected an integer, got 1.5"),
