@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from trainers.ppo.policy import compiled_call
 from trainers.tf_utils import tf
 
 #: Where Release 22's linear schedules end at ``max_steps`` (``ModelUtils.DecayedValue`` floors).
@@ -137,8 +138,8 @@ class PPOOptimizer:
         call = self._update_calls.get(key)
         if call is None:
             feeds = self._scalar_inputs() + [placeholder for placeholder, _, _ in self.update_inputs()]
-            call = self.sess.make_callable(self.update_metrics() + list(extra_fetches) + [self.update_op()],
-                                           feeds + list(extra_feeds))
+            call = compiled_call(self.sess, self.update_metrics() + list(extra_fetches) + [self.update_op()],
+                                 feeds + list(extra_feeds))
             self._update_calls[key] = call
         return call
 
