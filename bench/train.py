@@ -13,6 +13,11 @@ Two parts, both through the real socket against the built-in scene:
   block (PPO + RND), the same block with curiosity instead (``PyramidsBrainCuriosity``) and with
   the extrinsic reward only, for seeds 0..N-1, and reports the agent-steps to a mean of 1.5 and
   the last mean of each run;
+* ``--cpu-profile`` measures the PPO trainer's own CPU (``time.process_time``, so a loaded machine
+  inflates it less than wall time) per agent-step and phase, acting, buffer and update, on a
+  stream of 12 agents shaped as 3DBall's (8 floats, 2 continuous actions) with the shipped
+  Ball3DBrain settings, in-process and without a scene: the trainer's hot path alone;
+  ``--intra-op-threads`` sets the session's intra-op threads (0: TensorFlow's default);
 * ``--pyramids-profile`` profiles Pyramids with and without RND, side by side, and says where
   the extra time goes (RND's rewards are computed with the trajectories, "buffer + GAE"; its
   predictor trains inside the PPO update's ``session.run``, "update").
@@ -249,6 +254,61 @@ def profile(scene: str, brain: str, env_steps: int, overrides: Optional[Dict] = 
     return {"rate": n_agents / total, "us_per_step": total / env_steps * 1e6, "phases": phases}
 
 
+def cpu_profile(env_steps: int, intra_op_threads: int) -> Dict[str, float]:
+    """CPU us per agent-step of the PPO trainer's phases on a 3DBall-shaped stream (see the docstring)."""
+    from trainers.settings.trainer_config import load_trainer_config
+    from trainers.tf_utils import tf
+    from trainers.trainer.registry import load_registry
+    from unityagents.brain import BrainInfo, BrainParameters
+
+    n, length = 12, 500  # agents, and steps per episode (staggered by agent)
+    brain = BrainParameters("Ball3DBrain", dict(stateSize=8, actionSize=2, actionSpaceType=1, stateSpaceType=1,
+                                                memorySize=0))
+    settings = load_trainer_config(os.path.join(ROOT, "trainer_configurations.yaml"), load_registry()
+                                   ).settings_for("Ball3DBrain")
+    config = tf.ConfigProto(intra_op_parallelism_threads=intra_op_threads)
+    sess = tf.Session(graph=tf.Graph(), config=config)
+    params = dict(settings.parameters, graph_scope="", summary_path="")
+    trainer = settings.trainer_class(sess, {"Ball3DBrain": brain}, "Ball3DBrain", params, True)
+    with sess.graph.as_default():
+        sess.run(tf.global_variables_initializer())
+    sess.graph.finalize()
+    rng = np.random.default_rng(0)
+    t = np.arange(n)
+
+    def info(t):
+        done = list((t % length) == length - 1)
+        return {"Ball3DBrain": BrainInfo([], rng.normal(size=(n, 8)).astype(np.float32), None,
+                                         list(np.where(done, -1.0, 0.1)), list(range(n)), done)}
+
+    timers: Dict[str, float] = defaultdict(float)
+    current = info(t)
+    clock = time.process_time
+    for step in range(env_steps + 300):  # 300 steps of warm-up first
+        a = clock()
+        _, _, _, outputs = trainer.take_action(current)
+        b = clock()
+        t = t + 1
+        new = info(t)
+        c = clock()
+        trainer.add_experiences(current, new, outputs)
+        trainer.process_experiences(new)
+        trainer.increment_step(n)
+        d = clock()
+        if trainer.is_ready_update():
+            trainer.update_model()
+        e = clock()
+        current = new
+        if step >= 300:
+            for key, dt in (("acting", b - a), ("buffer + GAE", d - c), ("update", e - d)):
+                timers[key] += dt
+    us = {key: value / (env_steps * n) * 1e6 for key, value in timers.items()}
+    us["trainer"] = sum(us.values())
+    print(f"\nPPO trainer CPU on a 3DBall-shaped stream ({n} agents, {env_steps} steps, intra-op threads "
+          f"{intra_op_threads or 'default'}), us per agent-step: " + ", ".join(f"{k} {v:.1f}" for k, v in us.items()))
+    return us
+
+
 def _timed(function, timers: Dict[str, float], key: str):
     """``function``, adding its run time to ``timers[key]``."""
     def wrapper(*args, **kwargs):
@@ -271,6 +331,9 @@ def main() -> None:
     parser.add_argument("--pyramids-seeds", type=int, default=0,
                         help="Pyramids: RND vs curiosity vs extrinsic only, one learn.py run per seed each")
     parser.add_argument("--pyramids-profile", action="store_true", help="Pyramids profiled with and without RND")
+    parser.add_argument("--cpu-profile", action="store_true",
+                        help="the PPO trainer's own CPU per agent-step on a 3DBall-shaped stream, no scene")
+    parser.add_argument("--intra-op-threads", type=int, default=0, help="--cpu-profile: the session's intra-op threads")
     args = parser.parse_args()
     if args.seeds:
         seeds_report(args.seeds, args.target, args.trainer_config)
@@ -278,11 +341,14 @@ def main() -> None:
         pyramids_report(args.pyramids_seeds, 1.5)
     if args.pyramids_profile:
         pyramids_profile(args.profile_steps)
+    if args.cpu_profile:
+        cpu_profile(args.profile_steps, args.intra_op_threads)
     if args.profile is not None:
         for target in args.profile or ["3DBall:Ball3DBrain", "GridWorld:GridWorldBrain", "Hallway:HallwayBrain"]:
             scene, _, brain = target.partition(":")
             profile(scene, brain, args.profile_steps)
-    if not args.seeds and args.profile is None and not args.pyramids_seeds and not args.pyramids_profile:
+    if not (args.seeds or args.profile is not None or args.pyramids_seeds or args.pyramids_profile
+            or args.cpu_profile):
         parser.print_help()
 
 

@@ -5,11 +5,14 @@ over minibatches that together use every sample (whole sequences when recurrent)
 permutes every field once; each minibatch is a contiguous slice (a view) of the permuted arrays,
 fed to one compiled call that takes the Adam step together with ``minibatch_extras``.
 
-Why compiled calls and not the whole epoch inside the graph: a ``session.run`` of this graph
-costs ~85 us of Python before any op runs and a compiled call ~25 us, against ~1-2 ms of work
-in a 3DBall minibatch step (its matmuls: ~53 MFLOP forward and backward for 256 rows), so the
-call overhead left is a few percent of the update; an in-graph loop would need a second copy of
-every network (the acting graph reads placeholders, which the export contract fixes).
+Why one compiled call per minibatch and not the whole update inside the graph: a minibatch step
+of 3DBall (256 rows, two 2x128 MLPs forward and backward, ~53 MFLOP, then Adam) is compute-bound
+at ~1 ms of CPU here, and the session's own callable (``compiled_call``: the values handed over as
+they are, the graph run in the calling thread) adds a few tens of microseconds to it, so permuting
+and slicing in NumPy and calling once per minibatch leaves ~5-8 % of the update outside the
+kernels. An in-graph loop over the epochs would need a second copy of every network fed from the
+uploaded rollout (the networks read the acting placeholders, which the export contract fixes,
+and the replayed normalised state is fed in place of an intermediate tensor), for at most that.
 
 What the update sees is exactly what the policy saw when acting: the stored action, its stored
 log-probability, the stored value, the stored normalised state, and for recurrent brains the
@@ -22,6 +25,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from trainers.ppo.policy import compiled_call
 from trainers.tf_utils import tf
 
 #: Where Release 22's linear schedules end at ``max_steps`` (``ModelUtils.DecayedValue`` floors).
@@ -137,8 +141,8 @@ class PPOOptimizer:
         call = self._update_calls.get(key)
         if call is None:
             feeds = self._scalar_inputs() + [placeholder for placeholder, _, _ in self.update_inputs()]
-            call = self.sess.make_callable(self.update_metrics() + list(extra_fetches) + [self.update_op()],
-                                           feeds + list(extra_feeds))
+            call = compiled_call(self.sess, self.update_metrics() + list(extra_fetches) + [self.update_op()],
+                                 feeds + list(extra_feeds))
             self._update_calls[key] = call
         return call
 
@@ -155,8 +159,8 @@ class PPOOptimizer:
         """``num_epoch`` shuffled passes over the update buffer (the base empties it afterwards).
 
         Each epoch permutes every field once; its minibatches are then contiguous slices (views)
-        of the permuted arrays, each fed to one compiled call that runs the PPO step and
-        ``minibatch_extras``. The minibatches are those of ``np.array_split`` over the epoch's
+        of the permuted arrays, each fed to one compiled call (``compiled_call``) that runs the
+        PPO step and ``minibatch_extras``. The minibatches are those of ``np.array_split`` over the epoch's
         permutation, so the samples of each step do not depend on how they are fed.
         """
         n = len(batch["actions"])

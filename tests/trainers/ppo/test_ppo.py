@@ -350,7 +350,8 @@ def test_every_hyperparameter_is_declared_with_a_doc():
 # ---------------------------------------------------------------- the compiled update against a plain loop
 def _reference_update(trainer, arrays, rng):
     """PPO's update written plainly: per epoch one permutation, split into minibatches, each fed by
-    a dict straight from the model's placeholders and run with ``update_batch``."""
+    a dict straight from the model's placeholders and run with ``update_batch`` by ``Session.run``;
+    the minibatches' five losses, in order."""
     m, recurrent = trainer.model, trainer.use_recurrent
     n = len(arrays["actions"])
     per_batch = max(trainer.hp["batch_size"] // trainer.sequence_length, 1)
@@ -358,6 +359,7 @@ def _reference_update(trainer, arrays, rng):
     def flat(x):
         return x.reshape((-1,) + x.shape[2:]) if recurrent else x
 
+    losses = []
     for _ in range(trainer.hp["num_epoch"]):
         for rows in np.array_split(rng.permutation(n), int(np.ceil(n / per_batch))):
             feed = {m.batch_size: len(rows), m.sequence_length: trainer.sequence_length,
@@ -372,7 +374,9 @@ def _reference_update(trainer, arrays, rng):
                 feed[placeholder] = flat(arrays[f"observations{k}"][rows])
             if recurrent:
                 feed[m.memory_in] = arrays["initial_memory"][rows]
-            trainer.sess.run(m.update_batch, feed)
+            losses.append(trainer.sess.run(
+                [m.policy_loss, m.value_loss, m.mean_entropy, m.approx_kl, m.clip_fraction, m.update_batch], feed)[:5])
+    return losses
 
 
 @pytest.mark.parametrize("kind", ["continuous", "recurrent-visual-discrete"])
@@ -392,11 +396,15 @@ def test_update_gives_the_weights_of_a_plain_minibatch_loop(kind):
         sess.run(variable.initializer, {variable.initializer.inputs[1]: value})
     rng = np.random.default_rng()
     rng.bit_generator.state = rng_state
-    _reference_update(trainer, arrays, rng)
+    losses = _reference_update(trainer, arrays, rng)
     reference = sess.run(variables)
     assert any(not np.allclose(a, b) for a, b in zip(before, reference))  # the steps moved the weights
     for variable, a, b in zip(variables, compiled, reference):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7, err_msg=variable.name)
+    # The losses it records are the means over the same minibatch steps.
+    recorded = [trainer.stats[key][-1] for key in ("policy_loss", "value_loss", "policy_entropy", "approx_kl",
+                                                     "clip_fraction")]
+    np.testing.assert_allclose(recorded, np.mean(losses, axis=0), rtol=1e-5, atol=1e-7)
 
 
 def test_compiled_act_matches_a_plain_session_run_and_folds_the_states_once():
@@ -417,3 +425,42 @@ def test_compiled_act_matches_a_plain_session_run_and_folds_the_states_once():
     np.testing.assert_allclose(out.fields["log_probs"], expected[1], rtol=1e-6)
     np.testing.assert_allclose(out.values, expected[2][:, 0], rtol=1e-6)
     np.testing.assert_allclose(out.fields["states"], expected[3], rtol=1e-6)  # what the policy saw: before the fold
+
+
+def test_acting_bootstrapping_and_the_update_never_go_through_session_run():
+    """The hot path runs on the session's compiled callables: ``Session.run`` (and the public
+    ``make_callable`` with a feed list, which builds a feed dict and calls it) is never called
+    between the graph's finalisation and the end of an update."""
+    brain = BrainParameters("FakeBrain", BRAINS["continuous"])
+    trainer = make_trainer(brain, normalize=True, time_horizon=3)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("Session.run was called on the hot path")
+
+    trainer.sess.run = refuse
+    collect_until_ready(trainer, FakeStream(brain))  # acts, folds the states, bootstraps cut trajectories
+    trainer.update_model()
+    assert trainer.stats["policy_loss"] and len(trainer.training_buffer.update_buffer["actions"]) == 0
+
+
+def test_compiled_call_converts_the_values_to_the_feeds_dtypes_and_keeps_the_fetches_order():
+    """``compiled_call`` takes Python floats and float64 arrays for float32 feeds (as ``Session.run``
+    does) and returns one value per fetch in their order, None for each op, wherever it stands."""
+    from trainers.ppo.policy import compiled_call
+
+    with tf.Graph().as_default() as graph, tf.Session(graph=graph) as sess:
+        x = tf.placeholder(tf.float32, [None], name="x")
+        k = tf.placeholder(tf.int32, [], name="k")
+        counter = tf.Variable(0.0)
+        bump = tf.assign_add(counter, 1.0).op
+        doubled, total, plus_one = x * 2.0, tf.reduce_sum(x) * tf.cast(k, tf.float32), x + 1.0
+        sess.run(tf.global_variables_initializer())
+        graph.finalize()
+        call = compiled_call(sess, [doubled, bump, total], [x, k])
+        doubled, none, total = call(np.array([1.0, 2.5]), 3)
+        assert doubled.dtype == np.float32 and doubled.tolist() == [2.0, 5.0]
+        assert none is None and total == pytest.approx(10.5)
+        assert sess.run(counter) == 1.0  # the op ran once
+        last = compiled_call(sess, [plus_one, bump], [x])
+        assert [v if v is None else v.tolist() for v in last([0.5])] == [[1.5], None]
+        assert sess.run(counter) == 2.0
