@@ -25,8 +25,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from trainers.ppo.policy import compiled_call
-from trainers.tf_utils import tf
+from trainers.tf_utils import compiled_call, tf
 
 #: Where Release 22's linear schedules end at ``max_steps`` (``ModelUtils.DecayedValue`` floors).
 BETA_FLOOR, EPSILON_FLOOR = 1.0e-5, 0.1

@@ -446,7 +446,7 @@ def test_acting_bootstrapping_and_the_update_never_go_through_session_run():
 def test_compiled_call_converts_the_values_to_the_feeds_dtypes_and_keeps_the_fetches_order():
     """``compiled_call`` takes Python floats and float64 arrays for float32 feeds (as ``Session.run``
     does) and returns one value per fetch in their order, None for each op, wherever it stands."""
-    from trainers.ppo.policy import compiled_call
+    from trainers.tf_utils import compiled_call
 
     with tf.Graph().as_default() as graph, tf.Session(graph=graph) as sess:
         x = tf.placeholder(tf.float32, [None], name="x")
