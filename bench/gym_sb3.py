@@ -30,8 +30,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
+from trainers.trainer.brain_info import BrainInfo  # noqa: E402
 from unityagents import UnityEnvironment  # noqa: E402
-from unityagents.brain import BrainInfo, BrainParameters  # noqa: E402
+from unityagents.brain import BrainParameters  # noqa: E402
 from unityagents.bridges.gym import UnityVectorEnv  # noqa: E402
 
 

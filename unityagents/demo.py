@@ -15,7 +15,7 @@ end         Unity appends an undelimited copy of the meta; readers stop after ``
 name, so a folder always loads in the same order), checks each header, version and spec (against
 the brain a trainer trains, when given), and returns the steps as arrays: one per sensor, the
 actions, rewards, done flags and action masks. ``Demonstration.brain_inputs()`` lays the sensors
-out as a ``BrainInfo`` does for the same behaviour over the modern protocol (vector sensors
+out as a trainer's batch does for the same behaviour over the modern protocol (vector sensors
 concatenated into the state, cameras as ``[N, H, W, C]`` floats in 0..1), so a trainer can feed
 them to the placeholders it acts with. Nothing here knows about trainers.
 """
@@ -90,7 +90,7 @@ class Demonstration:
         return [float(self.rewards[s:e + 1].sum()) for s, e in zip(starts, ends)]
 
     def brain_inputs(self, brain: Optional[BrainParameters] = None) -> Tuple[np.ndarray, List[np.ndarray]]:
-        """``(states, cameras)`` as a ``BrainInfo`` of this behaviour carries them.
+        """``(states, cameras)`` as a trainer's batch of this behaviour carries them.
 
         The vector sensors are concatenated in sensor order into ``[N, state]``; a brain whose state
         is discrete (an API-2 scene such as Basic, whose modern sensors send it one-hot) gets the

@@ -28,9 +28,10 @@ from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
 from trainers.settings.trainer_config import load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.base import TrainerConfigError
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.registry import load_registry
 from unityagents import UnityEnvironment
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainParameters
 from unityagents.exception import UnityActionException
 
 NAME = "InteractBrain?team=0"

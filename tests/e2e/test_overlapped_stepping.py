@@ -12,8 +12,9 @@ import pytest
 
 from tests.unityagents.vector.test_environment_set import BRAIN, RecordingTrainer, ScriptedWorker
 from trainers.controller import TrainerController
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.trajectory import PolicyOutput
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainParameters
 from unityagents.exception import UnityEnvironmentException
 from unityagents.vector.environment_set import EnvironmentSet
 from unityagents.vector.restart import RestartPolicy

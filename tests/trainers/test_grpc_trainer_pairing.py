@@ -7,9 +7,9 @@ the value of its last observation.
 import numpy as np
 
 from trainers.buffer import Buffer
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import OnPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput
-from unityagents.brain import BrainInfo
 
 BRAIN = "Ball?team=0"
 

@@ -37,8 +37,9 @@ from typing import Any, Callable, ClassVar, Deque, Dict, Hashable, Iterable, Ite
 
 import numpy as np
 
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.summaries import TrainerSummaries
-from unityagents.brain import BrainInfo, BrainParameters, same_spaces_error
+from unityagents.brain import BrainParameters, same_spaces_error
 from unityagents.exception import UnityException
 
 logger = logging.getLogger("unityagents")

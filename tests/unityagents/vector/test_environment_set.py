@@ -8,9 +8,10 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import pytest
 
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import OnPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainParameters
 from unityagents.exception import UnityCommunicationException, UnityEnvironmentException, UnityTimeOutException
 from unityagents.vector.environment_set import EnvironmentSet
 from unityagents.vector.restart import RestartPolicy

@@ -29,8 +29,9 @@ from trainers.ghost.trainer import GhostTrainer
 from trainers.imitation.trainer import ImitationTrainer
 from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
 from trainers.tf_utils import tf
+from trainers.trainer.brain_info import BrainInfo
 from unityagents import UnityEnvironment
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainParameters
 
 UNITY_CLIP = 3.0  # ML-Agents: continuous_actions = clamp(a, -3, 3) / 3 for a Gaussian policy
 
