@@ -52,7 +52,7 @@ class InfoView:
                 return {}
             return dict(x) if isinstance(x, dict) else {external[0]: x}
 
-        actions = {b: np.asarray(a, np.float64).reshape(len(self.infos[b].agents), -1)
+        actions = {b: np.asarray(a, np.float64).reshape(len(self.infos[b].agents), self.env.brains[b].action_width)
                    for b, a in by_brain(action).items() if b in self.infos}
         return self._processor().decisions(self.infos, actions, by_brain(memory), by_brain(value))
 
@@ -62,8 +62,15 @@ class InfoView:
                            {b: v for b, v in values.items() if v is not None})
 
     def step(self, action: Any = None, memory: Any = None, value: Any = None) -> Dict[str, BrainInfo]:
+        if not hasattr(self.env, "step_send"):  # an EnvironmentSet
+            return self._took(self.env.step(*self.decisions(action, memory, value)))
         self.step_send(action, memory, value)
         return self.receive()
+
+    def reset_finished(self):
+        """``EnvironmentSet.reset_finished`` with its merged steps as ``BrainInfo``."""
+        steps, ended = self.env.reset_finished()
+        return self._took(steps), ended
 
     def close(self) -> None:
         self.env.close()

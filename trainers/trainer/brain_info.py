@@ -8,7 +8,7 @@ read its fields by name; ``trajectory`` pairs two consecutive ones into transiti
 """
 from __future__ import annotations
 
-from typing import Any, Hashable, List, Optional, Sequence, Tuple
+from typing import List, Optional
 
 import numpy as np
 
@@ -74,46 +74,6 @@ class BrainInfo:
 
     def __len__(self) -> int:
         return len(self.agents)
-
-    @classmethod
-    def merge(cls, parts: Sequence[Tuple[Hashable, "BrainInfo"]]) -> "BrainInfo":
-        """One ``BrainInfo`` over the agents of several environments, in the order given.
-
-        ``parts`` are ``(environment key, info)`` pairs; agent ``a`` of environment ``e`` becomes
-        ``(e, a)``, so that agent ids, which are unique only within one environment, key every
-        per-agent state of a trainer (trajectories, episode rewards, ...) across environments.
-        Every per-agent field is concatenated row-wise; a field added to ``BrainInfo`` must be
-        added here too.
-        """
-        if not parts:
-            raise ValueError("BrainInfo.merge needs at least one (environment, info) pair")
-        full = [(e, i) for e, i in parts if len(i.agents)] or [parts[0]]
-
-        def cat(arrays: List[Any]) -> np.ndarray:
-            return arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=0)
-
-        infos = [i for _, i in full]
-        n_cameras = len(infos[0].observations)
-        return cls(
-            observation=[cat([i.observations[k] for i in infos]) for k in range(n_cameras)],
-            state=cat([i.states for i in infos]),
-            memory=None if infos[0].memories is None else cat([i.memories for i in infos]),
-            reward=[r for i in infos for r in i.rewards],
-            agents=[(e, a) for e, i in full for a in i.agents],
-            local_done=[d for i in infos for d in i.local_done],
-            action=None if infos[0].previous_actions is None else cat([i.previous_actions for i in infos]),
-            max_reached=[m for i in infos for m in i.max_reached],
-            action_masks=None if infos[0].action_masks is None else cat([i.action_masks for i in infos]),
-            group_id=[g for i in infos for g in i.group_id],
-            group_rewards=[g for i in infos for g in i.group_rewards],
-            decision_requested=[d for i in infos for d in i.decision_requested],
-            terminal_info=cls._merge_terminal(parts),
-        )
-
-    @classmethod
-    def _merge_terminal(cls, parts: Sequence[Tuple[Hashable, "BrainInfo"]]) -> Optional["BrainInfo"]:
-        terminal = [(e, i.terminal_info) for e, i in parts if i.terminal_info is not None]
-        return cls.merge(terminal) if terminal else None
 
     def __repr__(self) -> str:
         shapes = [o.shape for o in self.observations]

@@ -23,6 +23,7 @@ import onnxruntime
 import pytest
 
 from tests.conftest import ROOT, free_port
+from tests.step_view import InfoView
 from tests.trainers.export.test_onnx_export import randomise
 from trainers.export.onnx_model import export_onnx
 from trainers.ghost.trainer import GhostTrainer
@@ -175,7 +176,7 @@ def recording_build(tmp_path):
 
 def test_over_grpc_the_scene_receives_what_the_onnx_export_outputs(tmp_path):
     build, record = recording_build(tmp_path)
-    env = UnityEnvironment(build, base_port=free_port(), protocol="grpc", seed=0, log_dir=str(tmp_path))
+    env = InfoView(UnityEnvironment(build, base_port=free_port(), protocol="grpc", seed=0, log_dir=str(tmp_path)))
     name = "Ball3DBrain?team=0"
     samples, sent_states, deterministic = [], [], []
     try:
