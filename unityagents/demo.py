@@ -29,6 +29,7 @@ import numpy as np
 from google.protobuf.internal.decoder import _DecodeVarint32
 from google.protobuf.message import DecodeError
 
+from unityagents.base_env import DecisionSteps
 from unityagents.brain import BrainParameters
 from unityagents.exception import UnityException
 from unityagents.wire.protos import communicator_objects_pb2 as pb
@@ -88,6 +89,14 @@ class Demonstration:
         ends = np.flatnonzero(self.dones)
         starts = np.concatenate([[0], ends[:-1] + 1]) if ends.size else np.zeros(0, np.int64)
         return [float(self.rewards[s:e + 1].sum()) for s, e in zip(starts, ends)]
+
+    def steps(self) -> DecisionSteps:
+        """The recorded agent steps as one ``DecisionSteps`` (row ``i`` is step ``i``, its id ``i``): one
+        array per sensor in the recorded order, the rewards, and the masks per branch (True = masked)."""
+        masks = None
+        if self.branches:
+            masks = np.split(self.action_masks < 0.5, np.cumsum(self.branches)[:-1], axis=1)
+        return DecisionSteps(list(self.observations), self.rewards.astype(np.float64), np.arange(len(self)), masks)
 
     def brain_inputs(self, brain: Optional[BrainParameters] = None) -> Tuple[np.ndarray, List[np.ndarray]]:
         """``(states, cameras)`` as a trainer's batch of this behaviour carries them.
