@@ -130,3 +130,21 @@ def test_tuple_of_splits_rows_into_continuous_then_branch_indices():
     assert len(actions.rows(1, 2)) == 1
     with pytest.raises(UnityActionException, match="expected rows of 3 values"):
         ActionSpec(2, (3,)).tuple_of(np.zeros((2, 2)))
+
+
+def test_api2_maps_onto_one_state_sensor_after_its_cameras_and_a_done_agent_is_in_both():
+    """API-2's state message: every agent decides; a done one is a terminal step too, with the
+    observation sent with done and the step's reward (its decision step's reward is 0)."""
+    from unityagents.wire.api2_messages import steps_of
+
+    params = BrainParameters("Ball", {"stateSize": 2, "actionSize": 1, "actionSpaceType": 1, "memorySize": 1,
+                                      "cameraResolutions": [{"width": 2, "height": 1, "blackAndWhite": True}]})
+    msg = {"brain_name": "Ball", "agents": [4, 9], "states": [1, 2, 3, 4], "rewards": [0.1, -1.0],
+           "dones": [False, True], "memories": [0.5, 0.25], "actions": [0.3, 0.7]}
+    decisions, terminals = steps_of("Ball", params, msg, None, lambda k, res: np.full((1, 2, 1), 0.5, np.float32))
+    assert [o.shape for o in decisions.obs] == [(2, 1, 2, 1), (2, 2)]  # the camera, then the state
+    assert decisions.reward.tolist() == [0.1, 0.0] and decisions.memory.tolist() == [[0.5], [0.25]]
+    assert terminals.agent_id.tolist() == [9] and terminals.reward.tolist() == [-1.0]
+    assert terminals.interrupted.tolist() == [False]
+    np.testing.assert_array_equal(terminals.obs[1], [[3, 4]])
+    np.testing.assert_allclose(terminals.previous_action, [[0.7]])
