@@ -171,7 +171,8 @@ class AgentProcessor:
             spec = self._action_specs.get(name)
             if spec is None:
                 spec = self._action_specs[name] = self.brains[name].behavior_spec.action_spec
-            out_actions[name] = spec.tuple_of(pick(np.asarray(sent).reshape(len(info.agents), -1)))
+            rows_sent = np.asarray(sent).reshape(len(info.agents), self.brains[name].action_width)
+            out_actions[name] = spec.tuple_of(pick(rows_sent))
             out_memories[name], out_values[name] = pick(memories.get(name)), pick(values.get(name))
         return out_actions, out_memories, out_values
 
