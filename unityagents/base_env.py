@@ -225,7 +225,7 @@ def _as_rows(x: Any, dtype: Any, part: str) -> np.ndarray:
     return array
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)  # arrays have no single truth value: compare fields
 class DecisionSteps:
     """The agents of one behaviour that ask for a decision at this step (see the module docstring).
 
@@ -285,7 +285,7 @@ class DecisionSteps:
         return cls(**_merged_fields(cls, parts))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class TerminalSteps:
     """The agents of one behaviour whose episode ended since the last step (see the module docstring).
 
