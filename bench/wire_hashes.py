@@ -26,18 +26,21 @@ h = hashlib.sha256()
 count = [0]
 from unityagents.wire import api2_stream, grpc_server  # noqa: E402
 
-orig_send = api2_stream.Connection.send
-def send(self, data):
-    h.update(bytes(data))
-    count[0] += 1
-    return orig_send(self, data)
-api2_stream.Connection.send = send
-orig_answer = grpc_server.ExchangeServer.answer
-def answer(self, reply):
-    h.update(bytes(reply))
-    count[0] += 1
-    return orig_answer(self, reply)
-grpc_server.ExchangeServer.answer = answer
+
+def hashing(cls, name):
+    """``cls.name(self, data)`` that hashes ``data`` first: every byte Python sends, in order."""
+    original = getattr(cls, name)
+
+    def sends(self, data):
+        h.update(bytes(data))
+        count[0] += 1
+        return original(self, data)
+
+    setattr(cls, name, sends)
+
+
+hashing(api2_stream.Connection, "send")  # API-2: every token, frame and length prefix
+hashing(grpc_server.ExchangeServer, "answer")  # gRPC: every reply message
 from trainers.controller import TrainerController  # noqa: E402
 
 TrainerController._keep_going = lambda self: self.global_step < STEPS
