@@ -34,7 +34,7 @@ def onnx_model(path):
 
 
 def main(before: str, after: str) -> None:
-    for run in sorted(os.listdir(os.path.join(before, "models"))):
+    for run in sorted(set(os.listdir(os.path.join(before, "models"))) & set(os.listdir(os.path.join(after, "models")))):
         files = glob.glob(os.path.join(before, "models", run, "*.bytes")) + glob.glob(
             os.path.join(before, "models", run, "*.onnx"))
         for path in sorted(files):
