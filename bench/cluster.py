@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from scaling import BRAIN, free_ports  # noqa: E402
 
 from unityagents import UnityEnvironment  # noqa: E402
+from unityagents.base_env import ActionTuple  # noqa: E402
 from unityagents.vector.environment_set import EnvironmentSet  # noqa: E402
 from unityagents.vector.ray_backend import RayEnvironmentWorker  # noqa: E402
 
@@ -41,10 +42,10 @@ def rate(make: Callable[[int], object], n: int, seconds: float, rng: np.random.G
     with EnvironmentSet(make, n) as envs:
         info = envs.reset()
         for _ in range(20):
-            info = envs.step({BRAIN: rng.uniform(-1, 1, (len(info[BRAIN].agents), 2))})
+            info = envs.step({BRAIN: ActionTuple(rng.uniform(-1, 1, (len(info[BRAIN][0]), 2)))})
         ticks, start = 0, time.perf_counter()
         while time.perf_counter() - start < seconds:
-            info = envs.step({BRAIN: rng.uniform(-1, 1, (len(info[BRAIN].agents), 2))})
+            info = envs.step({BRAIN: ActionTuple(rng.uniform(-1, 1, (len(info[BRAIN][0]), 2)))})
             ticks += 1
         return n * ticks / (time.perf_counter() - start)
 

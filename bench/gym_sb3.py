@@ -31,7 +31,8 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from unityagents import UnityEnvironment  # noqa: E402
-from unityagents.brain import BrainInfo, BrainParameters  # noqa: E402
+from unityagents.base_env import ActionTuple, BehaviorSteps, DecisionSteps, TerminalSteps  # noqa: E402
+from unityagents.brain import BrainParameters  # noqa: E402
 from unityagents.bridges.gym import UnityVectorEnv  # noqa: E402
 
 
@@ -103,12 +104,14 @@ class InProcessEnv:
         self.brains = {b.name: BrainParameters(b.name, b.spec.parameters_json()) for b in self.academy.brains}
         self.global_done = False
 
-    def _infos(self, finish: bool) -> Dict[str, BrainInfo]:
+    def _infos(self, finish: bool) -> Dict[str, BehaviorSteps]:
         a, out = self.academy, {}
 
-        def emit(brain):
-            out[brain.name] = BrainInfo([], a.scene.states(brain.name).astype(np.float32), None,
-                                        brain.reward.tolist(), list(brain.ids), brain.done.tolist())
+        def emit(brain):  # as API-2 maps onto the steps: every agent decides, a done one also ended
+            states, reward, done = a.scene.states(brain.name).astype(np.float32), brain.reward, brain.done
+            ids = np.asarray(brain.ids)
+            out[brain.name] = (DecisionSteps([states], np.where(done, 0.0, reward), ids),
+                               TerminalSteps([states[done]], reward[done], np.zeros(int(done.sum()), bool), ids[done]))
 
         if finish:
             self.global_done = bool(a.finish_step(emit))
@@ -117,13 +120,13 @@ class InProcessEnv:
                 emit(brain)
         return out
 
-    def reset(self, train_mode: bool = True) -> Dict[str, BrainInfo]:
+    def reset(self, train_mode: bool = True) -> Dict[str, BehaviorSteps]:
         self.academy.reset()
         self.global_done = False
         return self._infos(finish=False)
 
-    def step(self, action: Dict[str, np.ndarray]) -> Dict[str, BrainInfo]:
-        self.academy.set_external_actions({"action": {k: np.asarray(v).ravel().tolist() for k, v in action.items()}})
+    def step(self, action: Dict[str, ActionTuple]) -> Dict[str, BehaviorSteps]:
+        self.academy.set_external_actions({"action": {k: v.continuous.ravel().tolist() for k, v in action.items()}})
         self.academy.decide()
         self.academy.advance()
         return self._infos(finish=True)
@@ -174,7 +177,7 @@ def train_sb3(make_env, seed: int, target: float, budget: int) -> Dict[str, Opti
 
 
 class _CannedEnv:
-    """Answers every step at once with one recorded BrainInfo: what is left is the wrapper's own work."""
+    """Answers every step at once with the steps of one recorded answer: what is left is the wrapper's own work."""
 
     def __init__(self, env: UnityEnvironment):
         self.brains, self.external_brain_names = env.brains, env.external_brain_names
@@ -203,7 +206,7 @@ def step_cost(steps: int = 3000, block: int = 250) -> Dict[str, float]:
             adapter.step_async(a)
             adapter.step_wait()
 
-        steppers = {"raw UnityEnvironment.step": env.step, "UnityVectorEnv.step": vec.step,
+        steppers = {"raw UnityEnvironment.step": lambda a: env.step(ActionTuple(a)), "UnityVectorEnv.step": vec.step,
                     "UnityVectorEnv + SB3 adapter": sb3_step, "UnityVectorEnv alone (canned)": canned.step}
         times: Dict[str, List[float]] = {name: [] for name in steppers}
         for b in range(steps // block):

@@ -38,6 +38,7 @@ sys.path.insert(0, ROOT)
 from academy import load_scene  # noqa: E402
 from academy.academy import Academy  # noqa: E402
 from unityagents import UnityEnvironment  # noqa: E402
+from unityagents.base_env import ActionTuple  # noqa: E402
 
 ECHO_SERVER = """
 import socket, sys
@@ -72,7 +73,7 @@ def bench_wires(steps: int, rng: np.random.Generator) -> dict:
             for protocol, env in envs.items():
                 start, used = time.perf_counter(), time.process_time()
                 for i in range(b * (steps // 6), (b + 1) * (steps // 6)):
-                    env.step(actions[i])
+                    env.step(ActionTuple(actions[i]))
                     if env.global_done:
                         env.reset()
                 if b:

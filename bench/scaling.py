@@ -33,6 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from unityagents import UnityEnvironment  # noqa: E402
+from unityagents.base_env import ActionTuple  # noqa: E402
 from unityagents.vector.environment_set import EnvironmentSet  # noqa: E402
 
 BRAIN = "Ball3DBrain"
@@ -83,7 +84,7 @@ def drive(envs: EnvironmentSet, schedule: str, act: Callable[[np.ndarray], np.nd
         if ticks == warm:
             steps, clock, cpu = 0, time.perf_counter(), time.process_time()
         if schedule == "sync":
-            info = envs.step({BRAIN: act(info[BRAIN].states)})
+            info = envs.step({BRAIN: ActionTuple(act(info[BRAIN][0].obs[0]))})
             steps += envs.n_envs
             if envs.needs_reset:
                 info, _ = envs.reset_finished()
@@ -92,7 +93,7 @@ def drive(envs: EnvironmentSet, schedule: str, act: Callable[[np.ndarray], np.nd
                 restarted, _ = envs.reset_idle()
                 ready = sorted(set(ready).union(restarted) - set(envs.in_flight))
             if ready:
-                envs.send(ready, {BRAIN: act(envs.merged(ready)[BRAIN].states)})
+                envs.send(ready, {BRAIN: ActionTuple(act(envs.merged(ready)[BRAIN][0].obs[0]))})
             ready = envs.collect()
             steps += len(ready)
         ticks += 1

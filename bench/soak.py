@@ -44,6 +44,7 @@ sys.path.insert(0, ROOT)
 
 from trainers.controller import TrainerController  # noqa: E402
 from trainers.settings.trainer_config import load_trainer_config  # noqa: E402
+from trainers.trainer.agent_processor import brain_info  # noqa: E402
 from trainers.trainer.registry import load_registry  # noqa: E402
 from unityagents import UnityEnvironment  # noqa: E402
 from unityagents.vector.environment_set import EnvironmentSet  # noqa: E402
@@ -69,8 +70,9 @@ class CountingSet(EnvironmentSet):
         self.steps_lost = 0
         self.env_steps = 0
 
-    def _count(self, infos) -> None:
-        for info in infos.values():
+    def _count(self, steps) -> None:
+        for name, s in steps.items():
+            info = brain_info(self.brains[name], s, self.reports_last_observation)
             for agent, reward, done in zip(info.agents, info.rewards, info.local_done):
                 self.since_done[agent] = self.since_done.get(agent, 0) + 1
                 self.running[agent] = self.running.get(agent, 0.0) + float(reward)

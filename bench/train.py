@@ -150,6 +150,7 @@ def profile(scene: str, brain: str, env_steps: int, overrides: Optional[Dict] = 
     from academy.communicator import encode_png
     from trainers.settings.trainer_config import load_trainer_config
     from trainers.tf_utils import tf
+    from trainers.trainer.agent_processor import AgentProcessor
     from trainers.trainer.registry import load_registry
     from unityagents import UnityEnvironment
 
@@ -178,15 +179,17 @@ def profile(scene: str, brain: str, env_steps: int, overrides: Optional[Dict] = 
                 signal.evaluate = _timed(signal.evaluate, timers, "  of which intrinsic rewards")
             sess.run(tf.global_variables_initializer())
             graph.finalize()
-            info = env.reset()
+            processor = AgentProcessor(env.brains, env.reports_last_observation)
+            info = processor.infos(env.reset())
             updates = 0
             for _ in range(env_steps):
                 if env.global_done:
-                    info = env.reset()
+                    info = processor.infos(env.reset())
                 t0 = time.perf_counter()
                 action, memory, value, outputs = trainer.take_action(info)
                 t1 = time.perf_counter()
-                new_info = env.step(action, memory, value)
+                new_info = processor.infos(env.step(*processor.decisions(info, {brain: action}, {brain: memory},
+                                                                         {brain: value})))
                 t2 = time.perf_counter()
                 trainer.add_experiences(info, new_info, outputs)
                 trainer.process_experiences(new_info)

@@ -19,7 +19,7 @@ from typing import Dict, List, Set
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("unityagents", "trainers", "academy")
 #: What an algorithm may import of ``unityagents``.
-TRAINER_MAY_USE = ("unityagents.brain", "unityagents.exception", "unityagents.demo")
+TRAINER_MAY_USE = ("unityagents.brain", "unityagents.base_env", "unityagents.exception", "unityagents.demo")
 #: The modules of ``trainers`` that drive environments rather than learn.
 DRIVERS = ("trainers.controller", "trainers.learn_r22")
 

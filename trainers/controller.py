@@ -11,7 +11,9 @@ checkpoints (with the Python-side state that TensorFlow variables do not hold) a
 frozen ``.bytes`` with every brain under its scope.
 
 The environments are an ``EnvironmentSet`` (one or ``--num-envs`` of them, local or on a Ray
-cluster); the controller never sees how many: it gets one ``BrainInfo`` per brain, acts once per
+cluster); the controller never sees how many: it gets one (``DecisionSteps``, ``TerminalSteps``)
+per brain, which the agent processor (``trainers.trainer.agent_processor``) turns into the
+trainers' ``BrainInfo`` and their action rows back into ``ActionTuple``; it acts once per
 brain over the agents of the environments that are ready, and, when some environment was reset
 (its Academy was done, or it crashed and was restarted), tells the trainers which agents' episodes were cut.
 
@@ -54,9 +56,10 @@ from trainers.settings.trainer_config import TrainerConfig
 from trainers.stopping import Stop, shielded
 from trainers.tf_utils import tf
 from trainers.timers import Timers
+from trainers.trainer.agent_processor import AgentProcessor
 from trainers.trainer.base import Trainer, UnityTrainerException
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.trajectory import PolicyOutput
-from unityagents.brain import BrainInfo
 from unityagents.exception import UnityException
 from unityagents.vector.environment_set import EnvironmentSet
 
@@ -91,6 +94,8 @@ class TrainerController:
                  fast_simulation: bool = True, seed: int = 0, paths: Optional[RunPaths] = None,
                  init_from: Optional[str] = None, checkpoint_interval: Optional[int] = None):
         self.env: EnvironmentSet = env if isinstance(env, EnvironmentSet) else EnvironmentSet.of(env)
+        #: Steps -> the trainers' ``BrainInfo``; their action rows -> ``ActionTuple``.
+        self.processor = AgentProcessor(self.env.brains, self.env.reports_last_observation)
         self.config = config
         self.env_name = export_name(env_name)
         self.run_path = run_path
@@ -240,7 +245,7 @@ class TrainerController:
         self._advance_curriculum()
         timers = self.timers
         with timers("env_reset"):
-            info = self.env.reset(train_mode=self.fast_simulation)
+            info = self.processor.infos(self.env.reset(train_mode=self.fast_simulation))
         started = time.time()
         if self.env.n_envs > 1 and getattr(self.env, "schedule", "sync") == "overlapped":
             self._loop_overlapped()
@@ -313,19 +318,20 @@ class TrainerController:
                 self._end_episodes(ended)
                 ready = sorted(set(ready).union(restarted) - set(env.in_flight))
             if ready:
-                info = env.merged(ready)
+                info = self.processor.infos(env.merged(ready))
                 actions, memories, values, outputs = self._act(info)
-                acted.update(_per_environment(env, ready, info, outputs))
+                acted.update(_per_environment(self.processor, env, ready, info, outputs))
             with timers("env_step"):
                 if ready:
-                    env.send(ready, action=actions, memory=memories, value=values)
+                    action, memory, value = self.processor.decisions(info, actions, memories, values)
+                    env.send(ready, action=action, memory=memory, value=value)
                 ready = env.collect()
             self._pass_stats()
             deciding = {name: 0 for name in self.trainers}
             with timers("buffer"):
                 for i in ready:
                     before, rows = acted.pop(i)
-                    after = env.merged([i])
+                    after = self.processor.infos(env.merged([i]))
                     for name, t in self.trainers.items():
                         if name in rows:
                             t.add_experiences(before, after, rows[name])
@@ -347,12 +353,14 @@ class TrainerController:
             if self.env.needs_reset:  # some environment's Academy is done, or it was lost
                 self._advance_curriculum()
                 with timers("env_reset"):
-                    info, ended = self.env.reset_finished()
+                    steps, ended = self.env.reset_finished()
+                    info = self.processor.infos(steps)
                 lesson = lesson_numbers(self.env.curriculum)
                 self._end_episodes(ended)
             actions, memories, values, outputs = self._act(info)
             with timers("env_step"):
-                new_info = self.env.step(action=actions, memory=memories, value=values)
+                action, memory, value = self.processor.decisions(info, actions, memories, values)
+                new_info = self.processor.infos(self.env.step(action=action, memory=memory, value=value))
             self._pass_stats()
             with timers("buffer"):
                 for name, t in self.trainers.items():
@@ -400,11 +408,11 @@ def _takes_agents(method) -> bool:
         return False
 
 
-def _per_environment(env: EnvironmentSet, ready: List[int], info: Dict[str, BrainInfo],
+def _per_environment(processor: AgentProcessor, env: EnvironmentSet, ready: List[int], info: Dict[str, BrainInfo],
                      outputs: Dict[str, Any]) -> Dict[int, Any]:
     """Environment -> (its own info, {brain: its rows of the outputs}) of one inference over ``ready``,
-    whose agents ``env.merged`` lists environment by environment."""
-    singles = {i: env.merged([i]) for i in ready} if len(ready) > 1 else {ready[0]: info}
+    whose agents the merged info lists environment by environment."""
+    singles = {i: processor.infos(env.merged([i])) for i in ready} if len(ready) > 1 else {ready[0]: info}
     start = {name: 0 for name in outputs}
     acted = {}
     for i in ready:

@@ -12,7 +12,9 @@ from typing import Any
 
 #: Public name -> the submodule that defines it.
 _EXPORTS = {
-    "BrainInfo": "brain", "BrainParameters": "brain",
+    "BrainParameters": "brain",
+    "ActionSpec": "base_env", "ActionTuple": "base_env", "BehaviorSpec": "base_env", "DecisionSteps": "base_env",
+    "ObservationSpec": "base_env", "TerminalSteps": "base_env",
     "Curriculum": "curriculum",
     "UnityEnvironment": "environment", "builtin_scenes": "launcher",
     "EnvironmentSet": "vector.environment_set", "RestartPolicy": "vector.restart",

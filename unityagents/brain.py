@@ -1,19 +1,14 @@
-"""What a brain is (``BrainParameters``) and what it saw at one step (``BrainInfo``).
+"""What a brain is: ``BrainParameters``, the fixed description of one behaviour.
 
-Both mirror the API-2 Python package: ``BrainParameters(name, dict)`` takes one entry of the
-AcademyParameters' ``brainParameters`` list, and ``BrainInfo`` carries one state message of one
-brain (its agents in the order Unity sent them).
-
-The modern (gRPC) protocol maps onto the same two classes (``unityagents.wire.grpc_messages``): a behaviour
-becomes a brain, its vector observations one continuous state, its cameras ``[N, H, W, C]``
-observations, its discrete branches ``action_branches`` (a hybrid behaviour is a continuous
-brain with branches: ``is_hybrid``). ``BrainParameters.sensors`` keeps what
-that mapping folds together: the environment's sensors, one ``Sensor`` each, in the order it
-reports them, with where each one's values sit in the state or among the cameras. Unity binds
-the ONNX input ``obs_k`` to the k-th of them, so the export reads this list (an API-2 brain's
-list is its cameras, then its state). It adds per-agent fields that API-2 did
-not have (``max_reached``, ``action_masks``, ``group_id``, ``group_rewards``,
-``decision_requested``, ``terminal_info``); for API-2 they hold their neutral defaults.
+It mirrors the API-2 Python package: ``BrainParameters(name, dict)`` takes one entry of the
+AcademyParameters' ``brainParameters`` list. The modern (gRPC) protocol maps onto the same class
+(``unityagents.wire.grpc_messages``): a behaviour becomes a brain, its discrete branches
+``action_branches`` (a hybrid behaviour is a continuous brain with branches: ``is_hybrid``).
+``BrainParameters.sensors`` lists the environment's sensors, one ``Sensor`` each, in the order it
+reports them (an API-2 brain's list is its cameras, then its state), with where each vector
+sensor's values sit when a trainer joins them into one state. Unity binds the ONNX input
+``obs_k`` to the k-th of them, so the export reads this list; ``behavior_spec`` is the same list
+as the step types see it (``unityagents.base_env``), whose ``obs`` hold one array per sensor.
 
 The two protocols also differ in the scale of continuous actions (``ACTION_CONTRACTS``). A 2018
 agent script clamps whatever float it gets, so API-2 brains receive the policy's sample as it is.
@@ -25,9 +20,11 @@ is the one place that maps a policy's actions to what its environment receives.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from unityagents.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 
 SPACE_TYPES = ("discrete", "continuous")
 #: How an environment expects continuous actions: ``"raw"`` (API-2: the policy's sample, clamped
@@ -45,10 +42,10 @@ class Sensor:
     :param name: the sensor's name (Unity's ``ISensor.GetName()``; a made-up one for API-2).
     :param shape: rank 1 ``(n,)``, rank 2 ``(N, F)``, or a camera's channels-first ``(C, H, W)``
         whatever the wire layout: the shape of its ONNX input ``obs_k`` without the batch.
-    :param camera: the camera's index in ``camera_resolutions`` and ``BrainInfo.observations``;
-        -1 for a vector sensor.
-    :param offset: a vector sensor's first float in the brain's state: the state is the vector
-        sensors' values concatenated in sensor order, so offsets grow with the sensors.
+    :param camera: the camera's index in ``camera_resolutions`` (and among the trainers' camera
+        inputs); -1 for a vector sensor.
+    :param offset: a vector sensor's first float in the brain's state: a trainer joins the vector
+        sensors' values in sensor order into one state, so offsets grow with the sensors.
     :param observation_type: 0 default, 1 goal signal (ML-Agents' ``ObservationType``).
     :param variable_length: a rank-2 ``(N_max, F)`` sensor whose first dimension varies (Unity's
         BufferSensor, dimension properties ``[VariableSize, None]``): up to ``N_max`` entities of
@@ -126,7 +123,7 @@ class BrainParameters:
         default_branches = [self.action_space_size] if self.action_space_type == "discrete" else []
         self.action_branches: List[int] = [int(b) for b in brain_param.get("actionBranches", default_branches)]
         #: The environment may mask discrete actions (modern protocol): trainers then honour
-        #: ``BrainInfo.action_masks``. API-2 has no masks.
+        #: ``DecisionSteps.action_mask``. API-2 has no masks.
         self.uses_action_masks = bool(brain_param.get("actionMasks", False))
         #: One of ``ACTION_CONTRACTS``: the scale at which this brain's environment takes
         #: continuous actions (set by the communicator of the protocol; API-2 is ``"raw"``).
@@ -169,6 +166,37 @@ class BrainParameters:
                 f"Brain {self.brain_name!r}: its sensors {[s.name for s in self.sensors]} cover {offset} state floats "
                 f"and {camera} cameras; the brain has {self.state_width if self.state_space_size else 0} and "
                 f"{self.number_observations}. Declare one sensor per part of the state and per camera.")
+
+    @property
+    def behavior_spec(self) -> BehaviorSpec:
+        """The brain as the step types see it: one ``ObservationSpec`` per sensor, in sensor order
+        (cameras channels last, as their ``obs`` arrays), and its continuous and discrete actions."""
+        observations = []
+        for s in self.sensors:
+            if s.is_camera:
+                c, h, w = s.shape
+                observations.append(ObservationSpec((h, w, c), (DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,) * 2
+                                                    + (DimensionProperty.NONE,), ObservationType(s.observation_type),
+                                                    s.name))
+            else:
+                dims = ((DimensionProperty.VARIABLE_SIZE, DimensionProperty.NONE) if s.variable_length
+                        else (DimensionProperty.NONE,) * len(s.shape))
+                observations.append(ObservationSpec(tuple(s.shape), dims, ObservationType(s.observation_type), s.name))
+        continuous = self.action_space_size if self.action_space_type == "continuous" else 0
+        return BehaviorSpec(observations, ActionSpec(continuous, tuple(self.action_branches)))
+
+    def cameras_and_state(self, obs: Sequence[np.ndarray]) -> Tuple[List[np.ndarray], np.ndarray]:
+        """Per-sensor ``obs`` (``DecisionSteps.obs``) as (the cameras in order, the state): the vector
+        sensors joined in sensor order, each one's values at its ``offset``."""
+        cameras, vectors = [], []
+        for sensor, array in zip(self.sensors, obs):
+            (cameras if sensor.is_camera else vectors).append(array)
+        n = len(obs[0]) if len(obs) else 0
+        if len(vectors) == 1 and vectors[0].ndim == 2:
+            return cameras, vectors[0]
+        if not vectors:
+            return cameras, np.zeros((n, 0), np.float32)
+        return cameras, np.concatenate([v.reshape(n, int(np.prod(v.shape[1:]))) for v in vectors], axis=1)
 
     @property
     def state_width(self) -> int:
@@ -240,115 +268,6 @@ class BrainParameters:
             f"        Action space size (per agent): {self.action_space_size}\n"
             f"        Memory space size (per agent): {self.memory_space_size}\n"
             f"        Action descriptions: {', '.join(self.action_descriptions)}"
-        )
-
-
-class BrainInfo:
-    """One brain's view of one step.
-
-    :param observation: one ``[n_agents, H, W, C]`` float array per camera, values in 0..1.
-    :param state: ``[n_agents, stateSize]`` (continuous) or ``[n_agents, 1]`` (discrete).
-    :param memory: ``[n_agents, memorySize]``: what was sent as memory at the previous step,
-        zeros after an agent reset.
-    :param reward: the reward each agent got for its previous action.
-    :param agents: agent ids, in the order of every other field.
-    :param local_done: per-agent done. For agents that reset on done, the state in the same
-        message is already the first observation of the next episode.
-    :param action: ``previous_actions``, the last action each agent executed.
-    :param max_reached: per-agent: the episode was *interrupted* (the agent's max step), not
-        ended by the task, so a trainer bootstraps its value. Always False for API-2.
-    :param action_masks: ``[n_agents, sum(action_branches)]`` float, 1 = the discrete action is
-        allowed, 0 = masked; None for brains without discrete actions.
-    :param group_id: per-agent multi-agent group (0 = none). :param group_rewards: per-agent
-        group reward.
-    :param decision_requested: per-agent: the agent asks for an action. False only for an agent
-        of the modern protocol that reports the end of its episode without asking for its next
-        decision in the same step: its row closes the episode and its action is not sent.
-    :param terminal_info: the last observations of the agents whose episode ended in this step
-        (modern protocol; rows keyed like ``agents``), for bootstrapping interrupted episodes. A
-        done row of this info itself holds the first observation of the next episode when the
-        agent already asked for its next decision, as with API-2.
-    """
-
-    def __init__(
-        self,
-        observation: List[np.ndarray],
-        state: np.ndarray,
-        memory: Optional[np.ndarray] = None,
-        reward: Optional[List[float]] = None,
-        agents: Optional[List[int]] = None,
-        local_done: Optional[List[bool]] = None,
-        action: Optional[np.ndarray] = None,
-        max_reached: Optional[List[bool]] = None,
-        action_masks: Optional[np.ndarray] = None,
-        group_id: Optional[List[int]] = None,
-        group_rewards: Optional[List[float]] = None,
-        decision_requested: Optional[List[bool]] = None,
-        terminal_info: Optional["BrainInfo"] = None,
-    ):
-        self.observations = observation
-        self.states = state
-        self.memories = memory
-        self.rewards = reward if reward is not None else []
-        self.agents = agents if agents is not None else []
-        self.local_done = local_done if local_done is not None else []
-        self.previous_actions = action
-        n = len(self.agents)
-        self.max_reached = max_reached if max_reached is not None else [False] * n
-        self.action_masks = action_masks
-        self.group_id = group_id if group_id is not None else [0] * n
-        self.group_rewards = group_rewards if group_rewards is not None else [0.0] * n
-        self.decision_requested = decision_requested if decision_requested is not None else [True] * n
-        self.terminal_info = terminal_info
-
-    def __len__(self) -> int:
-        return len(self.agents)
-
-    @classmethod
-    def merge(cls, parts: Sequence[Tuple[Hashable, "BrainInfo"]]) -> "BrainInfo":
-        """One ``BrainInfo`` over the agents of several environments, in the order given.
-
-        ``parts`` are ``(environment key, info)`` pairs; agent ``a`` of environment ``e`` becomes
-        ``(e, a)``, so that agent ids, which are unique only within one environment, key every
-        per-agent state of a trainer (trajectories, episode rewards, ...) across environments.
-        Every per-agent field is concatenated row-wise; a field added to ``BrainInfo`` must be
-        added here too.
-        """
-        if not parts:
-            raise ValueError("BrainInfo.merge needs at least one (environment, info) pair")
-        full = [(e, i) for e, i in parts if len(i.agents)] or [parts[0]]
-
-        def cat(arrays: List[Any]) -> np.ndarray:
-            return arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=0)
-
-        infos = [i for _, i in full]
-        n_cameras = len(infos[0].observations)
-        return cls(
-            observation=[cat([i.observations[k] for i in infos]) for k in range(n_cameras)],
-            state=cat([i.states for i in infos]),
-            memory=None if infos[0].memories is None else cat([i.memories for i in infos]),
-            reward=[r for i in infos for r in i.rewards],
-            agents=[(e, a) for e, i in full for a in i.agents],
-            local_done=[d for i in infos for d in i.local_done],
-            action=None if infos[0].previous_actions is None else cat([i.previous_actions for i in infos]),
-            max_reached=[m for i in infos for m in i.max_reached],
-            action_masks=None if infos[0].action_masks is None else cat([i.action_masks for i in infos]),
-            group_id=[g for i in infos for g in i.group_id],
-            group_rewards=[g for i in infos for g in i.group_rewards],
-            decision_requested=[d for i in infos for d in i.decision_requested],
-            terminal_info=cls._merge_terminal(parts),
-        )
-
-    @classmethod
-    def _merge_terminal(cls, parts: Sequence[Tuple[Hashable, "BrainInfo"]]) -> Optional["BrainInfo"]:
-        terminal = [(e, i.terminal_info) for e, i in parts if i.terminal_info is not None]
-        return cls.merge(terminal) if terminal else None
-
-    def __repr__(self) -> str:
-        shapes = [o.shape for o in self.observations]
-        return (
-            f"BrainInfo(agents={len(self.agents)}, states={getattr(self.states, 'shape', None)}, "
-            f"observations={shapes}, memories={getattr(self.memories, 'shape', None)})"
         )
 
 

@@ -15,7 +15,7 @@ end         Unity appends an undelimited copy of the meta; readers stop after ``
 name, so a folder always loads in the same order), checks each header, version and spec (against
 the brain a trainer trains, when given), and returns the steps as arrays: one per sensor, the
 actions, rewards, done flags and action masks. ``Demonstration.brain_inputs()`` lays the sensors
-out as a ``BrainInfo`` does for the same behaviour over the modern protocol (vector sensors
+out as a trainer's batch does for the same behaviour over the modern protocol (vector sensors
 concatenated into the state, cameras as ``[N, H, W, C]`` floats in 0..1), so a trainer can feed
 them to the placeholders it acts with. Nothing here knows about trainers.
 """
@@ -29,6 +29,7 @@ import numpy as np
 from google.protobuf.internal.decoder import _DecodeVarint32
 from google.protobuf.message import DecodeError
 
+from unityagents.base_env import DecisionSteps
 from unityagents.brain import BrainParameters
 from unityagents.exception import UnityException
 from unityagents.wire.protos import communicator_objects_pb2 as pb
@@ -89,8 +90,16 @@ class Demonstration:
         starts = np.concatenate([[0], ends[:-1] + 1]) if ends.size else np.zeros(0, np.int64)
         return [float(self.rewards[s:e + 1].sum()) for s, e in zip(starts, ends)]
 
+    def steps(self) -> DecisionSteps:
+        """The recorded agent steps as one ``DecisionSteps`` (row ``i`` is step ``i``, its id ``i``): one
+        array per sensor in the recorded order, the rewards, and the masks per branch (True = masked)."""
+        masks = None
+        if self.branches:
+            masks = np.split(self.action_masks < 0.5, np.cumsum(self.branches)[:-1], axis=1)
+        return DecisionSteps(list(self.observations), self.rewards.astype(np.float64), np.arange(len(self)), masks)
+
     def brain_inputs(self, brain: Optional[BrainParameters] = None) -> Tuple[np.ndarray, List[np.ndarray]]:
-        """``(states, cameras)`` as a ``BrainInfo`` of this behaviour carries them.
+        """``(states, cameras)`` as a trainer's batch of this behaviour carries them.
 
         The vector sensors are concatenated in sensor order into ``[N, state]``; a brain whose state
         is discrete (an API-2 scene such as Basic, whose modern sensors send it one-hot) gets the

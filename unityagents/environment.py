@@ -25,9 +25,9 @@ import logging
 import subprocess
 from typing import Any, Dict, List, Optional, Sequence
 
-from unityagents.brain import BrainInfo
+from unityagents.base_env import BehaviorSpec, BehaviorSteps
 from unityagents.curriculum import AnyResetParameter, Curriculum
-from unityagents.decisions import ActionInput, AgentMemories, DecisionChecker
+from unityagents.decisions import ActionInput, Actions, DecisionChecker
 from unityagents.exception import (
     UnityActionException,
     UnityEnvironmentException,
@@ -98,11 +98,8 @@ class UnityEnvironment(SceneFacts):
         self.global_done: Optional[bool] = None
         #: What the communicator knows of this environment (its process, its log, the answer timeout).
         self._peer = Peer(timeout_wait)
-        self._n_agents: Dict[str, int] = {}
         self._n_deciding: Dict[str, int] = {}
         self._awaiting = False  # a reset or step was sent; receive() reads its answer
-        #: Memory rows kept here where the protocol does not carry them; None where it does.
-        self._memories: Optional[AgentMemories] = None if communicator.carries_memories else AgentMemories()
         self.port = int(base_port) + int(worker_id)
         self.worker_id = int(worker_id)
         self._communicator = communicator(self._peer, self.port, self.worker_id, seed=seed,
@@ -119,8 +116,7 @@ class UnityEnvironment(SceneFacts):
             self._reset_parameters = dict(hello.reset_parameters)
             if hello.log_path and not is_own_log(self._peer.log_path):
                 self._peer.log_path = hello.log_path  # only shown in messages, never read (exception.py)
-            self._decisions = DecisionChecker(self._brains, self._external_brain_names, self._memories,
-                                              communicator.takes_deciding_rows_only)
+            self._decisions = DecisionChecker(self._brains, self._external_brain_names, communicator.carries_memories)
             if hello.first_infos is not None:
                 self._took(hello.first_infos)
             if not self._external_brain_names:
@@ -147,6 +143,16 @@ class UnityEnvironment(SceneFacts):
     @property
     def logfile_path(self) -> Optional[str]:
         return self._peer.log_path
+
+    @property
+    def behavior_specs(self) -> Dict[str, BehaviorSpec]:
+        """Each brain's sensors (in ``DecisionSteps.obs`` order) and actions."""
+        return {name: params.behavior_spec for name, params in self._brains.items()}
+
+    @property
+    def reports_last_observation(self) -> bool:
+        """Whether ``TerminalSteps.obs`` is an ended episode's last observation (not with API-2)."""
+        return self._communicator.reports_last_observation
 
     @property
     def resets_by_itself(self) -> bool:
@@ -192,7 +198,7 @@ class UnityEnvironment(SceneFacts):
                    lesson: Optional[int] = None) -> None:
         """The first half of ``reset``: send it; the environment resets while the caller goes on.
 
-        ``receive()`` returns the first ``BrainInfo``. Splitting the exchange lets a set of
+        ``receive()`` returns the first steps. Splitting the exchange lets a set of
         environments reset (or step) all at once before collecting any of them. With gRPC the
         reset parameters travel in the environment-parameters side channel.
         """
@@ -217,8 +223,8 @@ class UnityEnvironment(SceneFacts):
         self._awaiting = True
 
     def reset(self, train_mode: bool = True, config: Optional[Dict[str, float]] = None,
-              lesson: Optional[int] = None) -> Dict[str, BrainInfo]:
-        """Reset the Academy and return the first ``BrainInfo`` of every subscribed brain.
+              lesson: Optional[int] = None) -> Dict[str, BehaviorSteps]:
+        """Reset the Academy and return the first (``DecisionSteps``, ``TerminalSteps``) of every brain.
 
         :param train_mode: the engine's training configuration (fast) or inference (slow).
         :param config: reset parameters to set; by default the curriculum's current lesson.
@@ -227,19 +233,19 @@ class UnityEnvironment(SceneFacts):
         self.reset_send(train_mode, config, lesson)
         return self.receive()
 
-    def step(self, action: ActionInput = None, memory: ActionInput = None,
-             value: ActionInput = None) -> Dict[str, BrainInfo]:
-        """Send one decision per External brain and return the next ``BrainInfo`` of every brain.
+    def step(self, action: Actions = None, memory: ActionInput = None,
+             value: ActionInput = None) -> Dict[str, BehaviorSteps]:
+        """Send one decision per External brain and return the next steps of every brain.
 
         Each argument is a dict keyed by External brain name, or (with exactly one External
-        brain) the bare array. Memories and values default to zeros. Actions cover every row of
-        the brain's last ``BrainInfo``; with gRPC only the rows of agents that asked for a
-        decision are sent (a whole array of only those rows is accepted too).
+        brain) the bare value. ``action`` is an ``ActionTuple`` per brain, one row per agent of
+        its last ``DecisionSteps``. Memories and values (API-2 only, which carries them; one row
+        per deciding agent) default to zeros; other protocols do not send them.
         """
         self.step_send(action, memory, value)
         return self.receive()
 
-    def step_send(self, action: ActionInput = None, memory: ActionInput = None,
+    def step_send(self, action: Actions = None, memory: ActionInput = None,
                   value: ActionInput = None) -> None:
         """The first half of ``step``: check and send the decisions; ``receive()`` gets the result.
 
@@ -254,7 +260,7 @@ class UnityEnvironment(SceneFacts):
             raise UnityActionException("The episode is completed. Reset the environment with 'reset()'")
         by_brain = self._decisions.by_brain
         action, memory, value = by_brain(action, "action"), by_brain(memory, "memory"), by_brain(value, "value")
-        actions, memories, values = self._decisions.check(action, memory, value, self._n_agents, self._n_deciding)
+        actions, memories, values = self._decisions.check(action, memory, value, self._n_deciding)
         try:
             self._communicator.send_step(actions, memories, values)
         except UnityActionException:
@@ -264,8 +270,8 @@ class UnityEnvironment(SceneFacts):
             raise
         self._awaiting = True
 
-    def receive(self) -> Dict[str, BrainInfo]:
-        """The second half of ``reset_send`` / ``step_send``: the next ``BrainInfo`` of every brain."""
+    def receive(self) -> Dict[str, BehaviorSteps]:
+        """The second half of ``reset_send`` / ``step_send``: the next steps of every brain."""
         self._require_loaded()
         if not self._awaiting:
             raise UnityEnvironmentException(
@@ -279,19 +285,16 @@ class UnityEnvironment(SceneFacts):
         self._took(infos)
         return infos
 
-    def _took(self, infos: Dict[str, BrainInfo]) -> None:
-        """Remember each brain's rows (what the next step's actions must cover), take in behaviours
-        that connected since the last answer, and give each row the memory the environment keeps."""
+    def _took(self, infos: Dict[str, BehaviorSteps]) -> None:
+        """Remember each brain's deciding agents (what the next step's actions must cover), and take
+        in behaviours that connected since the last answer."""
         for b in self._brains:
             if b not in self._brain_names:
                 logger.info("Connected new brain: %s", b)
                 self._brain_names.append(b)
                 self._external_brain_names.append(b)
-        for b, info in infos.items():
-            self._n_agents[b] = len(info.agents)
-            self._n_deciding[b] = int(sum(info.decision_requested))
-        if self._memories is not None:
-            self._memories.restore(infos)
+        for b, (decisions, _) in infos.items():
+            self._n_deciding[b] = len(decisions)
 
     # ------------------------------------------------------------------------ close
     def close(self) -> None:

@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 
 from tests.conftest import free_port
+from tests.step_view import InfoView
 from unityagents import UnityEnvironment
 from unityagents.wire.side_channels import EngineConfig
 
 
 def open_env(scene, tmp_path, seed=0, **kwargs):
-    return UnityEnvironment(scene, base_port=free_port(), protocol="grpc", seed=seed, log_dir=str(tmp_path), **kwargs)
+    return InfoView(UnityEnvironment(scene, base_port=free_port(), protocol="grpc", seed=seed, log_dir=str(tmp_path),
+                                     **kwargs))
 
 
 def random_actions(env, info, rng):
@@ -145,26 +147,5 @@ def test_gridworld_masks_the_walls(tmp_path):
             masked_up = masked_up or info.action_masks[0, 0] == 0.0
         assert masked_up or info.local_done[0]
         assert info.action_masks.shape == (1, 4)
-    finally:
-        env.close()
-
-
-def test_memories_of_recurrent_policies_are_kept_per_agent(tmp_path):
-    """The modern protocol has no memory channel: the environment keeps each agent's row."""
-    env = open_env("3DBall", tmp_path)
-    try:
-        info = env.reset()["Ball3DBrain?team=0"]
-        assert info.memories.shape == (12, 0)
-        memory = np.arange(12 * 4, dtype=np.float32).reshape(12, 4)
-        info = env.step(np.zeros((12, 2)), memory=memory)["Ball3DBrain?team=0"]
-        assert info.agents == list(range(12))
-        np.testing.assert_array_equal(info.memories, memory)
-        for _ in range(300):  # tilt until a ball falls: its memory starts again from zeros
-            info = env.step(np.ones((12, 2)), memory=memory)["Ball3DBrain?team=0"]
-            if any(info.local_done):
-                break
-        done = np.asarray(info.local_done)
-        assert done.any()
-        assert np.all(info.memories[done] == 0.0) and np.array_equal(info.memories[~done], memory[~done])
     finally:
         env.close()

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import free_port
+from tests.step_view import InfoView
 from unityagents import UnityEnvironment
 
 EXPECTED = {
@@ -18,7 +19,7 @@ def rollout(scene: str, seed: int, steps: int = 20):
     brain, n, _, _, _, width, discrete = EXPECTED[scene]
     rng = np.random.default_rng(123)
     trace = []
-    with UnityEnvironment(scene, base_port=free_port(), seed=seed) as env:
+    with InfoView(UnityEnvironment(scene, base_port=free_port(), seed=seed)) as env:
         infos = [env.reset()]
         for _ in range(steps):
             if env.global_done:

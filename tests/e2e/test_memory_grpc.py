@@ -19,8 +19,9 @@ from tests.onnx_contract import assert_contract
 from trainers import learn_r22
 from trainers.settings.trainer_config import load_trainer_config
 from trainers.trainer.base import TrainerConfigError
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.registry import load_registry
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainParameters
 
 MODERN = "HallwayBrain?team=0"
 

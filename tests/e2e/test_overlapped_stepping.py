@@ -13,7 +13,8 @@ import pytest
 from tests.unityagents.vector.test_environment_set import BRAIN, RecordingTrainer, ScriptedWorker
 from trainers.controller import TrainerController
 from trainers.trainer.trajectory import PolicyOutput
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.base_env import ActionTuple, DecisionSteps, TerminalSteps
+from unityagents.brain import BrainParameters
 from unityagents.exception import UnityEnvironmentException
 from unityagents.vector.environment_set import EnvironmentSet
 from unityagents.vector.restart import RestartPolicy
@@ -42,11 +43,11 @@ class EchoWorker(ScriptedWorker):
         n = self.n
         states = np.stack([np.full(n, self.index), np.full(n, self.steps), np.arange(n), self.last], 1)
         self._shown = states.astype(np.float32)
-        return {"B": BrainInfo([], self._shown, np.zeros((n, 0), np.float32), [float(x) for x in self.last],
-                               list(range(n)), [False] * n, np.zeros((n, 1), np.float32))}
+        return {"B": (DecisionSteps([self._shown], self.last.astype(np.float64), np.arange(n)),
+                      TerminalSteps.empty(self.brains["B"].behavior_spec))}
 
     def step_send(self, action=None, memory=None, value=None):
-        sent = np.asarray(action["B"], np.float32)
+        sent = action["B"].continuous
         self.answered_own.append(np.array_equal(sent, policy(self._shown)))
         self.last = sent[:, 0]
         super().step_send(action)
@@ -84,7 +85,7 @@ def run(schedule, delays=(0.0, 0.0, 0.0), scripts=None, max_steps=90, policy_=No
     try:
         envs.reset()
         (controller._loop_overlapped if schedule == "overlapped" else controller._loop_sync)(
-            *(() if schedule == "overlapped" else (envs.merged(range(envs.n_envs)),)))
+            *(() if schedule == "overlapped" else (controller.processor.infos(envs.merged(range(envs.n_envs))),)))
         controller.left_in_flight = envs.in_flight
     finally:
         envs.close()
@@ -144,14 +145,14 @@ def test_past_the_restart_limit_an_in_flight_failure_ends_the_run():
 def test_an_environment_in_flight_is_reset_only_once_it_has_answered():
     envs = EnvironmentSet(lambda i: EchoWorker(i, delay=0.05 * i), 2, schedule="overlapped")
     info = envs.merged([0, 1]) if envs.reset() else None
-    envs.send([0, 1], action={"B": policy(info["B"].states)})
+    envs.send([0, 1], action={"B": ActionTuple(policy(info["B"][0].obs[0]))})
     assert envs.collect() == [0]
     envs.reset_all("a new lesson")
     restarted, ended = envs.reset_idle()
     assert restarted == [0] and sorted(ended) == [(0, 0), (0, 1), (0, 2)]
     assert envs.needs_reset and not envs.needs_idle_reset  # environment 1 is still in flight
     with pytest.raises(UnityEnvironmentException, match="in flight"):
-        envs.step(action={"B": np.zeros((6, 1))})
+        envs.step(action={"B": ActionTuple(np.zeros((6, 1)))})
     assert envs.collect() == [1]
     restarted, ended = envs.reset_idle()
     assert restarted == [1] and not envs.needs_reset

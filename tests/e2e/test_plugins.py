@@ -19,10 +19,11 @@ from trainers.export.frozen_graph import contract_inputs, export_graph, load_gra
 from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import OnPolicyTrainer
 from trainers.trainer.registry import ENTRY_POINT_GROUP, load_registry
 from trainers.trainer.rl_trainer import linear_schedule
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainParameters
 
 ROOT = __file__.rsplit("/tests/", 1)[0]
 EXAMPLE = os.path.join(ROOT, "examples", "trainer-plugin")

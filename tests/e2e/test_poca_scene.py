@@ -8,6 +8,7 @@ from academy.academy import Academy
 from academy.brain import BrainConfig
 from academy.envs.push_collab import AREAS, MEMBERS, PENALTY
 from tests.conftest import free_port
+from tests.step_view import InfoView
 from unityagents import UnityEnvironment
 
 BEHAVIOUR = "PushCollabBrain?team=0"
@@ -21,7 +22,7 @@ def test_the_scripted_team_scores_every_block():
 
 
 def test_groups_group_rewards_and_members_out_of_play_over_grpc():
-    with UnityEnvironment("PushCollab", base_port=free_port(), protocol="grpc", seed=0) as env:
+    with InfoView(UnityEnvironment("PushCollab", base_port=free_port(), protocol="grpc", seed=0)) as env:
         info = env.reset()[BEHAVIOUR]
         assert info.group_id == [1 + k // MEMBERS for k in range(AREAS * MEMBERS)]
         fell_while_mates_play, group_rewards = 0, []

@@ -193,7 +193,7 @@ def test_the_seats_route_the_learning_team_to_one_learner_and_change_teams_throu
     from trainers.ghost.team_trainer import build_team_trainers
     from trainers.ppo.trainer import PPOTrainer
     from trainers.tf_utils import tf
-    from unityagents.brain import BrainInfo
+    from trainers.trainer.brain_info import BrainInfo
 
     names = ["Tennis?team=1", "Tennis?team=0"]
     brains = {n: brain(n, "unit") for n in names}

@@ -24,6 +24,7 @@ from tests.onnx_contract import assert_contract
 from tests.trainers.export.test_onnx_export import randomise
 from tests.trainers.ppo.test_ppo import make_trainer
 from trainers.export.onnx_model import export_onnx
+from unityagents.base_env import ActionTuple
 from unityagents.brain import BrainParameters
 from unityagents.exception import UnityObservationException
 from unityagents.wire.base import Peer
@@ -151,7 +152,7 @@ def test_an_observation_unlike_its_spec_names_the_behaviour_and_the_sensor():
         template = served.unity._templates(runtime)[1]
         del template.shape[:]
         template.shape.append(3)  # VectorSensor_size2 now claims 3 floats
-        served.comm.send_step({"PyramidsBrain?team=0": np.zeros((16, 1))}, {}, {})
+        served.comm.send_step({"PyramidsBrain?team=0": ActionTuple(discrete=np.zeros((16, 1), np.int32))}, {}, {})
         with pytest.raises(UnityObservationException) as caught:
             served.comm.receive()
     finally:

@@ -30,6 +30,7 @@ from tests.trainers.ppo.test_ppo import make_trainer
 from trainers.attention import encode_entities
 from trainers.export.onnx_model import export_onnx
 from trainers.tf_utils import tf
+from unityagents.base_env import ActionTuple
 from unityagents.exception import UnityEnvironmentException, UnityObservationException
 from unityagents.wire.api2 import Peer
 from unityagents.wire.grpc import GrpcCommunicator
@@ -78,11 +79,14 @@ def test_a_buffer_sensor_decodes_as_its_own_variable_length_sensor_and_the_capab
         assert (buffer.shape, buffer.offset, buffer.variable_length) == ((MAX_TILES, ENTITY), 0, True)
         assert (vector.shape, vector.offset, vector.variable_length) == ((7,), 40, False)
         assert brain.to_dict()["sensors"][0]["variableLength"] is True
-        info = hello.first_infos[NAME]
+        decisions, _ = hello.first_infos[NAME]
         rows = modern_observations(served.academy.scene, served.academy.brains[0].spec)
-        np.testing.assert_array_equal(info.states[:, :40], rows[0])  # row after row, as sent
-        np.testing.assert_array_equal(info.states[:, 40:], rows[1])
-        present = (info.states[:, :40].reshape(-1, MAX_TILES, ENTITY) ** 2).sum(axis=2) >= 0.01
+        buffered, vectors = decisions.obs  # one array per sensor, the buffer [n, N_max, F]
+        assert buffered.shape[1:] == (MAX_TILES, ENTITY)
+        np.testing.assert_array_equal(buffered.reshape(len(decisions), -1), rows[0])  # row after row, as sent
+        np.testing.assert_array_equal(vectors, rows[1])
+        assert brain.behavior_spec.observation_specs[0].variable_length
+        present = (buffered ** 2).sum(axis=2) >= 0.01
         assert sorted(set(present.sum(axis=1).tolist())) != [MAX_TILES], "episodes hold fewer tiles than N_max"
     finally:
         served.close()
@@ -110,7 +114,7 @@ def test_an_observation_whose_shape_disagrees_with_its_spec_is_refused():
     try:
         served.comm.handshake()
         served.templates[0].shape[0] = MAX_TILES - 1  # the buffer now claims 4 rows
-        served.comm.send_step({NAME: np.zeros((16, 1))}, {}, {})
+        served.comm.send_step({NAME: ActionTuple(discrete=np.zeros((16, 1), np.int32))}, {}, {})
         with pytest.raises(UnityObservationException) as caught:
             served.comm.receive()
     finally:

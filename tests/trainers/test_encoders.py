@@ -20,7 +20,8 @@ from trainers.settings.run_config import resolve
 from trainers.settings.trainer_config import TrainerConfigError
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
-from unityagents.brain import BrainInfo, BrainParameters
+from trainers.trainer.brain_info import BrainInfo
+from unityagents.brain import BrainParameters
 
 #: ML-Agents' minimum camera side per encoder (release 21 ``ModelUtils.MIN_RESOLUTION_FOR_ENCODER``).
 MINIMUM = {"simple": 20, "nature_cnn": 36, "resnet": 15, "match3": 5, "fully_connected": 1}

@@ -7,9 +7,9 @@ the value of its last observation.
 import numpy as np
 
 from trainers.buffer import Buffer
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import OnPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput
-from unityagents.brain import BrainInfo
 
 BRAIN = "Ball?team=0"
 
@@ -102,13 +102,22 @@ def test_api2_infos_pair_row_by_row_as_before():
     assert t._waiting == {}
 
 
-def test_merge_keeps_the_modern_fields():
-    a = info([1], done=[True], asked=[False], interrupted=[True], terminal=info([1], done=[True]))
-    b = info([1, 2])
-    b.action_masks = np.asarray([[1, 0], [0, 1]], np.float32)
-    a.action_masks = np.asarray([[1, 1]], np.float32)
-    a.group_id, b.group_id = [3], [0, 4]
-    merged = BrainInfo.merge([(0, a), (1, b)])
+def test_merged_steps_keep_the_modern_fields():
+    """Environment 0's agent 1 only ended its episode (interrupted), environment 1's agents decide:
+    the trainers' batch keeps masks, groups, the flags and the terminal rows, keyed by environment."""
+    from trainers.trainer.agent_processor import brain_info
+    from unityagents.base_env import DecisionSteps, TerminalSteps, merge_steps
+    from unityagents.brain import BrainParameters
+
+    params = BrainParameters(BRAIN, {"stateSize": 1, "actionSize": 2, "actionSpaceType": 0, "actionBranches": [2],
+                                     "actionMasks": True})
+    spec = params.behavior_spec
+    ended = TerminalSteps([np.ones((1, 1), np.float32)], np.asarray([1.0]), np.asarray([True]), np.asarray([1]),
+                          np.asarray([3]))
+    deciding = DecisionSteps([np.zeros((2, 1), np.float32)], np.zeros(2), np.asarray([1, 2]),
+                             [np.asarray([[False, True], [True, False]])], np.asarray([0, 4]))
+    merged = brain_info(params, merge_steps([(0, (DecisionSteps.empty(spec), ended)),
+                                             (1, (deciding, TerminalSteps.empty(spec)))]))
     assert merged.agents == [(0, 1), (1, 1), (1, 2)]
     assert merged.decision_requested == [False, True, True]
     assert merged.max_reached == [True, False, False]

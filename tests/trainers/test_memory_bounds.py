@@ -7,9 +7,10 @@ thousands of steps cost milliseconds.
 """
 import numpy as np
 
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import OnPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainParameters
 
 BRAIN = {"stateSize": 2, "actionSize": 1, "memorySize": 0, "cameraResolutions": [],
          "actionDescriptions": [], "actionSpaceType": 1, "stateSpaceType": 1}

@@ -83,6 +83,9 @@ def test_reader_returns_what_the_scene_showed(tmp_path):
     assert int(demo.dones.sum()) == 2 and demo.dones[-1]
     states, cameras = demo.brain_inputs(grid)
     assert states.tolist() == goal.tolist() == [[1.0, 0.0]] * len(demo) and len(cameras) == 1  # GreenPlus
+    steps = demo.steps()  # the step types: one array per sensor, the masks per branch (True = masked)
+    assert [o.shape[1:] for o in steps.obs] == [(2,), camera.shape[1:]] and len(steps) == len(demo)
+    np.testing.assert_array_equal(steps.action_mask[0][0], scene.action_mask("GridWorldBrain")[0] > 0.5)
 
 
 def test_writer_and_reader_round_trip(tmp_path):

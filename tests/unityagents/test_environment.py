@@ -16,6 +16,7 @@ import pytest
 from PIL import Image
 
 from tests.conftest import free_port
+from tests.step_view import InfoView
 from unityagents import (
     UnityActionException,
     UnityCommunicationException,
@@ -24,6 +25,7 @@ from unityagents import (
     UnityException,
     UnityTimeOutException,
 )
+from unityagents.base_env import ActionTuple
 
 HERE = os.path.join(__file__.rsplit("/tests/", 1)[0], "tests")  # the shared helpers (fake_unity.py)
 
@@ -110,7 +112,7 @@ def fake(tmp_path, monkeypatch):
             kwargs.setdefault("base_port", self.port)
             kwargs.setdefault("timeout_wait", 5)
             kwargs.setdefault("start_timeout", 10)
-            return UnityEnvironment("Fake", **kwargs)
+            return InfoView(UnityEnvironment("Fake", **kwargs))
 
         def transcript(self, timeout=10.0) -> bytes:
             path = str(script) + ".transcript"
@@ -196,13 +198,14 @@ def test_str_lists_brains_and_parameters(fake):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"action": {"Teacher": [1]}}, "broadcasting brain"),
-    ({"action": {"Nope": [1]}}, "not a brain of this environment"),
-    ({"action": [1.0, 2.0, 3.0]}, "expects 4 floats"),
-    ({"action": [0.0] * 4, "memory": [1.0]}, "memory"),
-    ({"action": [0.0] * 4, "value": [1.0, 2.0, 3.0]}, "value"),
-    ({"action": ["a", "b", "c", "d"]}, "must be numbers"),
-    ({"action": [float("nan")] * 4}, "NaN"),
+    ({"action": {"Teacher": ActionTuple(np.zeros((2, 1)))}}, "broadcasting brain"),
+    ({"action": {"Nope": ActionTuple(np.zeros((2, 1)))}}, "not a brain of this environment"),
+    ({"action": ActionTuple(np.zeros((1, 2)))}, r"shape \(1, 2\).*expects \(2, 2\)"),
+    ({"action": ActionTuple(np.zeros((2, 2))), "memory": [1.0]}, "memory"),
+    ({"action": ActionTuple(np.zeros((2, 2))), "value": [1.0, 2.0, 3.0]}, "value"),
+    ({"action": ActionTuple(np.zeros((2, 2))), "memory": ["a"] * 4}, "must be numbers"),
+    ({"action": [0.0] * 4}, "must be an ActionTuple"),
+    ({"action": ActionTuple(np.full((2, 2), np.nan))}, "NaN"),
     ({}, "You need to input an action for the brain 'Ext'"),
 ])
 def test_bad_step_input_is_a_clear_error(fake, kwargs, match):
@@ -210,7 +213,7 @@ def test_bad_step_input_is_a_clear_error(fake, kwargs, match):
     env = fake.launch(ops[:4] + unity_sends_states(0, b"False"))
     env.reset(config={"gravity": 3.0})
     with pytest.raises(UnityActionException, match=match):
-        env.step(**kwargs)
+        env.env.step(**kwargs)  # the environment's own checks, not the test view's
     env.close()
 
 
@@ -757,11 +760,11 @@ def test_learn_stops_on_an_environment_sending_non_finite_states_with_a_finite_c
 # ------------------------------------------------------------------------------ the gRPC path, same classes
 def _grpc_behaviour():
     from unityagents.brain import BrainParameters
-    from unityagents.wire.grpc_messages import Behaviour, ObservationSpec
+    from unityagents.wire.grpc_messages import Behaviour, SensorLayout
 
     params = BrainParameters("Ball", {"stateSize": 3, "actionSize": 2, "memorySize": 0, "cameraResolutions": [],
                                       "actionDescriptions": [], "actionSpaceType": 1, "stateSpaceType": 1})
-    return Behaviour("Ball", [ObservationSpec((3,), False, size=3)], 2, [], params, channels_last=False,
+    return Behaviour("Ball", [SensorLayout((3,), False, size=3)], 2, [], params, channels_last=False,
                      package_version="2.0.0")
 
 
@@ -776,14 +779,14 @@ def test_grpc_non_finite_values_and_duplicate_ids_are_environment_errors(bad):
             shape=[3], float_data=pb.ObservationProto.FloatData(data=list(values)))])
 
     good = [agent(0), agent(1)]
-    assert behaviour.brain_info(good, None).states.shape == (2, 3)
+    assert behaviour.steps(good, None)[0].obs[0].shape == (2, 3)
     infos = {"nan-observation": [agent(0), agent(1, (0.1, float("nan"), 0.3))],
              "inf-reward": [agent(0, reward=float("inf")), agent(1)],
              "duplicate-id": [agent(0), agent(0)]}[bad]
     match = {"nan-observation": r"field observations \(vector\).*received nan", "inf-reward": r"field reward\).*inf",
              "duplicate-id": "the same agent sent two infos of the same kind"}[bad]
     with pytest.raises(UnityMessageException, match=match) as err:
-        behaviour.brain_info(infos, None)
+        behaviour.steps(infos, None)
     assert err.value.brain == "Ball" and err.value.agent == (0 if bad != "nan-observation" else 1)
 
 

@@ -35,7 +35,8 @@ from trainers.ppo.policy import PPOPolicy
 from trainers.ppo.trainer import PPOTrainer
 from trainers.tf_utils import tf
 from trainers.trainer.base import Trainer, UnityTrainerException, logger
-from unityagents.brain import BrainInfo, BrainParameters, team_base, team_id
+from trainers.trainer.brain_info import BrainInfo
+from unityagents.brain import BrainParameters, team_base, team_id
 
 
 class TeamSelfPlay:

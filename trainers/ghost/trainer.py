@@ -40,7 +40,8 @@ from trainers.trainer.base import (
     logger,
     positive,
 )
-from unityagents.brain import BrainInfo, BrainParameters
+from trainers.trainer.brain_info import BrainInfo
+from unityagents.brain import BrainParameters
 
 #: Op types that hold a variable's value (v1 ref variables are what tf_utils configures).
 _VARIABLE_OPS = ("VariableV2", "Variable", "VarHandleOp")

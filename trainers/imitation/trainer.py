@@ -47,7 +47,8 @@ from trainers.trainer.base import (
     non_negative,
     positive,
 )
-from unityagents.brain import BrainInfo, BrainParameters
+from trainers.trainer.brain_info import BrainInfo
+from unityagents.brain import BrainParameters
 
 
 class ImitationModel:

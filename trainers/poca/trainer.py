@@ -35,8 +35,9 @@ from trainers.poca.models import HEADS, POCACritic
 from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
 from trainers.tf_utils import tf
 from trainers.trainer.base import Param, TrainerConfigError, UnityTrainerException, check_batch_fits
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.trajectory import PolicyOutput
-from unityagents.brain import CONTINUOUS_ACTION_CLIP, BrainInfo, BrainParameters
+from unityagents.brain import CONTINUOUS_ACTION_CLIP, BrainParameters
 
 POCA_HYPERPARAMETERS: Dict[str, Param] = {
     key: param for key, param in PPO_HYPERPARAMETERS.items()

@@ -18,7 +18,8 @@ import numpy as np
 from trainers.ppo.models import PPOModel
 from trainers.tf_utils import compiled_call, tf
 from trainers.trainer.base import UnityTrainerException
-from unityagents.brain import BrainInfo, BrainParameters
+from trainers.trainer.brain_info import BrainInfo
+from unityagents.brain import BrainParameters
 
 
 class ActingInputs:

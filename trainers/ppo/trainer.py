@@ -38,9 +38,10 @@ from trainers.trainer.base import (
     positive,
     unit_interval,
 )
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import ON_POLICY_HYPERPARAMETERS, OnPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput
-from unityagents.brain import CONTINUOUS_ACTION_CLIP, BrainInfo, BrainParameters
+from unityagents.brain import CONTINUOUS_ACTION_CLIP, BrainParameters
 
 
 def _one_of(*options: str):

@@ -16,9 +16,9 @@ from typing import Any, Dict, List, Mapping, Optional
 import numpy as np
 
 from trainers.buffer import ReplayBuffer
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.off_policy import OffPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput
-from unityagents.brain import BrainInfo
 
 
 class SequenceReplay(OffPolicyTrainer):

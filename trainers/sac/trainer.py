@@ -54,8 +54,9 @@ from trainers.trainer.base import (
     positive,
     unit_interval,
 )
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.trajectory import PolicyOutput
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainParameters
 
 SAC_HYPERPARAMETERS: Dict[str, Param] = {
     **COMMON_HYPERPARAMETERS,

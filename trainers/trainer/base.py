@@ -3,7 +3,7 @@
 The controller drives each trainer with the same calls, once per environment step::
 
     actions, memories, values, outputs = trainer.take_action(all_info)
-    new_info = env.step(action=..., memory=..., value=...)          # controller, not trainer
+    new_info = processor.infos(env.step(*processor.decisions(...)))  # controller, not trainer
     trainer.add_experiences(all_info, new_info, outputs)
     trainer.process_experiences(new_info)
     if training and trainer.is_ready_update():
@@ -15,7 +15,8 @@ and ``trainer.end_episode(agents)`` after an environment reset (``agents``: the 
 whose episodes it cut; None for all). With several environments (``--num-envs``) every agent is
 keyed ``(environment, agent id)`` and each environment resets on its own, so a trainer must drop
 the state of those agents only. A trainer never sees a socket: it gets
-``BrainInfo`` objects and the ``BrainParameters`` of the scene. It builds all its TensorFlow ops
+``BrainInfo`` objects (the agent processor's batches of the environment's steps) and the
+``BrainParameters`` of the scene. It builds all its TensorFlow ops
 in ``setup`` (inside ``tf.compat.v1.variable_scope(graph_scope)`` of the one shared graph), which
 ``__init__`` calls last; the controller finalizes the graph before the loop, so an op created
 later fails loudly.
@@ -45,8 +46,9 @@ from trainers.settings.schema import (  # noqa: F401 (the trainers' and plugins'
     settings_view,
     unit_interval,
 )
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.summaries import TrainerSummaries
-from unityagents.brain import BrainInfo, BrainParameters, same_spaces_error
+from unityagents.brain import BrainParameters, same_spaces_error
 
 logger = logging.getLogger("unityagents")
 

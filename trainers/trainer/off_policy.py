@@ -19,9 +19,9 @@ from trainers.trainer.base import (
     non_negative,
     positive,
 )
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.rl_trainer import RLTrainer
 from trainers.trainer.trajectory import PolicyOutput, step_rewards
-from unityagents.brain import BrainInfo
 
 OFF_POLICY_HYPERPARAMETERS: Dict[str, Param] = {
     **COMMON_HYPERPARAMETERS,

@@ -11,10 +11,10 @@ import numpy as np
 
 from trainers.buffer import AgentBuffer, Buffer
 from trainers.trainer.base import COMMON_HYPERPARAMETERS, Param, UnityTrainerException, positive
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.reward_signal_fields import RewardSignalFields
 from trainers.trainer.rl_trainer import RLTrainer
 from trainers.trainer.trajectory import PolicyOutput, bootstrap_value, step_rewards, trajectory_ends
-from unityagents.brain import BrainInfo
 
 ON_POLICY_HYPERPARAMETERS: Dict[str, Param] = {
     **COMMON_HYPERPARAMETERS,

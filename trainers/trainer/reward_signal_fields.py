@@ -19,7 +19,7 @@ from trainers.reward_signals import (
     signal_settings,
     validate_reward_signals,
 )
-from unityagents.brain import BrainInfo
+from trainers.trainer.brain_info import BrainInfo
 
 
 class RewardSignalFields:

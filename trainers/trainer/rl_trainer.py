@@ -30,8 +30,8 @@ from typing import Any, Dict, Hashable, Iterable, Iterator, Mapping, Optional, T
 import numpy as np
 
 from trainers.trainer.base import Trainer, UnityTrainerException
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.trajectory import PolicyOutput, Waiting, agent_pairs, with_late_decisions
-from unityagents.brain import BrainInfo
 
 
 def linear_schedule(start: float, end: float, step: float, duration: float) -> float:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 
-from unityagents.brain import BrainInfo
+from trainers.trainer.brain_info import BrainInfo
 
 #: agent -> (info, outputs, row) of a decision that its agent has not answered yet.
 Waiting = Dict[Any, Tuple[BrainInfo, "PolicyOutput", int]]

@@ -79,11 +79,53 @@ except ImportError as exc:  # pragma: no cover - exercised only without gymnasiu
         "unityagents.bridges.gym needs the 'gymnasium' package, which is not installed. Install it with "
         "'pip install gymnasium' (it is listed in requirements.txt).") from exc
 
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.base_env import BehaviorSteps
+from unityagents.brain import BrainParameters
 from unityagents.exception import UnityEnvironmentException
 
 __all__ = ["UnityToGymWrapper", "UnityVectorEnv", "make_unity_env", "ENV_ID", "observation_space", "action_space",
            "observations", "encode_actions", "pick_brain"]
+
+
+# ---------------------------------------------------------------------------------- rows
+class Rows:
+    """One brain's agents at one step as the bridges hand them out, one row per agent.
+
+    The deciding agents, then those that only ended their episode; an agent in both is one row
+    with both rewards and the observation of its next episode. ``terminal`` holds the ended
+    episodes' last observations, where the environment reports them (not API-2).
+    """
+
+    def __init__(self, brain: BrainParameters, steps: BehaviorSteps, last_observation: bool):
+        decisions, terminals = steps
+        self.observations, self.states = brain.cameras_and_state(decisions.obs)
+        self.agents: List[Any] = decisions.agent_id.tolist()
+        #: The first ``deciding`` rows ask for a decision (the actions the environment takes).
+        self.deciding = len(decisions)
+        self.rewards = np.array(decisions.reward, np.float64)
+        self.local_done = np.zeros(len(self.agents), bool)
+        self.max_reached = np.zeros(len(self.agents), bool)
+        self.terminal: Optional["Rows"] = None
+        if not len(terminals):
+            return
+        where = decisions.agent_id_to_index
+        ended = terminals.agent_id.tolist()
+        rows = np.asarray([where.get(a, -1) for a in ended])
+        both = rows >= 0
+        self.rewards[rows[both]] += terminals.reward[both]
+        self.local_done[rows[both]] = True
+        self.max_reached[rows[both]] = terminals.interrupted[both]
+        cameras, states = brain.cameras_and_state(terminals.obs)
+        if (~both).any():  # agents that only ended: rows of their own, with their last observation
+            self.observations = [np.concatenate([o, c[~both]]) for o, c in zip(self.observations, cameras)]
+            self.states = np.concatenate([self.states, states[~both]])
+            self.agents += [a for a, b in zip(ended, both) if not b]
+            self.rewards = np.concatenate([self.rewards, terminals.reward[~both]])
+            self.local_done = np.concatenate([self.local_done, np.ones(int((~both).sum()), bool)])
+            self.max_reached = np.concatenate([self.max_reached, terminals.interrupted[~both]])
+        if last_observation:
+            self.terminal = Rows.__new__(Rows)
+            self.terminal.observations, self.terminal.states, self.terminal.agents = cameras, states, ended
 
 
 # ---------------------------------------------------------------------------------- spaces
@@ -117,7 +159,7 @@ def action_space(brain: BrainParameters) -> spaces.Space:
     return spaces.Discrete(branches[0]) if len(branches) == 1 else spaces.MultiDiscrete(branches)
 
 
-def observations(brain: BrainParameters, info: BrainInfo, rows: Optional[np.ndarray] = None) -> Any:
+def observations(brain: BrainParameters, info: Rows, rows: Optional[np.ndarray] = None) -> Any:
     """The observations of ``info``'s agents (all, or ``rows``), batched along axis 0, in the space's layout."""
     parts: Dict[str, np.ndarray] = {}
     select = slice(None) if rows is None else rows
@@ -174,30 +216,30 @@ class _Driver:
         self.brain_name = pick_brain(env, brain_name)
         self.brain: BrainParameters = env.brains[self.brain_name]
         self.train_mode = train_mode
-        self.info: Optional[BrainInfo] = None
+        self.info: Optional[Rows] = None
         self.agents: List[Any] = []
 
-    def reset(self) -> BrainInfo:
+    def reset(self) -> Rows:
         infos = self.env.reset(train_mode=self.train_mode)
         self.info = self._take(infos, first=True)
         return self.info
 
-    def step(self, actions: np.ndarray) -> BrainInfo:
+    def step(self, actions: np.ndarray) -> Rows:
         action = {}
         for name in self.env.external_brain_names:
+            spec = self.env.brains[name].behavior_spec.action_spec
             if name == self.brain_name:
-                action[name] = actions
+                action[name] = spec.tuple_of(actions[:len(self._last_infos[name][0])])
             else:
-                other = self.env.brains[name]
-                rows = len(self._last_infos[name].agents) if name in self._last_infos else 0
-                action[name] = np.zeros((rows, other.action_width))
+                rows = len(self._last_infos[name][0]) if name in self._last_infos else 0
+                action[name] = spec.empty_action(rows)
         infos = self.env.step(action)
         self.info = self._take(infos, first=False)
         return self.info
 
-    def _take(self, infos: Dict[str, BrainInfo], first: bool) -> BrainInfo:
+    def _take(self, infos: Dict[str, BehaviorSteps], first: bool) -> Rows:
         self._last_infos = infos
-        info = infos[self.brain_name]
+        info = Rows(self.brain, infos[self.brain_name], bool(getattr(self.env, "reports_last_observation", True)))
         agents = list(info.agents)
         if first:
             self.agents = agents
@@ -208,7 +250,7 @@ class _Driver:
         return info
 
 
-def _flags(info: BrainInfo, n: int) -> Tuple[np.ndarray, np.ndarray]:
+def _flags(info: Rows, n: int) -> Tuple[np.ndarray, np.ndarray]:
     """(terminated, truncated) per agent: ``max_reached`` (modern protocol) is a truncation."""
     done = np.asarray(info.local_done, dtype=bool).reshape(n)
     reached = getattr(info, "max_reached", None)
@@ -216,9 +258,9 @@ def _flags(info: BrainInfo, n: int) -> Tuple[np.ndarray, np.ndarray]:
     return done & ~reached, done & reached
 
 
-def _terminal_rows(brain: BrainParameters, info: BrainInfo, agents: List[Any]) -> Dict[int, Any]:
+def _terminal_rows(brain: BrainParameters, info: Rows, agents: List[Any]) -> Dict[int, Any]:
     """Row index -> last observation, for the agents the protocol sent a terminal row for."""
-    terminal = getattr(info, "terminal_info", None)
+    terminal = info.terminal
     if terminal is None or not len(getattr(terminal, "agents", [])):
         return {}
     batch = observations(brain, terminal)

@@ -6,7 +6,7 @@ and tools written against PettingZoo's AEC API.
 
 Multi-agent libraries (and PettingZoo's own tools) drive all agents at once: Tennis' two rackets per
 court (``TennisBrain`` and ``ghost-TennisBrain``) or 3DBall's 12 platforms. Agents are named
-``"<brain>_<k>"`` with ``k`` the agent's row in the brain's ``BrainInfo`` (fixed for API-2 scenes);
+``"<brain>_<k>"`` with ``k`` the agent's row among the brain's steps (fixed for API-2 scenes);
 spaces per agent are those of ``unityagents.bridges.gym`` (Box/Discrete vector states, uint8 channels-last
 cameras, ``Box(-1, 1)`` or ``Discrete`` actions).
 
@@ -39,8 +39,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without pettingz
         "unityagents.bridges.pettingzoo needs the 'pettingzoo' package, which is not installed. Install it with "
         "'pip install pettingzoo' (it is listed in requirements.txt).") from exc
 
-from unityagents.brain import BrainInfo, BrainParameters
-from unityagents.bridges.gym import _flags, _row, action_space, encode_actions, observation_space, observations
+from unityagents.base_env import BehaviorSteps
+from unityagents.brain import BrainParameters
+from unityagents.bridges.gym import Rows, _flags, _row, action_space, encode_actions, observation_space, observations
 from unityagents.exception import UnityEnvironmentException
 
 __all__ = ["UnityParallelEnv", "unity_aec_env"]
@@ -64,18 +65,22 @@ class UnityParallelEnv(ParallelEnv):
         self.brains: Dict[str, BrainParameters] = {b: env.brains[b] for b in env.external_brain_names}
         if not self.brains:
             raise UnityEnvironmentException("The environment has no External brain, so there is no agent to control.")
-        infos = self.env.reset(train_mode=train_mode)
+        infos = self._view(self.env.reset(train_mode=train_mode))
         self._rows = self._agent_rows(infos)
         self.possible_agents: List[str] = list(self._rows)
         self._observation_spaces = {a: observation_space(self.brains[b]) for a, (b, _) in self._rows.items()}
         self._action_spaces = {a: action_space(self.brains[b]) for a, (b, _) in self._rows.items()}
         self.agents: List[str] = []
-        self._pending: Optional[Dict[str, BrainInfo]] = infos  # the reset above, handed out by the first reset()
-        self._infos: Dict[str, BrainInfo] = infos
+        self._pending: Optional[Dict[str, Rows]] = infos  # the reset above, handed out by the first reset()
+        self._infos: Dict[str, Rows] = infos
         self._cycles = 0
         self.render_mode = None
 
-    def _agent_rows(self, infos: Dict[str, BrainInfo]) -> Dict[str, Tuple[str, int]]:
+    def _view(self, steps: Dict[str, BehaviorSteps]) -> Dict[str, Rows]:
+        last = bool(getattr(self.env, "reports_last_observation", True))
+        return {brain: Rows(self.brains[brain], steps[brain], last) for brain in self.brains}
+
+    def _agent_rows(self, infos: Dict[str, Rows]) -> Dict[str, Tuple[str, int]]:
         rows = {}
         for brain in self.brains:
             for k in range(len(infos[brain].agents)):
@@ -95,7 +100,7 @@ class UnityParallelEnv(ParallelEnv):
             raise KeyError(f"{agent!r} is not an agent of this environment; agents are {self.possible_agents}")
         return agent
 
-    def _observe(self, infos: Dict[str, BrainInfo], agents: List[str]) -> Dict[str, Any]:
+    def _observe(self, infos: Dict[str, Rows], agents: List[str]) -> Dict[str, Any]:
         batches = {brain: observations(self.brains[brain], infos[brain]) for brain in self.brains}
         return {agent: _row(batches[self._rows[agent][0]], self._rows[agent][1]) for agent in agents}
 
@@ -105,7 +110,7 @@ class UnityParallelEnv(ParallelEnv):
             for k, agent in enumerate(self.possible_agents):
                 self.action_space(agent).seed(seed + k)
         infos, self._pending = (self._pending, None) if self._pending is not None else (
-            self.env.reset(train_mode=self.train_mode), None)
+            self._view(self.env.reset(train_mode=self.train_mode)), None)
         if self._agent_rows(infos) != self._rows:
             raise UnityEnvironmentException(
                 f"The External brains' agents changed across resets (now {sorted(self._agent_rows(infos))}); "
@@ -132,8 +137,8 @@ class UnityParallelEnv(ParallelEnv):
                 agent = f"{brain}_{k}"
                 if agent in actions:
                     batch[k] = encode_actions(params, actions[agent], 1)[0]
-            wire[brain] = batch
-        infos = self.env.step(wire)
+            wire[brain] = params.behavior_spec.action_spec.tuple_of(batch[:self._infos[brain].deciding])
+        infos = self._view(self.env.step(wire))
         self._infos = infos
         self._cycles += 1
         live = list(self.agents)

@@ -1,9 +1,9 @@
 """``EnvironmentSet``: the one place that knows a run has several environments.
 
-The controller and the trainers see one ``BrainInfo`` per brain, whatever the number of
+The controller sees one (``DecisionSteps``, ``TerminalSteps``) per brain, whatever the number of
 environments behind it. This module owns the N environments of a run and
 
-* keys every agent by ``(environment index, agent id)`` (``BrainInfo.merge``), so that the
+* keys every agent by ``(environment index, agent id)`` (``merge_steps``), so that the
   trainers' per-agent state (trajectories, episode rewards, the imitation pairing) never mixes
   two environments;
 * steps them **concurrently**: it sends each environment its slice of the actions, then
@@ -40,7 +40,8 @@ from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Proto
 
 import numpy as np
 
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.base_env import ActionTuple, BehaviorSpec, BehaviorSteps, DecisionSteps, TerminalSteps
+from unityagents.brain import BrainParameters
 from unityagents.curriculum import AnyResetParameter, Curriculum
 from unityagents.exception import UnityEnvironmentException, UnityException
 from unityagents.scene_facts import SceneFacts
@@ -73,12 +74,14 @@ class EnvironmentWorker(Protocol):
     stats: Dict[str, List[Tuple[float, str]]]
     #: Whether it ends its Academy episodes itself (API-2); a worker without it is taken to.
     resets_by_itself: bool
+    #: Whether ``TerminalSteps.obs`` is an ended episode's last observation (not with API-2).
+    reports_last_observation: bool
 
     def reset_send(self, train_mode: bool = True, config: Optional[Dict[str, float]] = None) -> None: ...
 
     def step_send(self, action: Any = None, memory: Any = None, value: Any = None) -> None: ...
 
-    def receive(self) -> Dict[str, BrainInfo]: ...
+    def receive(self) -> Dict[str, BehaviorSteps]: ...
 
     def close(self) -> None: ...
 
@@ -87,16 +90,24 @@ class EnvironmentWorker(Protocol):
 WorkerFactory = Callable[[int], EnvironmentWorker]
 
 
-def _empty_info(params: BrainParameters) -> BrainInfo:
-    """A ``BrainInfo`` with no agents, shaped like the brain's (when every environment is down)."""
-    observations = [np.zeros((0, r["height"], r["width"], 1 if r.get("blackAndWhite") else 3), np.float32)
-                    for r in params.camera_resolutions]
-    return BrainInfo(observations, np.zeros((0, params.state_width), np.float32),
-                     np.zeros((0, params.memory_space_size), np.float32), [], [], [],
-                     np.zeros((0, params.action_width), np.float32))
+def empty_steps(spec: BehaviorSpec) -> BehaviorSteps:
+    """Steps with no agents, shaped like the behaviour's (when every environment is down)."""
+    return DecisionSteps.empty(spec), TerminalSteps.empty(spec)
+
+
+def reported_agents(steps: BehaviorSteps) -> List[Hashable]:
+    """Every agent a brain's steps name, once: the deciding ones, then those that only ended."""
+    decisions, terminals = steps
+    deciding = decisions.agent_id.tolist()
+    if not len(terminals):
+        return deciding
+    known = set(deciding)
+    return deciding + [a for a in terminals.agent_id.tolist() if a not in known]
 
 
 def _rows(x: Any, start: int, stop: int) -> Any:
+    if isinstance(x, ActionTuple):
+        return x.rows(start, stop)
     return None if x is None else np.asarray(x)[start:stop]
 
 
@@ -155,7 +166,7 @@ class EnvironmentSet(SceneFacts, OverlappedStepping):
         self.train_mode = True
         #: ``timer(name)`` gives a context manager that times a phase (the controller's timers); no-op by default.
         self.timer: Callable[[str], Any] = lambda name: contextlib.nullcontext()
-        self._current: List[Optional[Dict[str, BrainInfo]]] = [None] * self.n_envs
+        self._current: List[Optional[Dict[str, BehaviorSteps]]] = [None] * self.n_envs
         self._pending: Dict[int, str] = {}  # environments to reset before the next step: index -> why
         #: The scenes' custom stats of the last step, over every environment: ``{key: [(value, aggregation)]}``.
         self.stats: Dict[str, List[Tuple[float, str]]] = {}
@@ -222,6 +233,11 @@ class EnvironmentSet(SceneFacts, OverlappedStepping):
         return [w.logfile_path if w is not None else None for w in self._workers]
 
     @property
+    def behavior_specs(self) -> Dict[str, BehaviorSpec]:
+        """Each brain's sensors (in ``DecisionSteps.obs`` order) and actions."""
+        return {name: params.behavior_spec for name, params in self._brains.items()}
+
+    @property
     def needs_reset(self) -> bool:
         """Some environment is done (its Academy) or was lost: call ``reset_finished`` before ``step``."""
         return bool(self._pending)
@@ -231,6 +247,11 @@ class EnvironmentSet(SceneFacts, OverlappedStepping):
         """Whether the environments end their Academy episodes (API-2's global done). Modern builds
         never do: their agents reset one by one, so a curriculum has to ask for resets."""
         return all(getattr(w, "resets_by_itself", True) for w in self._workers if w is not None)
+
+    @property
+    def reports_last_observation(self) -> bool:
+        """Whether ``TerminalSteps.obs`` is an ended episode's last observation (not with API-2)."""
+        return all(getattr(w, "reports_last_observation", False) for w in self._workers if w is not None)
 
     def reset_all(self, why: str) -> None:
         """Have every environment reset before the next step (e.g. for a new curriculum lesson)."""
@@ -242,17 +263,17 @@ class EnvironmentSet(SceneFacts, OverlappedStepping):
         return sum(self.restart_policy.restarts(i) for i in range(self.n_envs)) if self.restart_policy else 0
 
     # ------------------------------------------------------------------ reset / step
-    def reset(self, train_mode: bool = True) -> Dict[str, BrainInfo]:
-        """Reset every environment with the curriculum's current lesson; the first merged info."""
+    def reset(self, train_mode: bool = True) -> Dict[str, BehaviorSteps]:
+        """Reset every environment with the curriculum's current lesson; the first merged steps."""
         self.train_mode = bool(train_mode)
         self._pending = {i: "the run starts" for i in range(self.n_envs)}
         info, _ = self.reset_finished()
         return info
 
-    def reset_finished(self) -> Tuple[Dict[str, BrainInfo], List[Hashable]]:
+    def reset_finished(self) -> Tuple[Dict[str, BehaviorSteps], List[Hashable]]:
         """Reset the environments that are done or were lost (restarting the lost ones).
 
-        :return: the merged info to act on next (the other environments' agents keep their
+        :return: the merged steps to act on next (the other environments' agents keep their
             state), and the keys of the agents (of every brain) whose episodes ended without a
             result: their trajectories are to be dropped (``Trainer.end_episode(agents)``). All
             of them belong to the environments that were reset.
@@ -262,8 +283,8 @@ class EnvironmentSet(SceneFacts, OverlappedStepping):
             pending, self._pending = self._pending, {}
             for i in sorted(pending):
                 if self._current[i] is not None:
-                    for info in self._current[i].values():
-                        ended.extend((i, a) for a in info.agents)
+                    for steps in self._current[i].values():
+                        ended.extend((i, a) for a in reported_agents(steps))
                     self._current[i] = None
                 if self._workers[i] is None:
                     self._restart(i, pending[i])
@@ -283,11 +304,12 @@ class EnvironmentSet(SceneFacts, OverlappedStepping):
         return self._merged(), ended
 
     def step(self, action: Optional[Mapping[str, Any]] = None, memory: Optional[Mapping[str, Any]] = None,
-             value: Optional[Mapping[str, Any]] = None) -> Dict[str, BrainInfo]:
+             value: Optional[Mapping[str, Any]] = None) -> Dict[str, BehaviorSteps]:
         """Send each environment its rows of the decisions, then collect every answer.
 
-        The arguments are dicts keyed by External brain, with one row per agent of the info last
-        returned (``reset``, ``reset_finished`` or ``step``), in its order. Environments that
+        The arguments are dicts keyed by External brain: an ``ActionTuple`` (and, for API-2,
+        memories and values) with one row per agent of the ``DecisionSteps`` last returned
+        (``reset``, ``reset_finished`` or ``step``), in its order. Environments that
         fail are left out of the result and restarted by the next ``reset_finished``; so are
         the next states of environments whose Academy is done (``needs_reset``).
         """
@@ -319,7 +341,7 @@ class EnvironmentSet(SceneFacts, OverlappedStepping):
                 continue
             slices: Tuple[Dict[str, Any], Dict[str, Any], Dict[str, Any]] = ({}, {}, {})
             for b in self._external_brain_names:
-                n = len(current[b].agents)
+                n = len(current[b][0])
                 lo, hi = start[b], start[b] + n
                 start[b] = hi
                 for part, given in zip(slices, (action, memory, value)):
@@ -336,7 +358,8 @@ class EnvironmentSet(SceneFacts, OverlappedStepping):
             self._lost(i, e)
             return False
 
-    def _take_answer(self, i: int, receive: Callable[[], Tuple[Dict[str, BrainInfo], float]], began: float) -> bool:
+    def _take_answer(self, i: int, receive: Callable[[], Tuple[Dict[str, BehaviorSteps], float]],
+                     began: float) -> bool:
         """Store environment ``i``'s answer to a step sent at ``began``; False if it failed (it is then lost).
 
         ``receive()`` gives the answer and when it arrived (``timed``), so that the time an
@@ -348,7 +371,7 @@ class EnvironmentSet(SceneFacts, OverlappedStepping):
             self._lost(i, e)
             return False
         worker = self._workers[i]
-        quiet = self._watch.fault(i, any(any(info.decision_requested) for info in self._current[i].values()),
+        quiet = self._watch.fault(i, any(len(decisions) for decisions, _ in self._current[i].values()),
                                   arrived - began, worker.logfile_path if worker is not None else None)
         if quiet is not None:
             self._current[i] = None
@@ -360,13 +383,11 @@ class EnvironmentSet(SceneFacts, OverlappedStepping):
             self._pending[i] = "its Academy is done"
         return True
 
-    def _empty(self, brain: str) -> BrainInfo:
-        return _empty_info(self._brains[brain])
+    def _empty(self, brain: str) -> BehaviorSteps:
+        return empty_steps(self._brains[brain].behavior_spec)
 
-    def _merged(self) -> Dict[str, BrainInfo]:
-        live = [(i, c) for i, c in enumerate(self._current) if c is not None and self._workers[i] is not None]
-        return {b: BrainInfo.merge([(i, c[b]) for i, c in live]) if live else _empty_info(self._brains[b])
-                for b in self._brain_names}
+    def _merged(self) -> Dict[str, BehaviorSteps]:
+        return self.merged(range(self.n_envs))
 
     # ------------------------------------------------------------------ failures
     def _lost(self, index: int, error: UnityException) -> None:

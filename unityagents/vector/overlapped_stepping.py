@@ -26,11 +26,11 @@ import concurrent.futures
 import time
 from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple
 
-from unityagents.brain import BrainInfo
+from unityagents.base_env import BehaviorSteps, merge_steps
 from unityagents.exception import UnityEnvironmentException
 
 
-def timed(receive: Callable[[], Dict[str, BrainInfo]]) -> Tuple[Dict[str, BrainInfo], float]:
+def timed(receive: Callable[[], Dict[str, BehaviorSteps]]) -> Tuple[Dict[str, BehaviorSteps], float]:
     """``receive()`` and the monotonic time its answer arrived."""
     return receive(), time.monotonic()
 
@@ -63,11 +63,11 @@ class OverlappedStepping:
         """Some environment that is not in flight is due a reset: call ``reset_idle`` before acting on it."""
         return any(i not in self._inflight for i in self._pending)
 
-    def merged(self, indices: Sequence[int]) -> Dict[str, BrainInfo]:
-        """The current info of the environments ``indices`` (live ones), merged in that order."""
+    def merged(self, indices: Sequence[int]) -> Dict[str, BehaviorSteps]:
+        """The current steps of the environments ``indices`` (live ones), merged in that order."""
         live = [(i, self._current[i]) for i in indices if self._current[i] is not None
                 and self._workers[i] is not None]
-        return {b: BrainInfo.merge([(i, c[b]) for i, c in live]) if live else self._empty(b)
+        return {b: merge_steps([(i, c[b]) for i, c in live]) if live else self._empty(b)
                 for b in self._brain_names}
 
     def send(self, indices: Sequence[int], action: Optional[Mapping[str, Any]] = None,
@@ -75,7 +75,7 @@ class OverlappedStepping:
         """Send the environments ``indices`` their rows of the decisions; their answers arrive in
         the background (``collect``).
 
-        The rows follow ``merged(indices)``: each environment's agents, in the order of
+        The rows follow ``merged(indices)``'s decision steps: each environment's agents, in the order of
         ``indices``. An environment that fails to take its actions is restarted by the next
         ``reset_idle``.
         """
@@ -95,7 +95,7 @@ class OverlappedStepping:
     def collect(self, timeout: Optional[float] = None) -> List[int]:
         """Wait until at least one environment in flight has answered; the ones that did, in order.
 
-        Their info is then ``merged(indices)``; ``stats`` holds their custom stats. Environments
+        Their steps are then ``merged(indices)``; ``stats`` holds their custom stats. Environments
         that failed are left out and restarted by the next ``reset_idle``; those whose Academy is
         done are left in and due a reset (``needs_reset``). Nothing in flight: returns ``[]``.
         """

@@ -26,7 +26,8 @@ import socket
 import tempfile
 from typing import Any, Dict, List, Optional
 
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.base_env import BehaviorSpec, BehaviorSteps
+from unityagents.brain import BrainParameters
 from unityagents.exception import (
     UnityCommunicationException,
     UnityEnvironmentException,
@@ -105,6 +106,7 @@ class EnvironmentActor:
                 "external_brain_names": list(env.external_brain_names),
                 "reset_parameters": env.reset_parameters, "academy_name": env.academy_name,
                 "logfile_path": env.logfile_path, "resets_by_itself": env.resets_by_itself,
+                "reports_last_observation": env.reports_last_observation,
                 "node_id": ray.get_runtime_context().get_node_id(),
                 "host": socket.gethostname()}
 
@@ -158,6 +160,7 @@ class RayEnvironmentWorker:
         self.academy_name: str = info["academy_name"]
         self.logfile_path = info["logfile_path"]
         self.resets_by_itself: bool = info["resets_by_itself"]
+        self.reports_last_observation: bool = info["reports_last_observation"]
         self.node_id, self.host = info["node_id"], info["host"]
         logger.info("Environment %d runs in a Ray actor on node %s (%s); its log there: %s", index, self.node_id,
                     self.host, self.logfile_path)
@@ -187,7 +190,11 @@ class RayEnvironmentWorker:
     def step_send(self, action: Any = None, memory: Any = None, value: Any = None) -> None:
         self._pending = self._actor.step.remote(action, memory, value)
 
-    def receive(self) -> Dict[str, BrainInfo]:
+    @property
+    def behavior_specs(self) -> Dict[str, BehaviorSpec]:
+        return {name: params.behavior_spec for name, params in self.brains.items()}
+
+    def receive(self) -> Dict[str, BehaviorSteps]:
         if self._pending is None:
             raise UnityEnvironmentException("receive() was called with no reset or step in flight.")
         ref, self._pending = self._pending, None

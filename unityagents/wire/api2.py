@@ -28,14 +28,15 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import orjson
 
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.base_env import ActionTuple, BehaviorSteps
+from unityagents.brain import BrainParameters
 from unityagents.exception import UnityEnvironmentException, UnityMessageException, UnityTimeOutException
 from unityagents.wire.api2_messages import (
-    brain_info_of,
     decode_api2_png,
     png_limit,
     show,
     state_message_limit,
+    steps_of,
     validate_academy_parameters,
 )
 from unityagents.wire.api2_stream import Connection
@@ -139,9 +140,13 @@ class API2Communicator(Communicator):
         message = {"train_model": bool(train_mode), "parameters": {k: float(v) for k, v in config.items()}}
         self._conn.send(json.dumps(message).encode("utf-8"))
 
-    def send_step(self, actions: Dict[str, np.ndarray], memories: Dict[str, np.ndarray],
+    def send_step(self, actions: Dict[str, ActionTuple], memories: Dict[str, np.ndarray],
                   values: Dict[str, np.ndarray]) -> None:
-        message = {"action": actions, "memory": memories, "value": values}
+        # API-2 takes each brain's actions as one flat float list: per agent, its continuous
+        # values, then one index per discrete branch.
+        flat = {b: np.concatenate([a.continuous.astype(np.float64), a.discrete.astype(np.float64)], axis=1).ravel()
+                for b, a in actions.items()}
+        message = {"action": flat, "memory": memories, "value": values}
         # Encoded before STEP so that nothing but the send sits between STEPPING and the actions;
         # orjson writes the same compact JSON as json.dumps, several times faster (bench/protocol.py).
         payload = orjson.dumps(message, option=orjson.OPT_SERIALIZE_NUMPY)
@@ -149,8 +154,8 @@ class API2Communicator(Communicator):
         self._conn.read_token(b"STEPPING")
         self._conn.send_framed(payload)
 
-    def receive(self) -> Tuple[Dict[str, BrainInfo], bool]:
-        infos: Dict[str, BrainInfo] = {}
+    def receive(self) -> Tuple[Dict[str, BehaviorSteps], bool]:
+        infos: Dict[str, BehaviorSteps] = {}
         limit = max(self._limits.values(), default=0)
         for _ in self._brain_names:
             raw = self._conn.read_framed("a brain's state message", limit)
@@ -181,7 +186,7 @@ class API2Communicator(Communicator):
                     f"Protocol error: the state message of brain {b!r} has {len(raw)} bytes; no message of "
                     f"this brain can need more than {self._limits[b]}.", self.peer.log_path, brain=b,
                     field="length prefix", expected=f"<= {self._limits[b]}", received=len(raw))
-            infos[b] = brain_info_of(b, self._brains[b], msg, self.peer.log_path,
+            infos[b] = steps_of(b, self._brains[b], msg, self.peer.log_path,
                                      functools.partial(self._read_frame, b))
         return infos, self._conn.read_done_flag()
 

@@ -1,6 +1,6 @@
 """Checks of everything an API-2 environment sends, made before any of it is used.
 
-Every field's type, size and range (``validate_academy_parameters``, ``brain_info_of``),
+Every field's type, size and range (``validate_academy_parameters``, ``steps_of``),
 finiteness within float32 (NaN, infinities and overflows are the environment's error), and a
 camera frame's PNG header before it is decoded (``decode_api2_png``). The size limits
 (``state_message_limit``, ``png_limit``) let ``API2Communicator`` refuse a message from its length
@@ -18,7 +18,8 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 from PIL import Image
 
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.base_env import BehaviorSteps, DecisionSteps, TerminalSteps
+from unityagents.brain import BrainParameters
 from unityagents.exception import UnityMessageException, UnityObservationException
 from unityagents.wire.base import F32_MAX, MAX_AGENTS, MAX_BRAIN_SIZE, MAX_CAMERA_SIDE, Handshake, png_size
 
@@ -206,9 +207,13 @@ def validate_academy_parameters(p: Dict[str, Any], log_path: Optional[str]) -> H
     return Handshake(name, brains, external, {k: float(v) for k, v in reset.items()}, log or log_path)
 
 
-def brain_info_of(b: str, params: BrainParameters, msg: Dict[str, Any], log: Optional[str],
-                  read_frame: Callable[[int, Dict[str, Any]], np.ndarray]) -> BrainInfo:
-    """Check every field of one state message (types, sizes, finiteness); then build its info.
+def steps_of(b: str, params: BrainParameters, msg: Dict[str, Any], log: Optional[str],
+             read_frame: Callable[[int, Dict[str, Any]], np.ndarray]) -> BehaviorSteps:
+    """Check every field of one state message (types, sizes, finiteness); then build its steps.
+
+    Every agent is a decision step, its ``obs`` the brain's cameras then its state; a done agent
+    is a terminal step too, with those same observations (the first of its next episode: API-2
+    sends no other) and the step's reward, its decision step then having reward 0.
 
     ``read_frame(camera, resolution)`` reads and decodes the next frame of that camera from the
     stream: API-2 sends the frames after the state message, camera by camera, agent by agent.
@@ -225,7 +230,7 @@ def brain_info_of(b: str, params: BrainParameters, msg: Dict[str, Any], log: Opt
     state = _floats(msg, b, "states", n, params.state_width,
                     f"{params.state_width} {params.state_space_type} float(s) per agent", log)
     _floats(msg, b, "rewards", n, 1, "one per agent", log)
-    rewards = [float(r) for r in msg["rewards"]]
+    rewards = np.asarray(msg["rewards"], np.float64).reshape(n)
     dones = _field(msg, b, "dones", log)
     if not isinstance(dones, list) or not set(map(type, dones)) <= {bool}:
         raise _bad(b, "dones", "a list of true/false, one per agent", dones, log)
@@ -252,7 +257,18 @@ def brain_info_of(b: str, params: BrainParameters, msg: Dict[str, Any], log: Opt
         observations.append(np.stack(frames) if frames else
                             np.zeros((0, res["height"], res["width"], 1 if res.get("blackAndWhite") else 3),
                                      np.float32))
-    return BrainInfo(observations, state, memory, rewards, agents, dones, prev)
+    by_sensor = [observations[s.camera] if s.is_camera else
+                 (state if s.size == state.shape[1] else state[:, s.offset:s.offset + s.size]) for s in params.sensors]
+    ids = np.asarray(agents, np.int64)
+    done = np.asarray(dones, bool)
+    decisions = DecisionSteps(by_sensor, np.where(done, 0.0, rewards), ids, memory=memory, previous_action=prev)
+    if not done.any():
+        terminals = TerminalSteps([o[:0] for o in by_sensor], rewards[:0], done[:0], ids[:0],
+                                  previous_action=prev[:0] if len(prev) else prev)
+    else:
+        terminals = TerminalSteps([o[done] for o in by_sensor], rewards[done], np.zeros(int(done.sum()), bool),
+                                  ids[done], previous_action=prev[done] if len(prev) else prev)
+    return decisions, terminals
 
 
 def _check_size(brain: str, field: str, got: int, expected: int, layout: str) -> None:

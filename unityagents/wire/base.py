@@ -2,7 +2,7 @@
 
 ``UnityEnvironment`` launches the environment, validates what the caller gives it and keeps the
 brains' bookkeeping; a ``Communicator`` turns its requests into one protocol's messages and the
-environment's answers into ``BrainInfo``. Each protocol has one (``COMMUNICATORS``):
+environment's answers into per-sensor steps (``unityagents.base_env``). Each protocol has one (``COMMUNICATORS``):
 
 * ``API2Communicator`` (``wire/api2.py``): the raw-socket protocol of ML-Agents #166, Python as the
   TCP server;
@@ -13,7 +13,7 @@ Both are driven in the same order: ``connect`` -> ``handshake`` -> (``send_reset
 ``send_step``) -> ``receive`` ... -> ``close``. A send and its receive are split so that a set of
 environments can all simulate at once (``UnityEnvironment.reset_send``/``step_send``/``receive``).
 What differs between protocols and matters to the environment (which reset parameters exist,
-whether memories travel, whether a step covers only the deciding agents) is answered by the
+whether memories travel, whether an ended episode's last observation arrives) is answered by the
 communicator's class attributes, so that the environment never asks which protocol it speaks.
 
 A communicator sees the environment only through a ``Peer`` (the answer timeout, the log's path,
@@ -31,7 +31,8 @@ from typing import Dict, List, Optional, Tuple, Type
 
 import numpy as np
 
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.base_env import ActionTuple, BehaviorSteps
+from unityagents.brain import BrainParameters
 from unityagents.exception import UnityCommunicationException, UnityEnvironmentException, UnityTimeOutException
 
 #: A stat the environment sent: (value, aggregation), aggregation one of STATS_AGGREGATIONS.
@@ -76,7 +77,7 @@ class Handshake:
     :param reset_parameters: the Academy's reset parameters with their defaults (API-2); the
         modern protocol declares none.
     :param log_path: where the environment writes its log, when it says so.
-    :param first_infos: the first ``BrainInfo`` per brain when the handshake had to reset the
+    :param first_infos: the first steps per brain when the handshake had to reset the
         environment to learn its brains (gRPC), else None.
     """
 
@@ -85,7 +86,7 @@ class Handshake:
     external_brain_names: List[str]
     reset_parameters: Dict[str, float]
     log_path: Optional[str] = None
-    first_infos: Optional[Dict[str, BrainInfo]] = None
+    first_infos: Optional[Dict[str, BehaviorSteps]] = None
 
 
 class Peer:
@@ -144,11 +145,12 @@ class Communicator(abc.ABC):
     #: Whether the environment declares its reset parameters in the handshake (a reset may then
     #: set only those), rather than accepting any name.
     declares_reset_parameters: bool = True
-    #: Whether memories and values travel to the environment and back with every step; where
-    #: they do not, ``UnityEnvironment`` keeps each agent's memory row itself.
+    #: Whether memories and values travel to the environment and back with every step (where
+    #: they do not, the trainers keep each agent's memory).
     carries_memories: bool = True
-    #: Whether a step may give actions for only the agents that asked for a decision.
-    takes_deciding_rows_only: bool = False
+    #: Whether ``TerminalSteps.obs`` is the ended episode's last observation; API-2 sends none,
+    #: so its terminal steps repeat the observation sent with done (the next episode's first).
+    reports_last_observation: bool = False
     #: Whether the environment ends its Academy episodes itself (a global done); where it does
     #: not, its agents reset one by one and a curriculum has to ask for resets.
     resets_by_itself: bool = True
@@ -173,13 +175,14 @@ class Communicator(abc.ABC):
         """Ask for a reset with these reset parameters (already validated by the environment)."""
 
     @abc.abstractmethod
-    def send_step(self, actions: Dict[str, np.ndarray], memories: Dict[str, np.ndarray],
+    def send_step(self, actions: Dict[str, ActionTuple], memories: Dict[str, np.ndarray],
                   values: Dict[str, np.ndarray]) -> None:
-        """Send one decision per agent: flat float arrays per External brain, already size-checked."""
+        """Send one decision per deciding agent (actions checked against each behaviour's spec), and,
+        where the protocol carries them, flat memories and values per External brain."""
 
     @abc.abstractmethod
-    def receive(self) -> Tuple[Dict[str, BrainInfo], bool]:
-        """The answer to the last send: the ``BrainInfo`` of every brain and the global done flag."""
+    def receive(self) -> Tuple[Dict[str, BehaviorSteps], bool]:
+        """The answer to the last send: each brain's (``DecisionSteps``, ``TerminalSteps``), and the global done."""
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -9,20 +9,20 @@ and Python's inputs in its replies, so the reply to call N is whatever the train
   mismatch, status 400);
 * then every call is the environment's answer to the previous reply (a RESET or STEP).
 
-How behaviours become brains, observations ``BrainInfo`` and actions messages is
+How behaviours become brains, observations per-sensor steps and actions messages is
 ``grpc_messages``' business; every field is checked first (``validate``). The camera layout
 ([H,W,C] before C# package 3.0, [C,H,W] from 3.0) is chosen from the package version in call #1.
 ``BrainParameters.continuousActionContract`` is ``"unit"``: a trainer sends Unity
 ``clamp(a, -3, 3) / 3`` as the ONNX export does (``BrainParameters.environment_actions``), while
 ``send_step`` itself sends the floats it is given, so a gymnasium or PettingZoo user's actions
 arrive as they chose them. A variable-length observation (a BufferSensor's ``[N_max, F]``,
-dimension properties ``[VariableSize, None]``; we announce ``variableLengthObservation``) joins the
-state row after row as its own sensor (``Sensor.variable_length``); any other rank-2 observation is
+dimension properties ``[VariableSize, None]``; we announce ``variableLengthObservation``) is a
+sensor of its own (``Sensor.variable_length``); any other rank-2 observation is
 refused when its behaviour is announced (``wire/variable_length.py``).
 
 The modern protocol declares no reset parameters (any name goes to the environment-parameters
-side channel), carries no memories (the environment keeps them), takes actions for the deciding
-agents only and never ends an Academy episode: the class attributes below say so.
+side channel), carries no memories (the trainers keep them), sends an ended episode's last
+observation and never ends an Academy episode: the class attributes below say so.
 
 The server binds 127.0.0.1 only (Unity's own binds all interfaces). Requests are handed to the
 caller's thread as raw bytes and parsed there, so a malformed message is an exception in the
@@ -37,7 +37,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.base_env import ActionTuple, BehaviorSteps
+from unityagents.brain import BrainParameters
 from unityagents.exception import (
     UnityCommunicationException,
     UnityProtocolException,
@@ -93,7 +94,7 @@ class GrpcCommunicator(Communicator):
     protocol = "grpc"
     declares_reset_parameters = False
     carries_memories = False
-    takes_deciding_rows_only = True
+    reports_last_observation = True
     resets_by_itself = False
 
     def __init__(self, peer: Peer, port: int, worker_id: int, seed: Optional[int] = None,
@@ -234,19 +235,19 @@ class GrpcCommunicator(Communicator):
         self._reply(message)
 
 
-    def send_step(self, actions: Dict[str, np.ndarray], memories: Dict[str, np.ndarray],
+    def send_step(self, actions: Dict[str, ActionTuple], memories: Dict[str, np.ndarray],
                   values: Dict[str, np.ndarray]) -> None:
         message = self._input()
         agent_actions = message.unity_input.rl_input.agent_actions
-        for name, flat in actions.items():
+        for name, action in actions.items():
             behaviour = self._behaviours.get(name)
             if behaviour is None or not behaviour.decision_ids:
                 continue
-            behaviour.encode_actions(flat, agent_actions)
+            behaviour.encode_actions(action, agent_actions)
         self._reply(message)
 
     # ---------------------------------------------------------------- receiving
-    def receive(self) -> Tuple[Dict[str, BrainInfo], bool]:
+    def receive(self) -> Tuple[Dict[str, BehaviorSteps], bool]:
         message = self._next_message("its next observations", self.peer.timeout)
         log = self.peer.log_path
         rl = rl_output_of(message, log)
@@ -267,7 +268,7 @@ class GrpcCommunicator(Communicator):
         result = {}
         for name, behaviour in self._behaviours.items():
             infos = lists[name].value if name in lists else ()
-            result[name] = behaviour.brain_info(infos, log)
+            result[name] = behaviour.steps(infos, log)
         return result, False
 
     def _read_side_channels(self, data: bytes) -> None:

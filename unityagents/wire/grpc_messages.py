@@ -1,19 +1,16 @@
-"""A modern (gRPC) behaviour as a brain: observations decoded into ``BrainInfo``, actions encoded into messages.
+"""A modern (gRPC) behaviour: observations decoded into per-sensor steps, actions encoded into messages.
 
-A behaviour is a brain named by its fully-qualified name (``"3DBall?team=0"``). Its vector
-observations are concatenated, in wire order, into one continuous state; its rank-3 observations
-are cameras, delivered as ``[N, H, W, C]`` floats in 0..1 whatever the wire layout ([H,W,C] before
-C# package 3.0, [C,H,W] from 3.0). ``BrainParameters.sensors`` keeps what the state folds together:
-each sensor's name, shape and place, in the wire order, which the ONNX export's ``obs_k`` inputs
-follow. Continuous actions and discrete branches map onto ``BrainParameters``; a hybrid behaviour
-is one continuous brain with ``action_branches``, its action rows the continuous values then one
-index per branch.
+A behaviour is a brain named by its fully-qualified name (``"3DBall?team=0"``). Its observations
+stay one array per sensor, in wire order (``DecisionSteps.obs``): vectors ``[N, *shape]``,
+cameras ``[N, H, W, C]`` floats in 0..1 whatever the wire layout ([H,W,C] before C# package 3.0,
+[C,H,W] from 3.0). ``BrainParameters.sensors`` records each sensor's name, shape and place, which
+the ONNX export's ``obs_k`` inputs follow. Continuous actions and discrete branches map onto
+``BrainParameters``; a hybrid behaviour is one continuous brain with ``action_branches``.
 
-A ``BrainInfo`` row is an agent that reported in this step: one that asks for a decision, or one
-whose episode ended (``local_done``; ``max_reached`` when interrupted). An agent that ended its
-episode and asks for its next decision in the same step has one row, as with API-2: the terminal
-reward and done flag, and the first observation of its next episode; its last observation is kept
-in ``BrainInfo.terminal_info``. Every field is checked (``validate``) before it is used.
+An agent whose info is not done is a decision step; a done one a terminal step, with its
+episode's last observation (``interrupted`` when its max step was reached). An agent that ended
+its episode and asks for its next decision in the same step is both. Every field is checked
+(``validate``) before it is used.
 """
 from __future__ import annotations
 
@@ -23,8 +20,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from unityagents.brain import BrainInfo, BrainParameters
-from unityagents.exception import UnityActionException, UnityObservationException
+from unityagents.base_env import ActionTuple, BehaviorSteps, DecisionSteps, TerminalSteps
+from unityagents.brain import BrainParameters
+from unityagents.exception import UnityObservationException
 from unityagents.wire.protos import communicator_objects_pb2 as pb
 from unityagents.wire.validate import (
     Spec,
@@ -40,8 +38,9 @@ logger = logging.getLogger("unityagents")
 
 
 @dataclasses.dataclass
-@dataclasses.dataclass
-class ObservationSpec:
+class SensorLayout:
+    """How one sensor arrives on the wire (what decoding needs of it)."""
+
     shape: Tuple[int, ...]          # as on the wire
     visual: bool
     hwc: Tuple[int, ...] = ()       # visual: (H, W, C) whatever the wire layout
@@ -59,7 +58,7 @@ class Behaviour:
     """
 
     name: str
-    observations: List[ObservationSpec]
+    observations: List[SensorLayout]
     continuous: int
     branches: List[int]
     parameters: BrainParameters
@@ -118,9 +117,8 @@ class Behaviour:
                         f"{type(e).__name__}: {e}", ".compressed_data") from None
         return vector, frames
 
-    def observations_of(self, rows: Sequence["pb.AgentInfoProto"],
-                        log: Optional[str]) -> Tuple[np.ndarray, List[np.ndarray]]:
-        """``[n, state]`` and the ``[n, H, W, C]`` cameras of ``rows``, validated against the spec."""
+    def observations_of(self, rows: Sequence["pb.AgentInfoProto"], log: Optional[str]) -> List[np.ndarray]:
+        """One ``[n, *shape]`` array per sensor of ``rows`` (cameras ``[n, H, W, C]``), validated against the spec."""
         specs = self.observations
         n = len(rows)
         if len(specs) == 1 and not specs[0].visual:  # one vector sensor (most scenes): the fast path
@@ -136,25 +134,29 @@ class Behaviour:
                     self.decode_agent(info, log)
                 values.append(data)
             state = np.asarray(values, np.float32) if n else np.zeros((0, size), np.float32)
-        else:
-            state = np.zeros((n, self.parameters.state_space_size), np.float32)
-            cameras = [np.zeros((n,) + tuple(s.hwc), np.float32) for s in specs if s.visual]
-            for r, info in enumerate(rows):
-                vector, frames = self.decode_agent(info, log)
-                if vector:
-                    state[r] = vector
-                for c, frame in enumerate(frames):
-                    cameras[c][r] = frame
+            check_finite(self.name, "observations (vector)", state, log, [int(i.id) for i in rows])
+            return [state.reshape((n,) + tuple(specs[0].shape))]
+        arrays = [np.zeros((n,) + (tuple(s.hwc) if s.visual else tuple(s.shape)), np.float32) for s in specs]
+        vectors = [k for k, s in enumerate(specs) if not s.visual]
+        for r, info in enumerate(rows):
+            vector, frames = self.decode_agent(info, log)
+            start = 0
+            for k in vectors:
+                size = specs[k].size
+                arrays[k][r] = np.asarray(vector[start:start + size], np.float32).reshape(specs[k].shape)
+                start += size
+            for k, frame in zip((k for k, s in enumerate(specs) if s.visual), frames):
+                arrays[k][r] = frame
         ids = [int(i.id) for i in rows]
-        check_finite(self.name, "observations (vector)", state, log, ids)
-        if len(specs) == 1 and not specs[0].visual:
-            return state, []
-        for c, frames in enumerate(cameras):
-            check_finite(self.name, f"observations (camera {c})", frames, log, ids)
-        return state, cameras
+        if vectors:
+            check_finite(self.name, "observations (vector)",
+                         np.concatenate([arrays[k].reshape(n, specs[k].size) for k in vectors], axis=1), log, ids)
+        for c, k in enumerate(k for k, s in enumerate(specs) if s.visual):
+            check_finite(self.name, f"observations (camera {c})", arrays[k], log, ids)
+        return arrays
 
-    def brain_info(self, infos: Sequence["pb.AgentInfoProto"], log: Optional[str]) -> BrainInfo:
-        params = self.parameters
+    def steps(self, infos: Sequence["pb.AgentInfoProto"], log: Optional[str]) -> BehaviorSteps:
+        """The behaviour's decision steps (agents whose info is not done) and terminal steps (done ones)."""
         check_agents(self.name, infos, log)
         total = int(sum(self.branches))
         for info in infos:
@@ -165,113 +167,78 @@ class Behaviour:
                      log, every)
         deciding = [i for i in infos if not i.done]
         ending = [i for i in infos if i.done]
-        row_of = {info.id: r for r, info in enumerate(deciding)}
-        rows = deciding + [i for i in ending if i.id not in row_of]
-        n = len(rows)
-        state, cameras = self.observations_of(rows, log)
-        rewards = [float(i.reward) for i in rows]
-        done = [False] * len(deciding) + [True] * (n - len(deciding))
-        interrupted = [False] * n
-        group_rewards = [float(i.group_reward) for i in rows]
-        for info in ending:
-            r = row_of.get(info.id)
-            if r is None:
-                r = len(deciding) + [i.id for i in rows[len(deciding):]].index(info.id)
-                interrupted[r] = bool(info.max_step_reached)
-                continue
-            rewards[r] += float(info.reward)  # the last reward of the episode that just ended
-            group_rewards[r] += float(info.group_reward)
-            done[r] = True
-            interrupted[r] = bool(info.max_step_reached)
-        ids = [int(i.id) for i in rows]
-        with np.errstate(over="ignore"):  # two float32 maxima add up to infinity: refused below
-            check_finite(self.name, "reward (episode end + next decision)", np.asarray(rewards, np.float32),
-                         log, ids)
-            check_finite(self.name, "group_reward (episode end + next decision)",
-                         np.asarray(group_rewards, np.float32), log, ids)
+        self._check_summed_rewards(deciding, ending, log)
         masks = None
         if self.branches:
-            masks = np.ones((n, total), np.float32)
-            for r, info in enumerate(rows):
+            disabled = np.zeros((len(deciding), total), bool)
+            for r, info in enumerate(deciding):
                 if len(info.action_mask):  # True = disabled; its length was checked above
-                    masks[r] = 1.0 - np.asarray(info.action_mask, np.float32)
-        width = params.action_width
-        previous = np.zeros((n, width), np.float32)
+                    disabled[r] = info.action_mask
+            masks = np.split(disabled, np.cumsum(self.branches)[:-1], axis=1)
+        self.decision_ids = [i.id for i in deciding]
+        decisions = DecisionSteps(
+            self.observations_of(deciding, log), _floats(i.reward for i in deciding), _ids(deciding), masks,
+            _ids(deciding, "group_id"), _floats(i.group_reward for i in deciding),
+            previous_action=self._previous(deciding))
+        terminals = TerminalSteps(
+            self.observations_of(ending, log), _floats(i.reward for i in ending),
+            np.asarray([bool(i.max_step_reached) for i in ending], bool), _ids(ending), _ids(ending, "group_id"),
+            _floats(i.group_reward for i in ending), previous_action=self._previous(ending))
+        return decisions, terminals
+
+    def _check_summed_rewards(self, deciding: Sequence["pb.AgentInfoProto"], ending: Sequence["pb.AgentInfoProto"],
+                              log: Optional[str]) -> None:
+        """An agent that ended its episode and asks for its next decision gets both rewards in one
+        step of the trainer's: two float32 maxima add up to infinity, which is refused here."""
+        reward_of = {i.id: (i.reward, i.group_reward) for i in deciding}
+        both = [(i.id, i.reward + reward_of[i.id][0], i.group_reward + reward_of[i.id][1])
+                for i in ending if i.id in reward_of]
+        if not both:
+            return
+        ids = [int(a) for a, _, _ in both]
+        with np.errstate(over="ignore"):
+            check_finite(self.name, "reward (episode end + next decision)",
+                         np.asarray([r for _, r, _ in both], np.float32), log, ids)
+            check_finite(self.name, "group_reward (episode end + next decision)",
+                         np.asarray([g for _, _, g in both], np.float32), log, ids)
+
+    def _previous(self, rows: Sequence["pb.AgentInfoProto"]) -> np.ndarray:
+        """Each agent's last action sent to it (zeros before its first)."""
+        previous = np.zeros((len(rows), self.parameters.action_width), np.float32)
         for r, info in enumerate(rows):
             last = self.last_actions.get(info.id)
             if last is not None:
                 previous[r] = last
-        terminal = self.terminal_info(ending, log) if ending else None
-        self.decision_ids = [i.id for i in deciding]
-        return BrainInfo(
-            cameras, state, np.zeros((n, 0), np.float32), rewards, ids, done, previous,
-            max_reached=interrupted, action_masks=masks, group_id=[int(i.group_id) for i in rows],
-            group_rewards=group_rewards, decision_requested=[True] * len(deciding) + [False] * (n - len(deciding)),
-            terminal_info=terminal)
-
-    def terminal_info(self, ending: Sequence["pb.AgentInfoProto"], log: Optional[str]) -> BrainInfo:
-        """The last observations of the agents whose episodes ended (for bootstrapping)."""
-        params = self.parameters
-        n = len(ending)
-        state, cameras = self.observations_of(ending, log)
-        return BrainInfo(
-            cameras, state, np.zeros((n, 0), np.float32), [float(i.reward) for i in ending],
-            [int(i.id) for i in ending], [True] * n, np.zeros((n, params.action_width), np.float32),
-            max_reached=[bool(i.max_step_reached) for i in ending],
-            action_masks=None if not self.branches else np.ones((n, int(sum(self.branches))), np.float32),
-            group_id=[int(i.group_id) for i in ending], group_rewards=[float(i.group_reward) for i in ending],
-            decision_requested=[False] * n)
+        return previous
 
     # ---------------------------------------------------------------- actions
-    def encode_actions(self, flat: Any, agent_actions: Any) -> None:
+    def encode_actions(self, actions: ActionTuple, agent_actions: Any) -> None:
         """Add this step's actions of the deciding agents to ``agent_actions`` (the message's map),
         and remember them as each agent's previous action."""
         ids = self.decision_ids
-        rows = self.action_rows(flat, len(ids))
         entry = agent_actions[self.name].value
-        n_continuous = self.continuous
-        if self.branches:
-            picks = rows[:, n_continuous:]
-            ints = picks.astype(np.int64)
-            wrong = (ints < 0) | (ints >= np.asarray(self.branches)) | (ints != picks)
-            if wrong.any():
-                i, k = map(int, np.argwhere(wrong)[0])
-                raise UnityActionException(
-                    f"Brain {self.name!r}: agent {ids[i]} chose {picks[i, k]!r} on discrete branch {k}, which has "
-                    f"{self.branches[k]} actions: expected an integer in 0..{self.branches[k] - 1}.")
-        if self.branches and n_continuous:  # hybrid: ActionTuple(continuous, discrete) per agent
-            continuous = rows[:, :n_continuous].astype(np.float32)
-            for agent, floats, row in zip(ids, continuous.tolist(), ints.tolist()):
+        if self.branches and self.continuous:  # hybrid: ActionTuple(continuous, discrete) per agent
+            for agent, floats, row in zip(ids, actions.continuous.tolist(), actions.discrete.tolist()):
                 entry.add(continuous_actions=floats, discrete_actions=row)
                 self.last_actions[agent] = np.asarray(floats + row, np.float32)
         elif self.branches:
-            for agent, row in zip(ids, ints.tolist()):
+            for agent, row in zip(ids, actions.discrete.tolist()):
                 entry.add(discrete_actions=row, vector_actions_deprecated=row)
                 self.last_actions[agent] = np.asarray(row, np.float32)
         else:
-            for agent, row in zip(ids, rows.astype(np.float32)):
+            for agent, row in zip(ids, actions.continuous):
                 as_list = row.tolist()
                 entry.add(continuous_actions=as_list, vector_actions_deprecated=as_list)
                 self.last_actions[agent] = row
 
-    def action_rows(self, flat: Any, n_agents: int) -> np.ndarray:
-        """``[n_agents, action_width]`` float64 actions, or an error naming the width the spec asks for.
 
-        A row is the continuous actions then one index per discrete branch (hybrid: both).
-        """
-        width = self.parameters.action_width
-        array = np.asarray(flat, dtype=np.float64)
-        given = array.shape[-1] if array.ndim >= 2 else None
-        if (given is not None and given != width) or array.size < n_agents * width or array.size % max(width, 1):
-            parts = ([f"{self.continuous} continuous"] if self.continuous else []) + (
-                [f"{len(self.branches)} discrete branches {self.branches}"] if self.branches else [])
-            received = f"rows of {given} values" if given is not None else f"{array.size} values"
-            raise UnityActionException(
-                f"Brain {self.name!r}: the actions for its {n_agents} deciding agents are {received} "
-                f"(shape {array.shape}), but its action spec is {' + '.join(parts) or 'empty'} = {width} values "
-                f"per agent. Send an array of shape ({n_agents}, {width}): the continuous actions first, then one "
-                "action index per discrete branch.")
-        return array.reshape(-1, width)[:n_agents]
+def _floats(values: Any) -> np.ndarray:
+    """Rewards as float64 (each a float32 of the wire, exactly)."""
+    return np.fromiter(values, np.float64)
+
+
+def _ids(rows: Sequence["pb.AgentInfoProto"], field: str = "id") -> np.ndarray:
+    return np.fromiter((getattr(i, field) for i in rows), np.int64, len(rows))
 
 
 def new_behaviour(name: str, spec: Spec, descriptions: List[str], sensor_names: Sequence[Tuple[str, int]] = (),
@@ -285,14 +252,14 @@ def new_behaviour(name: str, spec: Spec, descriptions: List[str], sensor_names: 
         sensor_name = sensor_name or f"sensor_{k}"
         if len(shape) == 3:
             hwc = (shape[1], shape[2], shape[0]) if channels_last else shape
-            observations.append(ObservationSpec(shape, True, hwc, name=sensor_name))
+            observations.append(SensorLayout(shape, True, hwc, name=sensor_name))
             sensors.append({"name": sensor_name, "shape": [hwc[2], hwc[0], hwc[1]], "camera": len(cameras),
                             "observationType": observation_type})
             cameras.append({"width": hwc[1], "height": hwc[0], "blackAndWhite": hwc[2] == 1,
                             "channels": hwc[2]})
         else:
             size = int(np.prod(shape))
-            observations.append(ObservationSpec(shape, False, size=size, name=sensor_name))
+            observations.append(SensorLayout(shape, False, size=size, name=sensor_name))
             sensors.append({"name": sensor_name, "shape": list(shape), "offset": state_size,
                             "observationType": observation_type,
                             "variableLength": len(shape) == 2})  # rank 2: variable-length once announced

@@ -12,8 +12,9 @@ from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
 from trainers.settings.trainer_config import load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.base import TrainerConfigError, UnityTrainerException
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.registry import load_registry
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainParameters
 
 LEARNER, GHOST = "TennisBrain", "ghost-TennisBrain"
 

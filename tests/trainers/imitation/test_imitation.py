@@ -10,8 +10,9 @@ from trainers.imitation.trainer import IMITATION_HYPERPARAMETERS, ImitationTrain
 from trainers.settings.trainer_config import load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.base import TrainerConfigError, UnityTrainerException
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.registry import load_registry
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainParameters
 
 STUDENT, TEACHER = "Student", "Teacher"
 STATE_SIZE = 4

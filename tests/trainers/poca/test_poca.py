@@ -17,8 +17,9 @@ from trainers.settings import run_config
 from trainers.settings.trainer_config import trainer_config_from_dict
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.registry import load_registry
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainParameters
 
 ROOT = __file__.rsplit("/tests/", 1)[0]
 STATE = 4

@@ -8,7 +8,8 @@ from trainers.ppo.trainer import PPOTrainer
 from trainers.returns import discount_rewards, get_gae
 from trainers.tf_utils import tf
 from trainers.trainer.base import Param
-from unityagents.brain import BrainInfo, BrainParameters
+from trainers.trainer.brain_info import BrainInfo
+from unityagents.brain import BrainParameters
 
 
 def seed_brain(action_type, cameras=()):

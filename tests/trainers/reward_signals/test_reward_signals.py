@@ -13,9 +13,10 @@ from trainers.ppo.trainer import PPOTrainer
 from trainers.reward_signals import CuriositySignal, RNDSignal, signal_gae, validate_reward_signals
 from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.tf_utils import tf
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import OnPolicyTrainer
 from trainers.trainer.registry import load_registry
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainParameters
 
 REGISTRY = load_registry()
 

@@ -12,7 +12,7 @@ from tests.trainers.ppo.test_ppo import FakeStream
 from tests.trainers.sac.test_sac import CONTINUOUS, collect, make_sac
 from trainers.export.onnx_model import export_onnx
 from trainers.tf_utils import tf
-from unityagents.brain import BrainInfo
+from trainers.trainer.brain_info import BrainInfo
 
 #: A brain whose environment keeps no memory (the modern protocol's memorySize 0): the trainer keeps them.
 DISCRETE = {"stateSize": 4, "actionSize": 3, "actionSpaceType": 0, "stateSpaceType": 1}

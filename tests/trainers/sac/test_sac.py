@@ -16,9 +16,10 @@ from trainers.export.onnx_model import export_onnx
 from trainers.sac import SACTrainer
 from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.tf_utils import tf
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.registry import load_registry
 from trainers.trainer.summaries import summary_tag
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainParameters
 
 CONTINUOUS = {"stateSize": 4, "actionSize": 2, "actionSpaceType": 1, "stateSpaceType": 1}
 BRANCHED = {"stateSize": 4, "actionSize": 2, "actionSpaceType": 0, "stateSpaceType": 1,

@@ -10,6 +10,7 @@ from gymnasium.utils.env_checker import check_env
 
 from tests.conftest import free_port
 from unityagents import UnityEnvironment
+from unityagents.base_env import ActionTuple
 from unityagents.bridges.gym import UnityToGymWrapper, UnityVectorEnv
 from unityagents.exception import UnityEnvironmentException
 
@@ -120,16 +121,19 @@ def test_vector_env_is_a_faithful_view_of_the_environment():
     try:
         with UnityVectorEnv(open_env("3DBall", seed=3)) as vec:
             obs, _ = vec.reset()
-            info = raw.reset()["Ball3DBrain"]
-            np.testing.assert_array_equal(obs, np.asarray(info.states, np.float32))
+            decisions, _ = raw.reset()["Ball3DBrain"]
+            np.testing.assert_array_equal(obs, decisions.obs[0])
             saw_done = False
             for _ in range(60):
                 action = rng.uniform(-1, 1, (12, 2)).astype(np.float32)
                 obs, rewards, terminations, _, _ = vec.step(action)
-                info = raw.step(action)["Ball3DBrain"]
-                np.testing.assert_array_equal(obs, np.asarray(info.states, np.float32))
-                np.testing.assert_array_equal(rewards, np.asarray(info.rewards))
-                np.testing.assert_array_equal(terminations, np.asarray(info.local_done))
+                decisions, terminals = raw.step(ActionTuple(action))["Ball3DBrain"]
+                np.testing.assert_array_equal(obs, decisions.obs[0])
+                done = np.isin(decisions.agent_id, terminals.agent_id)
+                rewards_sent = decisions.reward.copy()
+                rewards_sent[done] += terminals.reward  # API-2: a done agent's reward is its terminal step's
+                np.testing.assert_array_equal(rewards, rewards_sent)
+                np.testing.assert_array_equal(terminations, done)
                 saw_done |= bool(terminations.any())
             assert saw_done
     finally:

@@ -8,9 +8,12 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import pytest
 
+from tests.step_view import InfoView
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import OnPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.base_env import DecisionSteps, TerminalSteps
+from unityagents.brain import BrainParameters
 from unityagents.exception import UnityCommunicationException, UnityEnvironmentException, UnityTimeOutException
 from unityagents.vector.environment_set import EnvironmentSet
 from unityagents.vector.restart import RestartPolicy
@@ -43,10 +46,10 @@ class ScriptedWorker:
         self.closed = False
         self._sent = None
 
-    def _info(self) -> Dict[str, BrainInfo]:
+    def _info(self) -> Dict[str, Any]:
         states = np.array([[self.index, self.steps]] * self.n, dtype=np.float32)
-        return {"B": BrainInfo([], states, np.zeros((self.n, 0), np.float32), [1.0] * self.n,
-                               list(range(self.n)), [False] * self.n, np.zeros((self.n, 1), np.float32))}
+        spec = self.brains["B"].behavior_spec
+        return {"B": (DecisionSteps([states], np.ones(self.n), np.arange(self.n)), TerminalSteps.empty(spec))}
 
     def reset_send(self, train_mode=True, config=None) -> None:
         self.log.append((self.index, "reset_send"))
@@ -56,11 +59,11 @@ class ScriptedWorker:
 
     def step_send(self, action=None, memory=None, value=None) -> None:
         self.log.append((self.index, "step_send"))
-        self.actions.append(np.asarray(action["B"]))
+        self.actions.append(action["B"].continuous)
         self.steps += 1
         self._sent = "step"
 
-    def receive(self) -> Dict[str, BrainInfo]:
+    def receive(self) -> Dict[str, Any]:
         self.log.append((self.index, "receive"))
         if self._sent == "step" and self.steps in self.fail_at:
             raise UnityCommunicationException("Lost the environment: it closed the connection.", self.logfile_path)
@@ -81,7 +84,7 @@ def make_set(n=2, scripts=None, policy=None, **kw):
         made[i].append(w)
         return w
 
-    return EnvironmentSet(factory, n, restart_policy=policy or RestartPolicy(), **kw), made
+    return InfoView(EnvironmentSet(factory, n, restart_policy=policy or RestartPolicy(), **kw)), made
 
 
 class RecordingTrainer(OnPolicyTrainer):
@@ -192,7 +195,7 @@ def test_past_the_restart_limit_the_error_names_cause_and_log():
 
 def test_without_a_restart_policy_the_failure_is_raised_as_is():
     envs, _ = make_set(1, {(0, 0): {"fail_at": {1}}})
-    envs.restart_policy = None
+    envs.env.restart_policy = None
     envs.reset()
     with pytest.raises(UnityCommunicationException, match="closed the connection"):
         envs.step(action={"B": np.zeros((3, 1))})
@@ -247,14 +250,3 @@ def test_environments_of_different_scenes_are_refused():
 
     with pytest.raises(UnityEnvironmentException, match="same scene or build"):
         EnvironmentSet(factory, 2)
-
-
-def test_merge_keeps_every_field_in_environment_order():
-    a = BrainInfo([np.zeros((2, 4, 4, 3))], np.ones((2, 3)), np.zeros((2, 5)), [1.0, 2.0], [7, 8],
-                  [False, True], np.ones((2, 2)))
-    b = BrainInfo([np.ones((1, 4, 4, 3))], np.zeros((1, 3)), np.ones((1, 5)), [3.0], [7], [False], np.zeros((1, 2)))
-    m = BrainInfo.merge([(0, a), (1, b)])
-    assert m.agents == [(0, 7), (0, 8), (1, 7)]
-    assert m.rewards == [1.0, 2.0, 3.0] and m.local_done == [False, True, False]
-    assert m.states.shape == (3, 3) and m.memories.shape == (3, 5) and m.previous_actions.shape == (3, 2)
-    assert m.observations[0].shape == (3, 4, 4, 3) and m.observations[0][2].min() == 1.0

@@ -23,14 +23,16 @@ import onnxruntime
 import pytest
 
 from tests.conftest import ROOT, free_port
+from tests.step_view import InfoView
 from tests.trainers.export.test_onnx_export import randomise
 from trainers.export.onnx_model import export_onnx
 from trainers.ghost.trainer import GhostTrainer
 from trainers.imitation.trainer import ImitationTrainer
 from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
 from trainers.tf_utils import tf
+from trainers.trainer.brain_info import BrainInfo
 from unityagents import UnityEnvironment
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainParameters
 
 UNITY_CLIP = 3.0  # ML-Agents: continuous_actions = clamp(a, -3, 3) / 3 for a Gaussian policy
 
@@ -174,7 +176,7 @@ def recording_build(tmp_path):
 
 def test_over_grpc_the_scene_receives_what_the_onnx_export_outputs(tmp_path):
     build, record = recording_build(tmp_path)
-    env = UnityEnvironment(build, base_port=free_port(), protocol="grpc", seed=0, log_dir=str(tmp_path))
+    env = InfoView(UnityEnvironment(build, base_port=free_port(), protocol="grpc", seed=0, log_dir=str(tmp_path)))
     name = "Ball3DBrain?team=0"
     samples, sent_states, deterministic = [], [], []
     try:

@@ -39,6 +39,7 @@ import unityagents.environment
 from tests.api2_rules import INVALID, academy_problem, png_problem, state_problem, widths
 from tests.api2_rules import parse as _parse_bytes
 from tests.conftest import free_port
+from tests.step_view import InfoView
 from unityagents import UnityEnvironment, UnityException
 from unityagents.exception import (
     UnityCommunicationException,
@@ -493,7 +494,7 @@ def run_session(monkeypatch: pytest.MonkeyPatch, port: int, mutate: Callable) ->
     t0 = time.monotonic()
     outcome, detail, env, error = "ok", "", None, None
     try:
-        env = UnityEnvironment("FuzzPeer", base_port=port, timeout_wait=TIMEOUT_WAIT, start_timeout=5)
+        env = InfoView(UnityEnvironment("FuzzPeer", base_port=port, timeout_wait=TIMEOUT_WAIT, start_timeout=5))
         infos = env.reset()
         for step in range(3):
             bad = check_info(infos, step, peer)

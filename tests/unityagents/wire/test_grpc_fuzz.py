@@ -32,6 +32,7 @@ from PIL import Image
 
 import unityagents.environment
 from tests.conftest import free_port
+from tests.step_view import InfoView
 from unityagents import UnityEnvironment, UnityException
 from unityagents.exception import (
     UnityCommunicationException,
@@ -405,8 +406,8 @@ def run_session(monkeypatch, mutate: Callable[[int, "pb.UnityMessageProto"], obj
     t0 = time.monotonic()
     outcome, detail, env = "ok", None, None
     try:
-        env = UnityEnvironment("FuzzPeer", base_port=port, protocol="grpc", timeout_wait=TIMEOUT_WAIT,
-                               start_timeout=5)
+        env = InfoView(UnityEnvironment("FuzzPeer", base_port=port, protocol="grpc", timeout_wait=TIMEOUT_WAIT,
+                                        start_timeout=5))
         infos = env.reset()
         for _ in range(2):
             detail = check_info(env, infos)
@@ -519,8 +520,8 @@ def test_an_environment_whose_agents_stop_asking_is_a_named_fault_through_the_re
         made.append(port)
         return UnityEnvironment("QuietPeer", base_port=port, protocol="grpc", timeout_wait=2, start_timeout=5)
 
-    envs = EnvironmentSet(launch, 1, restart_policy=RestartPolicy(max_lifetime_restarts=1, rate_limit_n=-1),
-                          no_decision_steps=20)
+    envs = InfoView(EnvironmentSet(launch, 1, restart_policy=RestartPolicy(max_lifetime_restarts=1, rate_limit_n=-1),
+                                   no_decision_steps=20))
     try:
         info = envs.reset()
         with pytest.raises(UnityEnvironmentException) as e:
@@ -556,7 +557,7 @@ def test_a_restarted_environment_with_other_brains_is_refused(monkeypatch):
         monkeypatch.setattr(unityagents.environment, "launch", lambda *a: start(peer))
         return UnityEnvironment("Reacher", base_port=port, protocol="grpc", timeout_wait=2, start_timeout=5)
 
-    envs = EnvironmentSet(launch, 1, restart_policy=RestartPolicy(max_lifetime_restarts=1, rate_limit_n=-1))
+    envs = InfoView(EnvironmentSet(launch, 1, restart_policy=RestartPolicy(max_lifetime_restarts=1, rate_limit_n=-1)))
     try:
         info = envs.reset()
         envs.step({b: np.zeros((len(info[b].agents), envs.brains[b].action_width)) for b in envs.external_brain_names})

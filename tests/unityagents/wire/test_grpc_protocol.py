@@ -25,7 +25,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import free_port
+from tests.step_view import InfoView
 from unityagents import UnityEnvironment
+from unityagents.base_env import ActionTuple
 from unityagents.exception import (
     UnityActionException,
     UnityObservationException,
@@ -194,8 +196,8 @@ def replies(transcript):
 
 def test_python_end_speaks_the_worked_example(fake_build, tmp_path):
     transcript = fake_build("worked")
-    env = UnityEnvironment("Fake", base_port=free_port(), protocol="grpc", log_dir=str(tmp_path / "logs"),
-                           no_graphics=True)
+    env = InfoView(UnityEnvironment("Fake", base_port=free_port(), protocol="grpc", log_dir=str(tmp_path / "logs"),
+                                    no_graphics=True))
     try:
         # Launch arguments, as a Unity player gets them: graphics flags, the port, the log file.
         args = json.loads((tmp_path / "worked.json.args").read_text())
@@ -284,10 +286,10 @@ def test_an_observation_of_the_wrong_size_and_actions_of_the_wrong_size(fake_bui
     try:
         env.reset()
         with pytest.raises(UnityActionException) as e:
-            env.step([[0.5, 0.5, 0.5]])
-        assert "expects 4 floats" in str(e.value) and "got 3" in str(e.value)
+            env.step(ActionTuple([[0.5, 0.5, 0.5]]))
+        assert "shape (1, 3)" in str(e.value) and "expects (2, 2)" in str(e.value)
         with pytest.raises(UnityObservationException) as e:
-            env.step([[0.5, 0.5], [0.1, 0.1]])
+            env.step(ActionTuple([[0.5, 0.5], [0.1, 0.1]]))
         assert "has 9 values; expected 8" in str(e.value)
     finally:
         env.close()

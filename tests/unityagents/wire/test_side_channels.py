@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import free_port
 from unityagents import UnityEnvironment
+from unityagents.base_env import ActionTuple
 from unityagents.exception import UnityEnvironmentException
 from unityagents.wire.base import Peer
 from unityagents.wire.grpc import GrpcCommunicator
@@ -82,7 +83,7 @@ def test_queued_messages_travel_with_the_next_reset_and_step():
         env.reset()
         channel.queue_message_to_send(hello)
         channel.queue_message_to_send(hello)
-        zeros = {env.external_brain_names[0]: [[0.0, 0.0]] * 12}
+        zeros = {env.external_brain_names[0]: ActionTuple([[0.0, 0.0]] * 12)}
         env.step(zeros)
         env.step(zeros)
     finally:

@@ -16,9 +16,9 @@ from trainers.buffer import AgentBuffer
 from trainers.returns import add_gae_fields
 from trainers.tf_utils import tf
 from trainers.trainer.base import Param, non_negative, positive, unit_interval
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import ON_POLICY_HYPERPARAMETERS, OnPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput
-from unityagents.brain import BrainInfo
 
 from .a2c_model import A2CModel
 

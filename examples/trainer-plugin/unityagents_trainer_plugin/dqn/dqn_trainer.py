@@ -20,10 +20,11 @@ from trainers.trainer.base import (
     positive,
     unit_interval,
 )
+from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.off_policy import OFF_POLICY_HYPERPARAMETERS, OffPolicyTrainer
 from trainers.trainer.rl_trainer import linear_schedule
 from trainers.trainer.trajectory import PolicyOutput
-from unityagents.brain import BrainInfo, BrainParameters
+from unityagents.brain import BrainParameters
 
 from .dqn_model import DQNModel
 

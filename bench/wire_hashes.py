@@ -1,0 +1,74 @@
+"""Hash every byte Python sends to a built-in scene over 30 seeded training steps (with updates).
+
+A before/after check of a change that must not alter behaviour: run it in the root of each
+checkout (it imports the code of the working directory, so the same script serves an older
+checkout) and compare the lines; ``bench/compare_exports.py`` compares the exported graphs' ops
+and weights, whose files differ byte-wise from run to run::
+
+    cd <checkout> && python <this file> <scene> <api2|grpc> <outdir>
+
+Prints ``RESULT scene protocol exit sha256(every byte sent, first 16 hex) sends sha(.bytes)
+sha(.onnx)``. Small buffers (64) make PPO update within the 30 steps, so the actions sent after
+an update are hashed too; Hallway is recurrent (API-2 carries its memories).
+"""
+import glob
+import hashlib
+import os
+import socket
+import sys
+
+import yaml
+
+sys.path.insert(0, os.getcwd())
+scene, protocol, out = sys.argv[1:4]
+STEPS = int(os.environ.get("STEPS", "30"))
+h = hashlib.sha256()
+count = [0]
+from unityagents.wire import api2_stream, grpc_server  # noqa: E402
+
+
+def hashing(cls, name):
+    """``cls.name(self, data)`` that hashes ``data`` first: every byte Python sends, in order."""
+    original = getattr(cls, name)
+
+    def sends(self, data):
+        h.update(bytes(data))
+        count[0] += 1
+        return original(self, data)
+
+    setattr(cls, name, sends)
+
+
+hashing(api2_stream.Connection, "send")  # API-2: every token, frame and length prefix
+hashing(grpc_server.ExchangeServer, "answer")  # gRPC: every reply message
+from trainers.controller import TrainerController  # noqa: E402
+
+TrainerController._keep_going = lambda self: self.global_step < STEPS
+ROOT = os.getcwd()
+cfg = yaml.safe_load(open(os.path.join(ROOT, "trainer_configurations.yaml")))
+for k, v in cfg.items():
+    if isinstance(v, dict) and k in ("default", "Ball3DBrain", "BasicBrain", "GridWorldBrain", "HallwayBrain"):
+        v.update(buffer_size=64, batch_size=32, time_horizon=16)
+        if v.get("use_recurrent") or k == "default":
+            v["sequence_length"] = 8
+        if v.get("use_recurrent") and protocol == "grpc":
+            v["memory_size"] = 32
+os.makedirs(out, exist_ok=True)
+path = os.path.join(out, "cfg.yaml")
+yaml.safe_dump(cfg, open(path, "w"))
+import learn  # noqa: E402
+
+with socket.socket() as probe:
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+os.chdir(out)
+code = learn.main([scene, "--train", "--trainer-config", path, "--seed", "3", "--protocol", protocol,
+                   "--run-path", f"r_{scene}_{protocol}", "--base-port", str(port)])
+def fh(pattern):
+    hh = hashlib.sha256()
+    files = sorted(glob.glob(pattern, recursive=True))
+    for f in files:
+        hh.update(open(f, "rb").read())
+    return hh.hexdigest()[:16] + f"({len(files)})"
+print("RESULT", scene, protocol, code, h.hexdigest()[:16], count[0], fh(f"models/r_{scene}_{protocol}/*.bytes"),
+      fh(f"models/r_{scene}_{protocol}/**/*.onnx"), flush=True)
