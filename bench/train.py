@@ -262,7 +262,8 @@ def cpu_profile(env_steps: int, intra_op_threads: int) -> Dict[str, float]:
     from trainers.settings.trainer_config import load_trainer_config
     from trainers.tf_utils import tf
     from trainers.trainer.registry import load_registry
-    from unityagents.brain import BrainInfo, BrainParameters
+    from trainers.trainer.brain_info import BrainInfo
+    from unityagents.brain import BrainParameters
 
     n, length = 12, 500  # agents, and steps per episode (staggered by agent)
     brain = BrainParameters("Ball3DBrain", dict(stateSize=8, actionSize=2, actionSpaceType=1, stateSpaceType=1,
