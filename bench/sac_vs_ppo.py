@@ -55,7 +55,14 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--target", type=float, default=90.0)
     parser.add_argument("--env-args", default="", help='extra scene arguments, e.g. "--frame-time-ms 5"')
     parser.add_argument("--trainers", default="ppo,sac", help="comma-separated, run in this order per seed")
+    parser.add_argument("--config", action="append", default=[], metavar="NAME=PATH",
+                        help="another configuration to run as trainer NAME (e.g. a SAC variant), repeatable")
     args = parser.parse_args(argv)
+    for item in args.config:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not os.path.isfile(path):
+            parser.error(f"--config expects NAME=PATH of an existing YAML file, got {item!r}")
+        CONFIGS[name] = os.path.abspath(path)
     trainers = [t for t in args.trainers.split(",") if t]
     results: Dict[str, List[Dict[str, Optional[float]]]] = {t: [] for t in trainers}
     print(f"3DBall, target mean {args.target}, {args.max_steps:.0f} agent steps per run, "
