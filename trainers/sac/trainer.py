@@ -490,6 +490,12 @@ class SACTrainer(SequenceReplay):
             self.replay = decode_replay(state["replay"], self.replay.capacity)
             if self.use_recurrent and state.get("pending") is not None:
                 self._pending = decode_pending(state["pending"])
+                longest = max((len(rows) for rows in self._pending.values()), default=0)
+                if longest >= self.sequence_length:
+                    raise UnityTrainerException(
+                        f"--load: brain '{self.brain_name}' saved {longest} steps of an agent waiting for a block, "
+                        f"but sequence_length is now {self.sequence_length}. Restore sequence_length, or set "
+                        "save_replay_buffer: false to start with an empty buffer.")
             if self.policy.keeps_memories and state.get("memories") is not None:
                 self.policy._agent_memories = decode_memories(state["memories"], self.memory_size)
 
