@@ -10,6 +10,9 @@ Alternating the two trainers seed by seed keeps a changing machine load from fav
 
     python bench/sac_vs_ppo.py --seeds 1
     python bench/sac_vs_ppo.py --seeds 1 --env-args "--frame-time-ms 5"
+    python bench/sac_vs_ppo.py --seeds 3 --trainers ppo,sac,sac2 --config sac2=my_sac_variant.yaml
+
+``--config NAME=PATH`` adds a variant (e.g. another ``steps_per_update``) measured in the same runs.
 """
 from __future__ import annotations
 
