@@ -10,6 +10,9 @@ Alternating the two trainers seed by seed keeps a changing machine load from fav
 
     python bench/sac_vs_ppo.py --seeds 1
     python bench/sac_vs_ppo.py --seeds 1 --env-args "--frame-time-ms 5"
+    python bench/sac_vs_ppo.py --seeds 3 --trainers ppo,sac,sac2 --config sac2=my_sac_variant.yaml
+
+``--config NAME=PATH`` adds a variant (e.g. another ``steps_per_update``) measured in the same runs.
 """
 from __future__ import annotations
 
@@ -55,7 +58,14 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--target", type=float, default=90.0)
     parser.add_argument("--env-args", default="", help='extra scene arguments, e.g. "--frame-time-ms 5"')
     parser.add_argument("--trainers", default="ppo,sac", help="comma-separated, run in this order per seed")
+    parser.add_argument("--config", action="append", default=[], metavar="NAME=PATH",
+                        help="another configuration to run as trainer NAME (e.g. a SAC variant), repeatable")
     args = parser.parse_args(argv)
+    for item in args.config:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not os.path.isfile(path):
+            parser.error(f"--config expects NAME=PATH of an existing YAML file, got {item!r}")
+        CONFIGS[name] = os.path.abspath(path)
     trainers = [t for t in args.trainers.split(",") if t]
     results: Dict[str, List[Dict[str, Optional[float]]]] = {t: [] for t in trainers}
     print(f"3DBall, target mean {args.target}, {args.max_steps:.0f} agent steps per run, "

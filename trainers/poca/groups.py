@@ -14,6 +14,8 @@ TensorFlow: ``finish`` takes the critic as a function of padded member rows.
 """
 from __future__ import annotations
 
+import base64
+import io
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Hashable, List, Tuple
 
@@ -149,4 +151,36 @@ def pad_rows(rows: List[Dict[str, Any]], keys: List[str]) -> Dict[str, np.ndarra
     return arrays
 
 
-__all__ = ["GroupTrajectory", "MemberStep", "critic_rows", "finish", "pad_rows", "team_returns", "team_reward"]
+def encode_rows(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The update buffer's member-steps as JSON-safe data (a resumed run must find the steps collected
+    before its checkpoint): per field, every row's values flattened into one array with each row's
+    shape beside it (a row's mates vary in number), all in one base64 ``.npz``."""
+    arrays: Dict[str, np.ndarray] = {}
+    for key in (rows[0] if rows else {}):
+        values = [np.asarray(row[key]) for row in rows]
+        arrays[f"{key}.values"] = np.concatenate([v.reshape(-1) for v in values])
+        arrays[f"{key}.shapes"] = np.asarray([v.shape for v in values], np.int64).reshape(len(values), values[0].ndim)
+    data = io.BytesIO()
+    np.savez_compressed(data, **arrays)
+    return {"count": len(rows), "npz": base64.b64encode(data.getvalue()).decode("ascii")}
+
+
+def decode_rows(state: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The member-steps ``encode_rows`` wrote, in order, with their fields' shapes and dtypes."""
+    rows: List[Dict[str, Any]] = [{} for _ in range(int(state["count"]))]
+    with np.load(io.BytesIO(base64.b64decode(state["npz"]))) as arrays:
+        for name in arrays.files:
+            if not name.endswith(".values"):
+                continue
+            key = name[:-len(".values")]
+            values, shapes = arrays[name], arrays[f"{key}.shapes"]
+            offset = 0
+            for row, shape in zip(rows, shapes):
+                size = int(np.prod(shape))
+                row[key] = values[offset:offset + size].reshape(tuple(int(d) for d in shape))
+                offset += size
+    return rows
+
+
+__all__ = ["GroupTrajectory", "MemberStep", "critic_rows", "decode_rows", "encode_rows", "finish", "pad_rows",
+           "team_returns", "team_reward"]

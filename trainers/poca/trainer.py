@@ -30,7 +30,15 @@ from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from trainers.poca.groups import GroupTrajectory, MemberStep, finish, pad_rows, team_reward
+from trainers.poca.groups import (
+    GroupTrajectory,
+    MemberStep,
+    decode_rows,
+    encode_rows,
+    finish,
+    pad_rows,
+    team_reward,
+)
 from trainers.poca.models import HEADS, POCACritic
 from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
 from trainers.tf_utils import tf
@@ -294,6 +302,21 @@ class POCATrainer(PPOTrainer):
         """PPO's epochs over the member-steps with the POCA loss; the buffer is then emptied."""
         self.update(self.update_arrays())
         self.rows = []
+
+    # ------------------------------------------------------------------ state beyond TF variables
+    def get_state(self) -> Dict[str, Any]:
+        """With the step counters: the member-steps collected since the last update and the generator of
+        the exploration noise and the minibatch order, so that ``--resume`` takes the update the
+        uninterrupted run would have taken. Group trajectories still in progress are not kept: a resumed
+        run starts its environments' episodes afresh."""
+        return {**super().get_state(), "rows": encode_rows(self.rows), "rng": self.rng.bit_generator.state}
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        super().set_state(state)
+        if state.get("rows") is not None:
+            self.rows = decode_rows(state["rows"])
+        if "rng" in state:
+            self.rng.bit_generator.state = state["rng"]
 
 
 __all__ = ["POCATrainer", "POCA_HYPERPARAMETERS"]

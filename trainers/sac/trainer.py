@@ -14,7 +14,8 @@ and settings (``trainer_type: sac`` of Release 22):
 * An interrupted episode (the modern protocol's max step) is not an end: its last transition
   bootstraps from the episode's last observation.
 * ``save_replay_buffer`` puts the replay (compressed) in the checkpoint's state, with the trainer's
-  random generator and counters, so ``--load`` continues with exactly the next gradient step the
+  random generator and counters (and, recurrent, each agent's steps not yet in a stored block and
+  the memory it acts from next), so ``--load`` continues with exactly the next gradient step the
   uninterrupted run would have taken.
 * ``use_recurrent``: each agent's transitions go to the replay ``sequence_length`` at a time, in
   order, with the memory the actor started each step from and the one it returned (an episode's
@@ -40,7 +41,14 @@ from trainers.reward_signals import (
     validate_reward_signals,
 )
 from trainers.sac.models import SACModel
-from trainers.sac.replay_state import decode_replay, encode_replay
+from trainers.sac.replay_state import (
+    decode_memories,
+    decode_pending,
+    decode_replay,
+    encode_memories,
+    encode_pending,
+    encode_replay,
+)
 from trainers.sac.sequences import SequenceReplay
 from trainers.settings.trainer_config import total_memory_bytes
 from trainers.tf_utils import tf
@@ -103,14 +111,16 @@ SAC_HYPERPARAMETERS: Dict[str, Param] = {
 EPISODIC_SIGNALS = ("extrinsic",)
 
 
-def replay_bytes(brain: BrainParameters, buffer_size: int) -> int:
+def replay_bytes(brain: BrainParameters, buffer_size: int, memory_size: int = 0) -> int:
     """Bytes the replay of ``buffer_size`` transitions takes: states and camera frames twice (float32),
-    actions, reward, done, and the two action masks of discrete brains."""
+    actions, reward, done, the two action masks of discrete brains, and with a recurrent actor of
+    ``memory_size`` floats the memory each step started from and returned plus the padding mask."""
     pixels = sum(int(c.get("width", 0)) * int(c.get("height", 0)) * (1 if c.get("blackAndWhite") else 3)
                  for c in brain.camera_resolutions)
     inputs = (brain.state_width if brain.state_space_size > 0 else 0) + pixels
     masks = 0 if brain.action_space_type == "continuous" else 2 * int(sum(brain.action_branches))
-    return int(buffer_size) * 4 * (2 * inputs + brain.action_width + 2 + masks)
+    recurrent = 2 * int(memory_size) + 1 if memory_size else 0
+    return int(buffer_size) * 4 * (2 * inputs + brain.action_width + 2 + masks + recurrent)
 
 
 def unsupported_action_space(brain: BrainParameters) -> Optional[str]:
@@ -190,17 +200,19 @@ class SACTrainer(SequenceReplay):
             raise TrainerConfigError(
                 f"brain '{brain_name}', key 'reward_signals.curiosity': the curiosity model predicts one discrete "
                 f"action, but the brain has {len(brain.action_branches)} branches. Use rnd instead.")
+        memory_size = 0
         if params["use_recurrent"]:
             key = "memory_size" if params["memory_size"] else "use_recurrent"
             try:
-                validate_memory_size(brain, params["memory_size"] or None)
+                memory_size = validate_memory_size(brain, params["memory_size"] or None)
             except UnityTrainerException as e:
                 raise TrainerConfigError(f"brain '{brain_name}', key '{key}': {e}") from None
-        needed, memory = replay_bytes(brain, params["buffer_size"]), total_memory_bytes()
+        needed, memory = replay_bytes(brain, params["buffer_size"], memory_size), total_memory_bytes()
         if memory is not None and needed > memory:
+            stored = "states, camera frames" + (" and memories" if memory_size else "")
             raise TrainerConfigError(
                 f"brain '{brain_name}', key 'buffer_size': a replay buffer of {params['buffer_size']} transitions "
-                f"of this brain (states and camera frames stored twice, as float32) would take "
+                f"of this brain ({stored} stored twice, as float32) would take "
                 f"{needed / 2 ** 30:.1f} GiB, more than this machine's {memory / 2 ** 30:.1f} GiB of memory. "
                 f"Use a buffer_size of at most {int(memory // (needed / params['buffer_size']))}.")
 
@@ -419,10 +431,17 @@ class SACTrainer(SequenceReplay):
         return feed
 
     def update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
-        """One gradient step of critics, actor and temperature, then the soft target update."""
+        """One gradient step of critics, actor and temperature, then the soft target update, in one
+        compiled call (``Session.make_callable``): thousands of small steps a minute make the feed
+        dictionary's per-call handling worth skipping."""
         m = self.model
         names = list(m.metrics)
-        out = self.sess.run([m.metrics[k] for k in names] + [m.train_op], self.update_feed(batch))
+        feed = self.update_feed(batch)
+        placeholders = tuple(feed)
+        if getattr(self, "_update_call", None) is None or self._update_call[0] != placeholders:
+            self._update_call = (placeholders, self.sess.make_callable(
+                [m.metrics[k] for k in names] + [m.train_op], list(placeholders)))
+        out = self._update_call[1](*feed.values())
         metrics = dict(zip(names, (float(v) for v in out[:-1])))
         for key, value in metrics.items():
             self._stat_sums.setdefault(key, []).append(value)
@@ -448,11 +467,17 @@ class SACTrainer(SequenceReplay):
 
     # ------------------------------------------------------------------ state beyond TF variables
     def get_state(self) -> Dict[str, Any]:
-        """Counters and the random generator; the replay buffer too with ``save_replay_buffer``."""
+        """Counters and the random generator; with ``save_replay_buffer`` the replay buffer too and, for a
+        recurrent actor, each agent's transitions not yet in a stored block and the acting memories the
+        trainer keeps, so the blocks completed after a resume are the ones the run would have stored."""
         state = {**super().get_state(), "transitions_seen": self.transitions_seen,
                  "signal_updates": self.signal_updates, "bc_at": self.bc_at, "rng": self.rng.bit_generator.state}
         if self.settings.save_replay_buffer:
             state["replay"] = encode_replay(self.replay)
+            if self.use_recurrent:
+                state["pending"] = encode_pending(self._pending)
+                if self.policy.keeps_memories:
+                    state["memories"] = encode_memories(self.policy._agent_memories)
         return state
 
     def set_state(self, state: Dict[str, Any]) -> None:
@@ -464,6 +489,16 @@ class SACTrainer(SequenceReplay):
             self.rng.bit_generator.state = state["rng"]
         if state.get("replay") is not None and self.settings.save_replay_buffer:
             self.replay = decode_replay(state["replay"], self.replay.capacity)
+            if self.use_recurrent and state.get("pending") is not None:
+                self._pending = decode_pending(state["pending"])
+                longest = max((len(rows) for rows in self._pending.values()), default=0)
+                if longest >= self.sequence_length:
+                    raise UnityTrainerException(
+                        f"--load: brain '{self.brain_name}' saved {longest} steps of an agent waiting for a block, "
+                        f"but sequence_length is now {self.sequence_length}. Restore sequence_length, or set "
+                        "save_replay_buffer: false to start with an empty buffer.")
+            if self.policy.keeps_memories and state.get("memories") is not None:
+                self.policy._agent_memories = decode_memories(state["memories"], self.memory_size)
 
     # ------------------------------------------------------------------ export
     def export_nodes(self) -> List[str]:

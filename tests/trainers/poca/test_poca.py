@@ -2,6 +2,7 @@
 its refusal of a brain without groups, its export, the Release 22 mapping, and learning PushCollab."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -180,6 +181,51 @@ def test_a_long_group_trajectory_is_cut_at_time_horizon_and_bootstrapped():
     assert trainer.groups[3].members == {1, 2} and not trainer.groups[3].over()
     # No reward at all: the returns are the critic's bootstrap, discounted, not zero.
     assert all(r["discounted_returns"] != 0.0 for r in trainer.rows)
+
+
+CONTINUOUS_TEAM = BrainParameters("Team", {"stateSize": STATE, "actionSize": 2, "memorySize": 0,
+                                          "cameraResolutions": [], "actionDescriptions": ["", ""],
+                                          "actionSpaceType": 1, "stateSpaceType": 1})
+
+
+def test_a_resumed_trainer_takes_the_update_the_uninterrupted_run_takes(tmp_path):
+    """Saved after two updates with half a buffer of member-steps collected (and the noise generator
+    part-way), a trainer restored in a fresh graph collects the same steps and takes the same update."""
+    def make():
+        sess = tf.Session(graph=tf.Graph())
+        made = POCATrainer(sess, {"Team": CONTINUOUS_TEAM}, "Team", {
+            "graph_scope": "", "summary_path": "", "batch_size": 6, "buffer_size": 12, "time_horizon": 50,
+            "hidden_units": 16, "max_steps": 1000, "num_epoch": 2}, training=True, seed=4)
+        with sess.graph.as_default():
+            sess.run(tf.global_variables_initializer())
+            made.saver = tf.train.Saver()
+        sess.graph.finalize()
+        return made
+
+    def episode(trainer, first_seed):  # two members, three steps, a group reward at the end
+        script = [info([1, 2], [5, 5], seed=first_seed + k) for k in range(3)]
+        script.append(info([1, 2], [5, 5], group_rewards=[1.0, 1.0], done=[True, True], seed=first_seed + 3))
+        for before, after in zip(script, script[1:]):
+            _, _, _, outputs = trainer.take_action(before)
+            trainer.add_experiences(before, after, outputs)
+            trainer.process_experiences(after)
+            if trainer.is_ready_update():
+                trainer.update_model()
+                return [trainer.stats[key][-1] for key in ("policy_loss", "value_loss")]
+        return None
+
+    first = make()
+    assert [episode(first, 10 * k) is not None for k in range(5)] == [False, True, False, True, False]
+    assert first.rows  # half a buffer waits for the next update
+    with first.sess.graph.as_default():
+        prefix = first.saver.save(first.sess, str(tmp_path / "model.cptk"))
+    state = json.loads(json.dumps(first.get_state()))
+    resumed = make()
+    with resumed.sess.graph.as_default():
+        resumed.saver.restore(resumed.sess, prefix)
+    resumed.set_state(state)
+    expected = episode(first, 50)
+    assert expected is not None and episode(resumed, 50) == expected
 
 
 def test_a_scene_without_groups_is_refused_naming_the_brain(trainer):

@@ -2,6 +2,9 @@
 start memories and masked padding, its export, and (slow) the memory scene, Hallway."""
 from __future__ import annotations
 
+import copy
+import json
+
 import numpy as np
 import onnxruntime
 import pytest
@@ -11,6 +14,7 @@ from tests.onnx_contract import assert_contract
 from tests.trainers.ppo.test_ppo import FakeStream
 from tests.trainers.sac.test_sac import CONTINUOUS, collect, make_sac
 from trainers.export.onnx_model import export_onnx
+from trainers.sac.replay_state import decode_pending, encode_pending
 from trainers.tf_utils import tf
 from trainers.trainer.brain_info import BrainInfo
 
@@ -76,6 +80,33 @@ def test_the_replay_holds_whole_sequences_and_an_update_on_them_learns_only_from
     after = trainer.sess.run(lstm)
     changed = {v.name.split("/")[0] for v, a, b in zip(lstm, weights, after) if np.abs(a - b).max() > 0}
     assert {"policy", "q1", "q2"} <= changed
+
+
+def test_a_resumed_recurrent_trainer_stores_the_blocks_and_takes_the_update_the_run_would_have(tmp_path):
+    """Saved mid-sequence (every agent has steps not yet in a block, and a memory to act from), a
+    trainer restored in a fresh graph completes the same blocks from the same following steps and
+    takes exactly the gradient step the uninterrupted trainer takes."""
+    settings = dict(RECURRENT, save_replay_buffer=True, buffer_size=48)
+    first = make_sac(DISCRETE, **settings)
+    env = FakeStream(first.brain, episode_length=9)
+    info = collect(first, env, 16, update=True)
+    assert first.gradient_step > 0 and all(first._pending.values()) and len(first._pending) == 3
+    with first.sess.graph.as_default():
+        prefix = first.saver.save(first.sess, str(tmp_path / "model.cptk"))
+    state = json.loads(json.dumps(first.get_state()))
+    resumed = make_sac(DISCRETE, **settings)
+    with resumed.sess.graph.as_default():
+        resumed.saver.restore(resumed.sess, prefix)
+    resumed.set_state(state)
+    same_env = copy.deepcopy(env)
+    collect(first, env, 6, info, update=True)
+    collect(resumed, same_env, 6, info, update=True)
+    assert resumed.gradient_step == first.gradient_step
+    for key, values in first.replay.fields.items():
+        np.testing.assert_array_equal(resumed.replay.fields[key], values, err_msg=key)
+    assert resumed.update(resumed.sample()) == first.update(first.sample())
+    rows = [{"rewards": np.float32(0.5), "memory": np.ones(8, np.float32)}]
+    assert list(decode_pending(json.loads(json.dumps(encode_pending({(1, 7): rows}))))) == [(1, 7)]
 
 
 def test_recurrent_export_carries_the_memory_as_unitys_recurrent_in_and_out(tmp_path):

@@ -235,6 +235,24 @@ def test_a_replay_buffer_larger_than_memory_is_refused_with_its_size(tmp_path, m
     load_trainer_config(path, load_registry()).settings_for_environment({"Brain": brain}, ["Brain"])
 
 
+def test_the_replay_size_check_counts_a_recurrent_actors_memories(tmp_path, monkeypatch):
+    """Each stored step of a recurrent actor keeps the memory it started from and the one it returned:
+    a machine that holds the states but not the memories is refused, with the size counting them."""
+    memory = 10 ** 8  # 1e6 transitions of 48 bytes fit; with 2 x 64 memory floats and a mask they do not
+    monkeypatch.setattr("trainers.settings.trainer_config.total_memory_bytes", lambda: memory)
+    monkeypatch.setattr("trainers.sac.trainer.total_memory_bytes", lambda: memory)
+    block = ("Brain:\n    trainer: sac\n    buffer_size: 1.0e6\n    use_recurrent: true\n    memory_size: 64\n"
+             "    sequence_length: 16\n")
+    brain = BrainParameters("Brain", CONTINUOUS)
+    config = load_trainer_config(write(tmp_path / "sac.yaml", block), load_registry())
+    with pytest.raises(TrainerConfigError) as error:
+        config.settings_for_environment({"Brain": brain}, ["Brain"])
+    needed = 10 ** 6 * 4 * (2 * 4 + 2 + 2 + 2 * 64 + 1)
+    assert "key 'buffer_size'" in str(error.value) and f"{needed / 2 ** 30:.1f} GiB" in str(error.value), error.value
+    memoryless = write(tmp_path / "plain.yaml", "Brain:\n    trainer: sac\n    buffer_size: 1.0e6\n")
+    load_trainer_config(memoryless, load_registry()).settings_for_environment({"Brain": brain}, ["Brain"])
+
+
 @pytest.mark.parametrize("spec", [CONTINUOUS, BRANCHED], ids=["continuous", "branches"])
 def test_exports_keep_tanh_actions_unclipped_and_pass_the_onnx_contract(tmp_path, spec):
     trainer = make_sac(spec)
