@@ -261,8 +261,8 @@ def cpu_profile(env_steps: int, intra_op_threads: int) -> Dict[str, float]:
     """CPU us per agent-step of the PPO trainer's phases on a 3DBall-shaped stream (see the docstring)."""
     from trainers.settings.trainer_config import load_trainer_config
     from trainers.tf_utils import tf
-    from trainers.trainer.registry import load_registry
     from trainers.trainer.brain_info import BrainInfo
+    from trainers.trainer.registry import load_registry
     from unityagents.brain import BrainParameters
 
     n, length = 12, 500  # agents, and steps per episode (staggered by agent)

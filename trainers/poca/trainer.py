@@ -41,7 +41,7 @@ from trainers.poca.groups import (
 )
 from trainers.poca.models import HEADS, POCACritic
 from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
-from trainers.tf_utils import tf
+from trainers.tf_utils import compiled_call, tf
 from trainers.trainer.base import Param, TrainerConfigError, UnityTrainerException, check_batch_fits
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.trajectory import PolicyOutput
@@ -210,8 +210,8 @@ class POCATrainer(PPOTrainer):
         """``(V, b)`` of padded member rows, in one compiled call."""
         c = self.critic
         if self._critic_call is None:
-            self._critic_call = self.sess.make_callable(
-                [c.value, c.baseline], [c.own_state, c.mate_states, c.mate_actions, c.mate_present])
+            self._critic_call = compiled_call(
+                self.sess, [c.value, c.baseline], [c.own_state, c.mate_states, c.mate_actions, c.mate_present])
         values, baselines = self._critic_call(inputs["own_state"], inputs["mate_states"], inputs["mate_actions"],
                                               inputs["mate_present"])
         return values, baselines

@@ -51,7 +51,7 @@ from trainers.sac.replay_state import (
 )
 from trainers.sac.sequences import SequenceReplay
 from trainers.settings.trainer_config import total_memory_bytes
-from trainers.tf_utils import tf
+from trainers.tf_utils import compiled_call, tf
 from trainers.trainer.base import (
     COMMON_HYPERPARAMETERS,
     Param,
@@ -432,15 +432,15 @@ class SACTrainer(SequenceReplay):
 
     def update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
         """One gradient step of critics, actor and temperature, then the soft target update, in one
-        compiled call (``Session.make_callable``): thousands of small steps a minute make the feed
+        compiled call (``compiled_call``): thousands of small steps a minute make the feed
         dictionary's per-call handling worth skipping."""
         m = self.model
         names = list(m.metrics)
         feed = self.update_feed(batch)
         placeholders = tuple(feed)
         if getattr(self, "_update_call", None) is None or self._update_call[0] != placeholders:
-            self._update_call = (placeholders, self.sess.make_callable(
-                [m.metrics[k] for k in names] + [m.train_op], list(placeholders)))
+            self._update_call = (placeholders, compiled_call(
+                self.sess, [m.metrics[k] for k in names] + [m.train_op], list(placeholders)))
         out = self._update_call[1](*feed.values())
         metrics = dict(zip(names, (float(v) for v in out[:-1])))
         for key, value in metrics.items():
