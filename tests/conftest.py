@@ -33,62 +33,94 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def learn(cwd, *args, timeout=600, port=None):
-    """Run learn.py in ``cwd`` (on ``port``, or a free one); return (exit code, console output)."""
-    proc = subprocess.run([sys.executable, LEARN, *args, "--base-port", str(port or free_port())], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
-    return proc.returncode, proc.stdout + proc.stderr
+def in_process(main, cwd, argv, timeout=600):
+    """Run a command line's ``main(argv)`` in this process with ``cwd`` as working directory;
+    return (exit code, output).
 
-
-def learn_in_process(cwd, *args, port=None):
-    """Run ``learn.main`` in this process with ``cwd`` as working directory; return (exit code, output).
-
-    For runs that end before training (option, configuration and scene checks): they skip the
-    ~7 s TensorFlow import of a new interpreter. The output is what learn.py would print (its log
-    records and docopt's usage); the signal handlers, log level and working directory are put back.
+    Training runs, exports played by the Internal brain and option checks all run here rather than
+    in a new interpreter, which would spend ~5 CPU-seconds importing TensorFlow that the test worker
+    has already imported; scenes still run in their own processes, over their sockets. The output is
+    what the command would print (its log records, stdout and stderr, docopt's usage); the signal
+    handlers, log levels, loggers' handlers and working directory are put back. A run that hangs
+    past ``timeout`` seconds ends the worker with every thread's traceback (pytest-xdist reports
+    the test as crashed and goes on with a new worker).
     """
     import contextlib
+    import faulthandler
     import io
     import logging
     import signal
+    import traceback
 
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    root, academy_log = logging.getLogger(), logging.getLogger("academy")
+    levels = {log: (log.level, list(log.handlers)) for log in (root, academy_log)}
+    signals = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    here = os.getcwd()
+    faulthandler.dump_traceback_later(timeout, exit=True)
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            try:
+                code = main([*map(str, argv)])
+            except SystemExit as e:  # docopt's and argparse's usage errors, --help
+                if e.code is not None and not isinstance(e.code, int):
+                    print(e.code)
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            except Exception:  # as the interpreter would end: the traceback, exit status 1
+                traceback.print_exc()
+                code = 1
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        os.chdir(here)
+        for log, (level, handlers) in levels.items():
+            for extra in [h for h in log.handlers if h not in handlers]:
+                log.removeHandler(extra)
+            log.setLevel(level)
+        for signum, previous in signals.items():
+            signal.signal(signum, previous)
+    return code, out.getvalue()
+
+
+def learn(cwd, *args, timeout=600, port=None):
+    """Run learn.py (``learn.main``, in this process: ``in_process``) in ``cwd`` on ``port`` (or a
+    free one); return (exit code, console output)."""
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
     import learn as module
 
     assert os.path.abspath(module.__file__) == LEARN, f"imported {module.__file__}, expected {LEARN}"
-    out = io.StringIO()
-    handler = logging.StreamHandler(out)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
-    root = logging.getLogger()
-    level, handlers = root.level, {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    here = os.getcwd()
-    try:
-        os.chdir(cwd)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            try:
-                code = module.main([*map(str, args), "--base-port", str(port or free_port())])
-            except SystemExit as e:  # docopt's usage errors, --help
-                if e.code is not None and not isinstance(e.code, int):
-                    print(e.code)
-                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    finally:
-        os.chdir(here)
-        root.removeHandler(handler)
-        root.setLevel(level)
-        for signum, previous in handlers.items():
-            signal.signal(signum, previous)
-    return code, out.getvalue()
+    return in_process(module.main, cwd, [*args, "--base-port", port or free_port()], timeout=timeout)
+
+
+#: The name option and configuration checks use: the same run, in this process.
+learn_in_process = learn
+
+
+def learn_subprocess(cwd, *args, timeout=600, port=None):
+    """Run learn.py in a new interpreter in ``cwd`` (on ``port``, or a free one); return (exit code,
+    console output). For runs whose process itself is under test (a Ray driver, a plugin's discovery)."""
+    proc = subprocess.run([sys.executable, LEARN, *args, "--base-port", str(port or free_port())], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def academy_in_process(*args, timeout=300):
+    """Run ``python -m academy`` (its ``main``, ``in_process``) stand-alone; return (exit code, output)."""
+    from academy.__main__ import main
+
+    return in_process(main, ROOT, args, timeout=timeout)
 
 
 def run_academy(*args, timeout=300) -> float:
     """Run ``python -m academy`` stand-alone (it must exit 0); return its last ``mean_reward``."""
-    out = subprocess.run([sys.executable, "-m", "academy", *args], cwd=ROOT, capture_output=True,
-                         text=True, timeout=timeout)
-    assert out.returncode == 0, out.stdout + out.stderr
-    line = [s for s in out.stdout.splitlines() if s.startswith("mean_reward")][-1]
+    code, out = academy_in_process(*args, timeout=timeout)
+    assert code == 0, out
+    line = [s for s in out.splitlines() if s.startswith("mean_reward")][-1]
     return float(line.split()[-1])
 
 
@@ -265,14 +297,15 @@ SLOW_CASES = (
 )
 
 
-#: The files whose tests take longest in all (a minute or more on two quiet cores), longest first.
+#: The files whose tests take longest in all (half a minute or more of CPU), longest first.
 #: ``pytest -n auto --dist loadfile`` hands whole files to the workers in collection order
 #: (pytest.ini turns off xdist's own order, most tests first, which would leave these one-test
 #: files for last), so they start first and the short files fill the gaps: the workers finish together.
 LONG_FILES = (
-    "test_num_envs.py", "test_ray.py", "test_learn.py", "test_multibrain.py", "test_gridworld_camera.py",
-    "test_recurrent_visual.py", "test_multibrain_selfplay.py", "test_stopping.py", "test_plugins.py",
-    "test_grpc_learn.py", "test_sac.py", "test_pyramids.py",
+    "test_num_envs.py", "test_gridworld_camera.py", "test_ray.py", "test_recurrent_sac.py",
+    "test_multibrain_selfplay.py", "test_recurrent_visual.py", "test_multibrain.py", "test_side_channels.py",
+    "test_learn.py", "test_stopping.py", "test_grpc_learn.py", "test_plugins.py", "test_sac.py", "test_poca.py",
+    "test_pyramids.py", "test_memory_grpc.py",
 )
 
 

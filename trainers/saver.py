@@ -110,7 +110,7 @@ class RunSaver:
         if "curriculum" in state:
             curriculum.set_state(state["curriculum"])
             if curriculum.data is not None:
-                logger.info("Curriculum resumed at lesson %d.", curriculum.lesson_number)
+                logger.info("Curriculum resumed at lesson %s.", curriculum.lesson_number)  # a tuple: one per track
         if lesson:
             logger.warning("--lesson %d is ignored with --load: the run continues from its saved lesson.", lesson)
         return int(state.get("global_step", 0))

@@ -1,41 +1,37 @@
 """Training over the modern protocol: the trainers, YAML, ghost and curriculum as for API-2.
 
-The runs build ``UnityEnvironment(..., protocol="grpc")`` and a ``TrainerController`` directly in a
-subprocess (what ``learn.py --protocol grpc`` does), against ``python -m academy --mlagents-port``.
+The runs build ``UnityEnvironment(..., protocol="grpc")`` and a ``TrainerController`` directly in the
+test's process (what ``learn.py --protocol grpc`` does), against ``python -m academy --mlagents-port``.
 Brain names are behaviour names, ``?team=N`` included.
 """
 import os
 import re
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from tests.conftest import free_port, run_academy
+from tests.conftest import free_port, in_process, run_academy
 
 ROOT = __file__.rsplit("/tests/", 1)[0]
 
-TRAIN = """
-import logging, sys
-sys.path.insert(0, {root!r})
-logging.basicConfig(level=logging.INFO, format="%(message)s")
-from trainers.settings.trainer_config import load_trainer_config
-from trainers.trainer.registry import load_registry
-from trainers.controller import TrainerController
-from unityagents import UnityEnvironment
-config = load_trainer_config("config.yaml", load_registry())
-env = UnityEnvironment({scene!r}, base_port={port}, protocol="grpc", seed=0, log_dir="logs", curriculum={curriculum!r})
-TrainerController(env, config, env_name={scene!r}, run_path="grpc", seed=0).start_learning()
-"""
-
 
 def train(tmp_path, scene, config, curriculum=None, timeout=900):
+    """Train ``config`` (YAML text) on ``scene`` over gRPC, in this process (``conftest.in_process``)."""
+    from trainers.controller import TrainerController
+    from trainers.settings.trainer_config import load_trainer_config
+    from trainers.trainer.registry import load_registry
+    from unityagents import UnityEnvironment
+
     (tmp_path / "config.yaml").write_text(textwrap.dedent(config))
-    script = TRAIN.format(root=ROOT, scene=scene, port=free_port(), curriculum=curriculum)
-    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=timeout)
-    return proc.returncode, proc.stdout + proc.stderr
+
+    def main(argv):
+        settings = load_trainer_config("config.yaml", load_registry())
+        env = UnityEnvironment(scene, base_port=free_port(), protocol="grpc", seed=0, log_dir="logs",
+                               curriculum=curriculum)
+        TrainerController(env, settings, env_name=scene, run_path="grpc", seed=0).start_learning()
+        return 0
+
+    return in_process(main, tmp_path, [], timeout=timeout)
 
 
 def mean_rewards(output, brain):

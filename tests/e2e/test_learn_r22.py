@@ -6,14 +6,11 @@ launched); one slow test trains built-in 3DBall, lays out the results folder and
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import yaml
 
-from tests.conftest import ROOT, free_port, write
+from tests.conftest import free_port, in_process, write
 from trainers import learn_r22
 from trainers.settings.environment_parameters import EnvironmentParameters, parse_environment_parameters
 from trainers.settings.run_config import RunConfigError
@@ -285,10 +282,8 @@ environment_parameters:
 
     def run(*args, max_steps):
         path = write(tmp_path / "3DBall.yaml", config.replace("{max_steps}", str(max_steps)))
-        proc = subprocess.run([sys.executable, "-m", "trainers.learn_r22", path, "--env=3DBall", "--run-id=ball",
-                               f"--base-port={free_port()}", *args], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
-        return proc.returncode, proc.stdout + proc.stderr
+        argv = [path, "--env=3DBall", "--run-id=ball", f"--base-port={free_port()}", *args]
+        return in_process(learn_r22.main, tmp_path, argv, timeout=300)
 
     code, out = run(max_steps=2400)
     assert code == 0, out

@@ -13,12 +13,11 @@ import json
 import os
 import re
 import stat
-import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import ROOT, free_port, learn, learn_in_process, write
+from tests.conftest import ROOT, academy_in_process, free_port, learn, learn_in_process, write
 
 SHIPPED_CONFIG = os.path.join(ROOT, "trainer_configurations.yaml")
 PUSH_CURRICULUM = os.path.join(ROOT, "curricula", "push.json")
@@ -26,10 +25,9 @@ PUSH_CURRICULUM = os.path.join(ROOT, "curricula", "push.json")
 
 def academy(*args, timeout=300):
     """Run ``python -m academy`` stand-alone; return (exit code, {brain: mean reward}, output)."""
-    proc = subprocess.run([sys.executable, "-m", "academy", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
-    means = {m[0]: float(m[1]) for m in re.findall(r"^mean_reward (\S+) (-?\d+\.\d+)$", proc.stdout, re.M)}
-    return proc.returncode, means, proc.stdout + proc.stderr
+    code, out = academy_in_process(*args, timeout=timeout)
+    means = {m[0]: float(m[1]) for m in re.findall(r"^mean_reward (\S+) (-?\d+\.\d+)$", out, re.M)}
+    return code, means, out
 
 
 def fake_build(directory, name: str, *academy_args: str) -> str:

@@ -14,6 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from tests.conftest import run_academy
 from trainers.buffer import ReplayBuffer
 from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
 from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
@@ -419,7 +420,4 @@ def test_dqn_plugin_learns_basic_through_learn_py(tmp_path):
     rewards = [float(m) for m in re.findall(r"BasicBrain: Step: \d+\. Mean Reward: (-?\d+\.\d+)", out)]
     assert rewards and rewards[-1] >= 0.9, rewards
     exported = tmp_path / "models" / "dqn" / "Basic.bytes"
-    run = subprocess.run([sys.executable, "-m", "academy", "Basic", "--brain", f"BasicBrain=internal:{exported}",
-                          "--episodes", "10"], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert float(run.stdout.split("mean_reward BasicBrain")[-1].split()[0]) >= 0.9
+    assert run_academy("Basic", "--brain", f"BasicBrain=internal:{exported}", "--episodes", "10") >= 0.9

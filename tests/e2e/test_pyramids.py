@@ -5,8 +5,6 @@ The generic conformance tests (spaces, seeds, reset, episodes end) run on Pyrami
 """
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,7 +14,7 @@ from academy import load_scene
 from academy.academy import Academy
 from academy.brain import BrainConfig
 from academy.envs import pyramids as P
-from tests.conftest import free_port
+from tests.conftest import learn, run_academy
 
 ROOT = __file__.rsplit("/tests/", 1)[0]
 BRAIN = "PyramidsBrain"
@@ -144,16 +142,10 @@ def test_ppo_with_rnd_learns_pyramids_and_the_export_plays(tmp_path):
         config = yaml.safe_load(f)
     config[BRAIN].update(PYRAMIDS_TEST_BUDGET)
     (tmp_path / "pyramids.yaml").write_text(yaml.safe_dump(config))
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "learn.py"), "Pyramids", "--train",
-                          "--trainer-config", str(tmp_path / "pyramids.yaml"), "--base-port", str(free_port())],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    output = out.stdout + out.stderr
-    assert out.returncode == 0, output[-3000:]
+    code, output = learn(tmp_path, "Pyramids", "--train", "--trainer-config", str(tmp_path / "pyramids.yaml"),
+                         timeout=900)
+    assert code == 0, output[-3000:]
     rewards = mean_rewards(output)
     assert rewards and rewards[-1] >= 1.5, rewards
     model = tmp_path / "models" / "ppo" / "Pyramids.bytes"
-    played = subprocess.run([sys.executable, "-m", "academy", "Pyramids", "--brain",
-                             f"{BRAIN}=internal:{model}", "--episodes", "32"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert played.returncode == 0, played.stderr
-    assert float(played.stdout.split()[-1]) >= 1.0, played.stdout
+    assert run_academy("Pyramids", "--brain", f"{BRAIN}=internal:{model}", "--episodes", "32") >= 1.0

@@ -18,7 +18,7 @@ from tests.conftest import (
     run_academy,
     write,
 )
-from tests.conftest import learn as learn_here
+from tests.conftest import learn_subprocess as learn_here
 from tests.e2e.test_learn import BASIC_SHORT
 from tests.e2e.test_multibrain import TENNIS_SHORT, checkpoint_state, node_names
 from tests.e2e.test_num_envs import BALL_SHORT, IMITATION_SHORT
@@ -27,7 +27,8 @@ NODE = re.compile(r"Environment (\d+) runs in a Ray actor on node (\w+)")
 
 
 def learn(cwd, cluster, *args, timeout=600):
-    """learn.py (``conftest.learn``) with its environments in Ray actors on ``cluster``."""
+    """learn.py with its environments in Ray actors on ``cluster``, in its own interpreter (the Ray
+    driver is that process, not the test worker)."""
     return learn_here(cwd, *args, "--ray-address", cluster.address, timeout=timeout)
 
 

@@ -8,13 +8,11 @@ gRPC (``Tennis?team=0`` / ``Tennis?team=1``) with self-play, and a resume contin
 import glob
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from tests.conftest import free_port, write
+from tests.conftest import free_port, in_process, write
 from trainers import learn_r22
 from trainers.ghost.self_play import (
     LATEST,
@@ -289,11 +287,9 @@ def test_a_recurrent_opponent_over_the_modern_protocol_keeps_each_agents_memory(
 
 
 def run_learn(cwd, config, *args):
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    command = [sys.executable, "-m", "trainers.learn_r22", config, "--env=Tennis", "--run-id=t", "--seed=1",
-               f"--base-port={free_port()}", *args]
-    proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-    return proc.returncode, proc.stdout + proc.stderr
+    """``unityagents-learn`` (``learn_r22.main``, in this process: ``conftest.in_process``)."""
+    return in_process(learn_r22.main, cwd, [config, "--env=Tennis", "--run-id=t", "--seed=1",
+                                            f"--base-port={free_port()}", *args], timeout=300)
 
 
 def latest_state(run):

@@ -14,6 +14,7 @@ from tests.conftest import (
     assert_export_is_the_latest_checkpoint,
     find_academy_process,
     free_port,
+    learn,
     learn_in_process,
     run_academy,
     write,
@@ -133,10 +134,8 @@ def test_resumes_keep_the_checkpoint_history(tmp_path):
     for i, max_steps in enumerate([1500, 2500]):
         config = write(tmp_path / "c.yaml", BASIC_SHORT.replace("max_steps: 3000", f"max_steps: {max_steps}"))
         args = ["--train", "--trainer-config", config, "--save-freq", "500", "--keep-checkpoints", "3"]
-        proc = subprocess.run([sys.executable, LEARN, "Basic", *args, *(["--load"] if i else []),
-                               "--base-port", str(free_port())], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=300)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        code, out = learn(tmp_path, "Basic", *args, *(["--load"] if i else []), timeout=300)
+        assert code == 0, out
     index = tf.train.get_checkpoint_state(str(model))
     kept = [os.path.basename(p) for p in index.all_model_checkpoint_paths]
     assert kept == ["model-1500.cptk", "model-2000.cptk", "model-2500.cptk"]
