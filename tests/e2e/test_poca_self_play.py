@@ -6,16 +6,11 @@
 samples it, beats a random team. A random team against a random team wins about a quarter of its
 games (the rest are mostly draws), so the bar below is one that only learning clears.
 """
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
-from tests.conftest import free_port, write
-
-ROOT = __file__.rsplit("/tests/", 1)[0]
+from tests.conftest import free_port, in_process, write
+from trainers import learn_r22
 
 R22_SOCCER = """
 behaviors:
@@ -61,12 +56,9 @@ def test_poca_learns_soccer_by_team_self_play_over_grpc(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     config = write(tmp_path / "soccer.yaml", R22_SOCCER)
-    command = [sys.executable, "-m", "trainers.learn_r22", config, "--env=Soccer", "--run-id=s", "--seed=1",
-               f"--base-port={free_port()}"]
-    proc = subprocess.run(command, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True,
-                          text=True, timeout=600)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-3000:]
+    code, out = in_process(learn_r22.main, tmp_path, [config, "--env=Soccer", "--run-id=s", "--seed=1",
+                                                      f"--base-port={free_port()}"])
+    assert code == 0, out[-3000:]
     assert "Self-play: the learning team changes from Soccer?team=0 to Soccer?team=1" in out, out[-3000:]
     assert "Self-play: the learning team changes from Soccer?team=1 to Soccer?team=0" in out, out[-3000:]
     run = tmp_path / "results" / "s"
