@@ -304,9 +304,8 @@ SLOW_CASES = (
 LONG_FILES = (
     "test_num_envs.py", "test_gridworld_camera.py", "test_ray.py", "test_recurrent_sac.py",
     "test_multibrain_selfplay.py", "test_recurrent_visual.py", "test_multibrain.py", "test_side_channels.py",
-    "test_learn.py", "test_stopping.py", "test_grpc_learn.py", "test_plugins.py", "test_poca_self_play.py", "test_sac.py",
-    "test_poca.py",
-    "test_pyramids.py", "test_memory_grpc.py",
+    "test_learn.py", "test_stopping.py", "test_grpc_learn.py", "test_plugins.py", "test_poca_self_play.py",
+    "test_sac.py", "test_poca.py", "test_pyramids.py", "test_memory_grpc.py",
 )
 
 
