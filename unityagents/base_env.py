@@ -336,10 +336,23 @@ def _keys(environment: Hashable, ids: np.ndarray) -> np.ndarray:
     return keys
 
 
+#: Each step type's field names, read once (``dataclasses.fields`` costs more than the merge of one batch).
+_FIELD_NAMES: Dict[type, Tuple[str, ...]] = {}
+
+
 def _merged_fields(cls: type, parts: Sequence[Tuple[Hashable, Any]]) -> Dict[str, Any]:
     if not parts:
         raise ValueError(f"{cls.__name__}.merge needs at least one (environment, steps) pair.")
     full = [(e, s) for e, s in parts if len(s)] or [parts[0]]
+    if len(full) == 1:  # one environment with agents (always so for N = 1): only the ids change
+        environment, steps = full[0]
+        names = _FIELD_NAMES.get(cls) or _FIELD_NAMES.setdefault(cls, tuple(f.name for f in dataclasses.fields(cls)))
+        fields = {name: getattr(steps, name) for name in names}
+        fields["agent_id"] = _keys(environment, steps.agent_id)
+        fields["obs"] = list(steps.obs)
+        if fields.get("action_mask") is not None:
+            fields["action_mask"] = list(steps.action_mask)
+        return fields
     batches = [s for _, s in full]
     first = batches[0]
 

@@ -20,6 +20,7 @@ is the one place that maps a policy's actions to what its environment receives.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -67,7 +68,7 @@ class Sensor:
     @property
     def size(self) -> int:
         """Floats per agent: a vector sensor's width in the state (a camera's pixel count)."""
-        return int(np.prod(self.shape))
+        return math.prod(self.shape)  # read for every sensor of every message: not np.prod's ~10 us
 
     def to_dict(self) -> Dict[str, Any]:
         entry = {"name": self.name, "shape": list(self.shape), "camera": self.camera, "offset": self.offset,
