@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import socket
 import stat
 import subprocess
@@ -89,11 +90,23 @@ def mlagents_config(s: Dict, budget: int) -> Dict:
         "max_steps": budget, "time_horizon": s["time_horizon"], "summary_freq": s["summary_freq"]}}}
 
 
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
 def timed_run(cmd: List[str], cwd: str, pattern: re.Pattern, target: float,
               timeout: float) -> Dict[str, Optional[float]]:
-    """Run ``cmd``; time-stamp the summary lines; stop it once the target is reached."""
+    """Run ``cmd``; time-stamp the summary lines; stop it once the target is reached.
+
+    The run gets a process group of its own, and the whole group is stopped: a trainer stopped
+    alone would leave the scene it launched (and a launcher's child trainer) running.
+    """
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
     rows: List[Tuple[int, float, float]] = []
     tail: List[str] = []
     try:
@@ -107,12 +120,14 @@ def timed_run(cmd: List[str], cwd: str, pattern: re.Pattern, target: float,
             if time.monotonic() - start > timeout:
                 break
     finally:
-        proc.terminate()
+        _signal_group(proc.pid, signal.SIGTERM)
         try:
             proc.wait(30)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            _signal_group(proc.pid, signal.SIGKILL)
             proc.wait()
+        time.sleep(1.0)
+        _signal_group(proc.pid, signal.SIGKILL)  # whatever of the group outlived the trainer
     if not rows:
         raise SystemExit(f"{cmd[0]} printed no summary line; its last output:\n{''.join(tail)}")
     hit = rows[-1] if rows[-1][1] >= target else None
