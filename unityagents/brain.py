@@ -20,6 +20,7 @@ is the one place that maps a policy's actions to what its environment receives.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -168,10 +169,13 @@ class BrainParameters:
                 f"and {camera} cameras; the brain has {self.state_width if self.state_space_size else 0} and "
                 f"{self.number_observations}. Declare one sensor per part of the state and per camera.")
 
-    @property
+    @functools.cached_property
     def behavior_spec(self) -> BehaviorSpec:
         """The brain as the step types see it: one ``ObservationSpec`` per sensor, in sensor order
-        (cameras channels last, as their ``obs`` arrays), and its continuous and discrete actions."""
+        (cameras channels last, as their ``obs`` arrays), and its continuous and discrete actions.
+
+        Built once: the action check reads it at every step, and a brain's spaces and sensors are
+        fixed when it is announced."""
         observations = []
         for s in self.sensors:
             if s.is_camera:
