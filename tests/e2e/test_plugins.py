@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from tests.conftest import run_academy
+from tests.fake_env import FakeEnv, Loop
 from trainers.buffer import ReplayBuffer
 from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
 from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
-from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import OnPolicyTrainer
 from trainers.trainer.registry import ENTRY_POINT_GROUP, load_registry
 from trainers.trainer.rl_trainer import linear_schedule
@@ -180,34 +180,9 @@ def test_linear_schedule():
     assert linear_schedule(1.0, 0.1, 500, 100) == pytest.approx(0.1)
 
 
-# ---------------------------------------------------------------- fakes
+# ---------------------------------------------------------------- brains and trainers
 BASIC_LIKE = BrainParameters("FakeBrain", {"stateSize": 6, "actionSize": 3, "actionSpaceType": 0, "stateSpaceType": 0})
 BALL_LIKE = BrainParameters("FakeBrain", {"stateSize": 4, "actionSize": 2, "actionSpaceType": 1, "stateSpaceType": 1})
-
-
-class FakeStream:
-    """BrainInfo as API-2 sends it: agent i's episodes last ``3 + i`` steps, earning 0.1 per step
-    and 1.0 on the last; the state sent with a done is already the next episode's first."""
-
-    def __init__(self, brain, n_agents=3, seed=0):
-        self.brain, self.n = brain, n_agents
-        self.length = 3 + np.arange(n_agents)
-        self.rng = np.random.default_rng(seed)
-        self.t = np.zeros(n_agents, dtype=int)
-        self.info = self._info([0.0] * n_agents, [False] * n_agents)
-
-    def _info(self, rewards, dones):
-        if self.brain.state_space_type == "discrete":
-            states = (self.t % self.length % self.brain.state_space_size).reshape(-1, 1).astype(np.float32)
-        else:
-            states = self.rng.normal(size=(self.n, self.brain.state_space_size)).astype(np.float32)
-        return {self.brain.brain_name: BrainInfo([], states, None, list(rewards), list(range(self.n)), list(dones))}
-
-    def step(self):
-        self.t += 1
-        done = self.t % self.length == 0
-        self.info = self._info(np.where(done, 1.0, 0.1), done)
-        return self.info
 
 
 def make_trainer(cls, brain, **params):
@@ -218,20 +193,6 @@ def make_trainer(cls, brain, **params):
         sess.run(tf.global_variables_initializer())
     sess.graph.finalize()  # as the controller does: an op created from now on fails
     return trainer
-
-
-def run_steps(trainer, env, steps, update=True):
-    """The controller's loop for ``steps`` steps, continuing from the stream's last info."""
-    info = env.info
-    for _ in range(steps):
-        _, _, _, outputs = trainer.take_action(info)
-        new_info = env.step()
-        trainer.add_experiences(info, new_info, outputs)
-        trainer.process_experiences(new_info)
-        if update and trainer.is_ready_update():
-            trainer.update_model()
-        trainer.increment_step(env.n)
-        info = new_info
 
 
 # ---------------------------------------------------------------- DQN
@@ -251,12 +212,12 @@ def test_dqn_target_update_hard(dqn_module):
                            train_every=1, target_update_interval=3, hidden_units=8)
     online, target = variables(trainer, "online"), variables(trainer, "target")
     assert any(not np.allclose(o, t) for o, t in zip(online, target))  # independent initialisations
-    env = FakeStream(BASIC_LIKE, n_agents=1)
-    run_steps(trainer, env, 4)  # warm at the 4th transition: copy, then gradient step 1
+    loop = Loop(FakeEnv(BASIC_LIKE, n_agents=1, episode_length=3))
+    loop.run(trainer, 4)  # warm at the 4th transition: copy, then gradient step 1
     assert trainer.gradient_step == 1
     online, target = variables(trainer, "online"), variables(trainer, "target")
     assert any(not np.allclose(o, t) for o, t in zip(online, target))  # online moved, target is the old copy
-    run_steps(trainer, env, 2)  # gradient steps 2 and 3: copy at 3
+    loop.run(trainer, 2)  # gradient steps 2 and 3: copy at 3
     assert trainer.gradient_step == 3
     for o, t in zip(variables(trainer, "online"), variables(trainer, "target")):
         np.testing.assert_array_equal(o, t)
@@ -278,10 +239,10 @@ def test_dqn_target_update_soft(dqn_module):
 def test_dqn_replay_ratio_does_not_depend_on_the_number_of_agents(dqn_module):
     trainer = make_trainer(dqn_module.DQNTrainer, BASIC_LIKE, learning_starts=8, batch_size=8, train_every=4,
                            gradient_steps=2, hidden_units=8)
-    env = FakeStream(BASIC_LIKE, n_agents=4)
-    run_steps(trainer, env, 2)  # warm at step 2; only its 4 transitions count: one round of 2
+    loop = Loop(FakeEnv(BASIC_LIKE, n_agents=4, episode_length=3))
+    loop.run(trainer, 2)  # warm at step 2; only its 4 transitions count: one round of 2
     assert len(trainer.replay) == 8 and trainer.gradient_step == 2
-    run_steps(trainer, env, 3)  # 12 more transitions: 3 rounds of 2
+    loop.run(trainer, 3)  # 12 more transitions: 3 rounds of 2
     assert len(trainer.replay) == 20 and trainer.gradient_step == 8
     assert trainer.stats["q_loss"] and trainer.stats["epsilon"]
     lengths = np.array(trainer.stats["episode_length"])
@@ -361,10 +322,10 @@ def test_a2c_loss_by_hand_discrete(a2c_module):
 def test_a2c_trainer_takes_one_gradient_step_per_batch(a2c_module):
     a2c, _ = a2c_module
     trainer = make_trainer(a2c.A2CTrainer, BALL_LIKE, time_horizon=4, buffer_size=12, hidden_units=8)
-    env = FakeStream(BALL_LIKE)
-    run_steps(trainer, env, 3, update=False)
+    loop = Loop(FakeEnv(BALL_LIKE, episode_length=3))
+    loop.run(trainer, 3, update=False)
     assert trainer.update_buffer_steps() == 3  # agent 0 (episodes of 3 steps) finished one
-    run_steps(trainer, env, 4, update=False)
+    loop.run(trainer, 4, update=False)
     assert trainer.is_ready_update()
     batch = trainer.update_arrays()
     assert batch["states"].shape == (len(batch["actions"]), 4) and batch["actions"].shape[1] == 2
@@ -398,7 +359,7 @@ def test_on_policy_base_names_missing_hooks():
     brain = BALL_LIKE
     trainer = make_trainer(OnPolicyTrainer, brain)
     with pytest.raises(UnityTrainerException, match="OnPolicyTrainer must implement act"):
-        trainer.take_action(FakeStream(brain).info)
+        trainer.take_action(Loop(FakeEnv(brain)).info)
 
 
 # ---------------------------------------------------------------- end to end, through entry points

@@ -19,7 +19,8 @@ import yaml
 from academy.internal import InternalBrain
 from academy.scene import BrainSpec, Camera
 from tests.conftest import learn, learn_in_process, mean_rewards, run_academy
-from tests.trainers.ppo.test_ppo import BRAINS, FakeStream, collect_until_ready, make_trainer
+from tests.fake_env import FakeEnv, Loop
+from tests.trainers.ppo.test_ppo import BRAINS, make_trainer
 from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
 from unityagents.brain import BrainParameters
 
@@ -34,7 +35,7 @@ def test_sequences_replay_the_memories_and_values_the_policy_acted_with(kind):
     sequence, the left padding and the masks line up (a shift of one step would break both)."""
     brain = BrainParameters("FakeBrain", BRAINS[kind])
     trainer = make_trainer(brain, use_recurrent=True)
-    collect_until_ready(trainer, FakeStream(brain))
+    Loop(FakeEnv(brain)).until_ready(trainer)
     m, sess = trainer.model, trainer.sess
     arrays = trainer.update_arrays()
     masks = arrays["masks"]
@@ -44,7 +45,7 @@ def test_sequences_replay_the_memories_and_values_the_policy_acted_with(kind):
     # Padding is a prefix of zeros (never inside or after real steps) and carries no data.
     first_real = np.argmax(masks > 0, axis=1)
     assert np.array_equal(masks, (np.arange(length)[None, :] >= first_real[:, None]).astype(masks.dtype))
-    assert (masks == 0).any(), "the fake stream's trajectories should need padding"
+    assert (masks == 0).any(), "the fake environment's trajectories should need padding"
     assert not arrays["memory"][masks == 0].any() and not arrays["value_estimates"][masks == 0].any()
     # Trajectories cut by time_horizon continue from a non-zero memory, which must be kept.
     assert np.abs(arrays["initial_memory"]).max() > 0

@@ -1,14 +1,14 @@
 """PPO: the seed's model tests, the export contract, GAE, the loss on hand-built batches, and the
-trainer on a hand-made stream of BrainInfo."""
+trainer driven by the controller's loop over the fake environment (``tests.fake_env``)."""
 import numpy as np
 import pytest
 
+from tests.fake_env import FakeEnv, Loop
 from trainers.ppo.models import create_agent_model
 from trainers.ppo.trainer import PPOTrainer
 from trainers.returns import discount_rewards, get_gae
 from trainers.tf_utils import tf
 from trainers.trainer.base import Param
-from trainers.trainer.brain_info import BrainInfo
 from unityagents.brain import BrainParameters
 
 
@@ -163,41 +163,7 @@ def test_masked_steps_do_not_count():
         assert sess.run(model.value_loss, feed) == pytest.approx(0.5, rel=1e-4)
 
 
-# ---------------------------------------------------------------- the trainer on a fake stream
-class FakeStream:
-    """A tiny vectorised environment that produces BrainInfo the way API-2 does: a done agent's
-    state in the same message is already the first state of its next episode."""
-
-    def __init__(self, brain, n_agents=3, episode_length=7, seed=0):
-        self.brain, self.n = brain, n_agents
-        self.length = episode_length + np.arange(n_agents)  # agent i's episodes last episode_length + i steps
-        self.rng = np.random.default_rng(seed)
-        self.t = np.zeros(n_agents, dtype=int)
-        self.memories = np.zeros((n_agents, brain.memory_space_size), np.float32)
-
-    def _states(self):
-        if self.brain.state_space_type == "discrete":
-            return (self.t % self.brain.state_space_size).reshape(-1, 1).astype(np.float32)
-        return self.rng.normal(size=(self.n, self.brain.state_space_size)).astype(np.float32)
-
-    def _observations(self):
-        return [self.rng.uniform(size=(self.n, c["height"], c["width"], 1 if c["blackAndWhite"] else 3))
-                for c in self.brain.camera_resolutions]
-
-    def reset(self):
-        return {self.brain.brain_name: BrainInfo(self._observations(), self._states(), self.memories.copy(),
-                                                 [0.0] * self.n, list(range(self.n)), [False] * self.n)}
-
-    def step(self, actions, memories):
-        self.t += 1
-        done = self.t % self.length == 0
-        rewards = list(np.where(done, 1.0, 0.1))
-        if memories is not None:
-            self.memories = np.where(done[:, None], 0.0, memories).astype(np.float32)  # zero after a reset
-        return {self.brain.brain_name: BrainInfo(self._observations(), self._states(), self.memories.copy(),
-                                                 rewards, list(range(self.n)), list(done))}
-
-
+# ---------------------------------------------------------------- the trainer on the fake environment
 def make_trainer(brain, **overrides):
     params = {"graph_scope": "", "summary_path": "", "batch_size": 8, "buffer_size": 48, "time_horizon": 5,
               "sequence_length": 4, "hidden_units": 16, "max_steps": 1000, "num_epoch": 2, **overrides}
@@ -207,20 +173,6 @@ def make_trainer(brain, **overrides):
         sess.run(tf.global_variables_initializer())
     sess.graph.finalize()  # as the controller does: any op created from now on fails
     return trainer
-
-
-def collect_until_ready(trainer, env, max_steps=200):
-    info = env.reset()
-    for _ in range(max_steps):
-        actions, memories, values, outputs = trainer.take_action(info)
-        new_info = env.step(actions, memories)
-        trainer.add_experiences(info, new_info, outputs)
-        trainer.process_experiences(new_info)
-        trainer.increment_step(len(new_info[env.brain.brain_name].agents))
-        info = new_info
-        if trainer.is_ready_update():
-            return
-    raise AssertionError("the update buffer never filled")
 
 
 def first_minibatch_kl(trainer):
@@ -238,12 +190,12 @@ BRAINS = {
 }
 
 
-@pytest.mark.parametrize("kind", list(BRAINS))
-def test_trainer_collects_processes_and_updates(kind):
+@pytest.mark.parametrize("kind, last_observation", [(kind, False) for kind in BRAINS] + [("continuous", True)],
+                         ids=list(BRAINS) + ["continuous-modern"])
+def test_trainer_collects_processes_and_updates(kind, last_observation):
     brain = BrainParameters("FakeBrain", BRAINS[kind])
     trainer = make_trainer(brain, use_recurrent="recurrent" in kind)
-    env = FakeStream(brain)
-    collect_until_ready(trainer, env)
+    Loop(FakeEnv(brain, reports_last_observation=last_observation)).until_ready(trainer)
     kl, clip_fraction, policy_loss = first_minibatch_kl(trainer)
     assert abs(kl) < 1e-5 and clip_fraction == 0.0 and abs(policy_loss) < 1e-5  # ratio 1 before any update
     trainer.update_model()
@@ -262,14 +214,7 @@ def test_trainer_collects_processes_and_updates(kind):
 def test_transition_after_a_done_is_kept():
     brain = BrainParameters("FakeBrain", BRAINS["continuous"])
     trainer = make_trainer(brain, time_horizon=100, buffer_size=1000)
-    env = FakeStream(brain, n_agents=1, episode_length=3)
-    info = env.reset()
-    for _ in range(4):  # steps 1..3 end the episode; step 4 starts from the post-reset state
-        actions, memories, _, outputs = trainer.take_action(info)
-        new_info = env.step(actions, memories)
-        trainer.add_experiences(info, new_info, outputs)
-        trainer.process_experiences(new_info)
-        info = new_info
+    Loop(FakeEnv(brain, n_agents=1, episode_length=3)).run(trainer, 4)  # step 4 starts from the post-reset state
     assert len(trainer.training_buffer.update_buffer["actions"]) == 3
     assert len(trainer.training_buffer[0]["actions"]) == 1  # the first step of episode 2
     advantages = np.array(trainer.training_buffer.update_buffer["discounted_returns"])
@@ -281,15 +226,9 @@ def test_transition_after_a_done_is_kept():
 def test_time_horizon_cut_bootstraps_with_the_value_of_the_current_state():
     brain = BrainParameters("FakeBrain", BRAINS["continuous"])
     trainer = make_trainer(brain, time_horizon=2, buffer_size=1000, lambd=1.0, gamma=0.5)
-    env = FakeStream(brain, n_agents=1, episode_length=100)
-    info = env.reset()
-    for _ in range(2):
-        actions, memories, _, outputs = trainer.take_action(info)
-        new_info = env.step(actions, memories)
-        trainer.add_experiences(info, new_info, outputs)
-        info = new_info
-    bootstrap = trainer.sess.run(trainer.model.value, trainer._input_feed(info["FakeBrain"]))[0, 0]
-    trainer.process_experiences(info)
+    loop = Loop(FakeEnv(brain, n_agents=1, episode_length=100))
+    loop.run(trainer, 2)  # the second step's processing cuts the trajectory
+    bootstrap = trainer.sess.run(trainer.model.value, trainer._input_feed(loop.info["FakeBrain"]))[0, 0]
     returns = np.array(trainer.training_buffer.update_buffer["discounted_returns"])
     np.testing.assert_allclose(returns, [0.1 + 0.5 * 0.1 + 0.25 * bootstrap, 0.1 + 0.5 * bootstrap], rtol=1e-5)
 
@@ -318,7 +257,7 @@ def test_beta_and_epsilon_schedules_decay_to_release_22s_floors_and_reach_the_up
     assert (trainer.current_beta(), trainer.current_epsilon()) == (pytest.approx(1e-5), pytest.approx(0.1))
     # The update feeds the decayed values (and reports them as Policy/Beta, Policy/Epsilon).
     trainer.set_state({"step": 750})
-    collect_until_ready(trainer, FakeStream(brain))
+    Loop(FakeEnv(brain)).until_ready(trainer)
     fed = []
     original = trainer._update_call
     def recording(feeds, fetches):
@@ -386,7 +325,7 @@ def test_update_gives_the_weights_of_a_plain_minibatch_loop(kind):
     minibatches (same generator state), same feeds, so the same weights and optimiser slots."""
     brain = BrainParameters("FakeBrain", BRAINS[kind])
     trainer = make_trainer(brain, use_recurrent="recurrent" in kind, normalize=True, num_epoch=3, batch_size=12)
-    collect_until_ready(trainer, FakeStream(brain))
+    Loop(FakeEnv(brain)).until_ready(trainer)
     sess = trainer.sess
     arrays = trainer.update_arrays()
     variables = trainer.sess.graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)
@@ -414,7 +353,7 @@ def test_compiled_act_matches_a_plain_session_run_and_folds_the_states_once():
     brain = BrainParameters("FakeBrain", BRAINS["continuous"])
     trainer = make_trainer(brain, normalize=True)
     m, sess = trainer.model, trainer.sess
-    info = FakeStream(brain, n_agents=5).reset()["FakeBrain"]
+    info = Loop(FakeEnv(brain, n_agents=5)).info["FakeBrain"]
     count = trainer.sess.graph.get_tensor_by_name("normalizer/normalization_steps:0")
     before, rng = sess.run(count), np.random.default_rng()
     rng.bit_generator.state = trainer.rng.bit_generator.state
@@ -439,7 +378,7 @@ def test_acting_bootstrapping_and_the_update_never_go_through_session_run():
         raise AssertionError("Session.run was called on the hot path")
 
     trainer.sess.run = refuse
-    collect_until_ready(trainer, FakeStream(brain))  # acts, folds the states, bootstraps cut trajectories
+    Loop(FakeEnv(brain)).until_ready(trainer)  # acts, folds the states, bootstraps cut trajectories
     trainer.update_model()
     assert trainer.stats["policy_loss"] and len(trainer.training_buffer.update_buffer["actions"]) == 0
 

@@ -10,9 +10,9 @@ import onnxruntime
 import pytest
 
 from tests.conftest import learn, mean_rewards, write
+from tests.fake_env import FakeEnv, Loop
 from tests.onnx_contract import assert_contract
-from tests.trainers.ppo.test_ppo import FakeStream
-from tests.trainers.sac.test_sac import CONTINUOUS, collect, make_sac
+from tests.trainers.sac.test_sac import CONTINUOUS, make_sac
 from trainers.export.onnx_model import export_onnx
 from trainers.sac.replay_state import decode_pending, encode_pending
 from trainers.tf_utils import tf
@@ -50,7 +50,7 @@ def test_acts_from_zeros_for_a_new_agent_and_carries_each_agents_memory():
 def test_the_replay_holds_whole_sequences_and_an_update_on_them_learns_only_from_real_steps():
     trainer = make_sac(DISCRETE, **RECURRENT, buffer_size=50)
     assert trainer.replay.capacity == 48  # a multiple of sequence_length
-    collect(trainer, FakeStream(trainer.brain, episode_length=5), 20)  # episodes of 5, 6, 7 steps
+    Loop(FakeEnv(trainer.brain, episode_length=5)).run(trainer, 20, update=False)  # episodes of 5, 6, 7 steps
     replay, length = trainer.replay, trainer.sequence_length
     assert len(replay) % length == 0
     masks = replay.fields["masks"][:len(replay)].reshape(-1, length)
@@ -88,8 +88,8 @@ def test_a_resumed_recurrent_trainer_stores_the_blocks_and_takes_the_update_the_
     takes exactly the gradient step the uninterrupted trainer takes."""
     settings = dict(RECURRENT, save_replay_buffer=True, buffer_size=48)
     first = make_sac(DISCRETE, **settings)
-    env = FakeStream(first.brain, episode_length=9)
-    info = collect(first, env, 16, update=True)
+    loop = Loop(FakeEnv(first.brain, episode_length=9))
+    loop.run(first, 16)
     assert first.gradient_step > 0 and all(first._pending.values()) and len(first._pending) == 3
     with first.sess.graph.as_default():
         prefix = first.saver.save(first.sess, str(tmp_path / "model.cptk"))
@@ -98,9 +98,9 @@ def test_a_resumed_recurrent_trainer_stores_the_blocks_and_takes_the_update_the_
     with resumed.sess.graph.as_default():
         resumed.saver.restore(resumed.sess, prefix)
     resumed.set_state(state)
-    same_env = copy.deepcopy(env)
-    collect(first, env, 6, info, update=True)
-    collect(resumed, same_env, 6, info, update=True)
+    same_steps = copy.deepcopy(loop)
+    loop.run(first, 6)
+    same_steps.run(resumed, 6)
     assert resumed.gradient_step == first.gradient_step
     for key, values in first.replay.fields.items():
         np.testing.assert_array_equal(resumed.replay.fields[key], values, err_msg=key)

@@ -9,8 +9,8 @@ import onnxruntime
 import pytest
 
 from tests.conftest import learn, mean_rewards, run_academy, write
+from tests.fake_env import FakeEnv, Loop
 from tests.onnx_contract import assert_contract
-from tests.trainers.ppo.test_ppo import FakeStream
 from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
 from trainers.export.onnx_model import export_onnx
 from trainers.sac import SACTrainer
@@ -38,20 +38,6 @@ def make_sac(spec, **overrides):
     sess.graph.finalize()  # as the controller does: any op created from now on fails
     trainer.saver = saver
     return trainer
-
-
-def collect(trainer, env, steps, info=None, update=False):
-    info = env.reset() if info is None else info
-    for _ in range(steps):
-        actions, memories, _, outputs = trainer.take_action(info)
-        new_info = env.step(actions, memories)
-        trainer.add_experiences(info, new_info, outputs)
-        trainer.process_experiences(new_info)
-        trainer.increment_step(len(new_info["Brain"].agents))
-        if update and trainer.is_ready_update():
-            trainer.update_model()
-        info = new_info
-    return info
 
 
 def randomise_policy(trainer, rng, scale):
@@ -82,7 +68,7 @@ def test_over_grpc_tanh_actions_are_sent_as_they_are():
 def test_targets_start_as_copies_then_move_by_tau():
     trainer = make_sac(CONTINUOUS, tau=0.25)
     m = trainer.model
-    collect(trainer, FakeStream(trainer.brain), 10)
+    Loop(FakeEnv(trainer.brain)).run(trainer, 10, update=False)
     before_online = values(trainer, m.online_variables)
     assert any(not np.allclose(o, t) for o, t in zip(before_online, values(trainer, m.target_variables)))
     trainer.update_targets(hard=True)  # what update_model does before its first gradient step
@@ -106,7 +92,7 @@ def test_entropy_coefficient_moves_towards_the_target_entropy():
     for allowed, direction in (([1, 1, 1, 1, 1], -1), ([0, 1, 0, 1, 0], +1)):
         trainer = make_sac(BRANCHED, init_entcoef=0.5, learning_rate=1e-2)
         m = trainer.model
-        collect(trainer, FakeStream(trainer.brain), 10)
+        Loop(FakeEnv(trainer.brain)).run(trainer, 10, update=False)
         start = trainer.sess.run(m.log_alpha)
         np.testing.assert_allclose(start, np.log([0.5, 0.5]), rtol=1e-6)
         for _ in range(5):
@@ -178,8 +164,8 @@ def test_saved_replay_buffer_makes_the_next_update_identical(tmp_path):
     """A checkpoint (weights, Adam, state JSON with the replay) restored in a fresh graph takes exactly
     the gradient step the uninterrupted trainer takes next; without save_replay_buffer it starts empty."""
     first = make_sac(CONTINUOUS, save_replay_buffer=True, normalize=True)
-    env = FakeStream(first.brain)
-    info = collect(first, env, 20, update=True)
+    loop = Loop(FakeEnv(first.brain))
+    loop.run(first, 20)
     assert first.gradient_step > 0
     with first.sess.graph.as_default():
         prefix = first.saver.save(first.sess, str(tmp_path / "model.cptk"))
@@ -190,7 +176,7 @@ def test_saved_replay_buffer_makes_the_next_update_identical(tmp_path):
     resumed.set_state(state)
     assert len(resumed.replay) == len(first.replay) and resumed.gradient_step == first.gradient_step
     for trainer in (first, resumed):
-        trainer.take_action(info)  # the next decision draws its noise too
+        trainer.take_action(loop.info)  # the next decision draws its noise too
     expected = first.update(first.replay.sample(16, first.rng))
     assert resumed.update(resumed.replay.sample(16, resumed.rng)) == expected
     without = make_sac(CONTINUOUS)
@@ -306,7 +292,7 @@ def test_discrete_sac_solves_basic(tmp_path):
 def test_sac_writes_ml_agents_tag_names(spec, coefficient):
     """The tags ML-Agents' SAC writes, so a Release 22 user's dashboards read these runs."""
     trainer = make_sac(spec)
-    collect(trainer, FakeStream(trainer.brain), 40, update=True)
+    Loop(FakeEnv(trainer.brain)).run(trainer, 40)
     tags = {summary_tag(key) for key in trainer.stats}
     expected = {"Losses/Q1 Loss", "Losses/Q2 Loss", "Losses/Policy Loss", "Policy/Extrinsic Value",
                 "Policy/Learning Rate", coefficient}
