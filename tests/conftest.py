@@ -174,6 +174,16 @@ def write(path, text: str) -> str:
     return str(path)
 
 
+def load_config(tmp_path, text: str, registry=None):
+    """``text`` (dedented) as a trainer configuration file ``tmp_path/config.yaml``, loaded and
+    validated with ``registry`` (by default the installed trainers): the ``TrainerConfig``, or the
+    ``TrainerConfigError`` it raises, whose message names that file."""
+    from trainers.settings.trainer_config import load_trainer_config
+    from trainers.trainer.registry import load_registry
+
+    return load_trainer_config(write(tmp_path / "config.yaml", text), registry or load_registry())
+
+
 def listening_sockets():
     """``(pid, address:port, loopback)`` of every TCP socket listening on this machine (/proc/net/tcp*)."""
     inodes = {}

@@ -14,7 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from tests.conftest import run_academy
+from tests.conftest import load_config, run_academy
 from tests.fake_env import FakeEnv, Loop
 from trainers.buffer import ReplayBuffer
 from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
@@ -54,12 +54,6 @@ def plugin_site(tmp_path, monkeypatch):
     return site
 
 
-def write_config(tmp_path, text):
-    path = tmp_path / "config.yaml"
-    path.write_text(textwrap.dedent(text))
-    return str(path)
-
-
 # ---------------------------------------------------------------- discovery
 def test_plugin_is_discovered_through_its_entry_points(plugin_site):
     registry = load_registry()
@@ -96,12 +90,11 @@ def test_unknown_trainer_name_lists_the_known_ones(tmp_path):
     # The group holds no entry point, as in an environment where the plugin is not installed:
     # only the built-ins are known.
     registry = load_registry(group=f"{ENTRY_POINT_GROUP}.none-installed")
-    path = write_config(tmp_path, """
-        Ball3DBrain:
-            trainer: a2c
-    """)
     with pytest.raises(TrainerConfigError) as error:
-        load_trainer_config(path, registry)
+        load_config(tmp_path, """
+            Ball3DBrain:
+                trainer: a2c
+        """, registry)
     message = str(error.value)
     assert "brain 'Ball3DBrain', key 'trainer': Unknown trainer type 'a2c'" in message
     assert "Known trainer types: ghost, imitation, poca, ppo, sac." in message
@@ -126,13 +119,12 @@ def test_shipped_plugin_yaml_files_validate(plugin_site):
     ("dqn", "learning_starts", 2.0e5, r"key 'learning_starts': 200000 is larger than buffer_size 50000"),
 ])
 def test_plugin_hyperparameters_are_validated_like_builtins(plugin_site, tmp_path, trainer, key, value, expected):
-    path = write_config(tmp_path, f"""
-        SomeBrain:
-            trainer: {trainer}
-            {key}: {value!r}
-    """)
     with pytest.raises(TrainerConfigError, match=rf"config\.yaml: brain '?SomeBrain'?, {expected}"):
-        load_trainer_config(path, load_registry())
+        load_config(tmp_path, f"""
+            SomeBrain:
+                trainer: {trainer}
+                {key}: {value!r}
+        """)
 
 
 # ---------------------------------------------------------------- the replay buffer

@@ -1,7 +1,6 @@
 """Behavioral cloning beside PPO and SAC: the loss pulls the policy toward recorded actions (discrete,
 with masks, and continuous, in the environment's units), its schedule (SAC's once per time_horizon),
 its configuration errors, and one short learning run."""
-import textwrap
 
 import numpy as np
 import pytest
@@ -10,15 +9,13 @@ from academy import load_scene
 from academy.academy import Academy
 from academy.brain import BrainConfig
 from academy.demo_recorder import record_demonstration
+from tests.conftest import load_config
 from trainers.ppo.trainer import PPOTrainer
 from trainers.sac.trainer import SACTrainer
-from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
+from trainers.settings.trainer_config import TrainerConfigError
 from trainers.tf_utils import tf
-from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainParameters
 from unityagents.demo import load_demonstration
-
-REGISTRY = load_registry()
 
 
 def _demo(tmp_path, scene: str, episodes: int, name: str = "demo.demo") -> str:
@@ -93,12 +90,6 @@ def test_strength_anneals_to_zero_then_bc_stops(tmp_path):
     assert bc.update(trainer.sess, 999, trainer.rng) is not None
 
 
-def _load(tmp_path, block: str):
-    path = tmp_path / "config.yaml"
-    path.write_text(textwrap.dedent(block))
-    return load_trainer_config(str(path), REGISTRY)
-
-
 @pytest.mark.parametrize("block, message", [
     ("{demo_path: x.demo, strenght: 0.5}",
      "key 'behavioral_cloning.strenght': unknown key of behavioral_cloning. Did you mean 'strength'?"),
@@ -109,18 +100,18 @@ def _load(tmp_path, block: str):
 ])
 def test_bc_block_mistakes_are_named_errors(tmp_path, block, message):
     with pytest.raises(TrainerConfigError) as error:
-        _load(tmp_path, f"PyramidsBrain:\n    behavioral_cloning: {block}\n")
+        load_config(tmp_path, f"PyramidsBrain:\n    behavioral_cloning: {block}\n")
     assert "config.yaml: brain 'PyramidsBrain'" in str(error.value) and message in str(error.value)
 
 
 def test_demo_that_does_not_fit_the_brain_is_refused_before_training(tmp_path):
     ball = _demo(tmp_path, "3DBall", 1, "ball.demo")
-    config = _load(tmp_path, f"PyramidsBrain:\n    behavioral_cloning: {{demo_path: {ball}}}\n")
+    config = load_config(tmp_path, f"PyramidsBrain:\n    behavioral_cloning: {{demo_path: {ball}}}\n")
     with pytest.raises(TrainerConfigError, match="behavioral_cloning.demo_path.*another behaviour spec") as error:
         config.settings_for_environment({"PyramidsBrain": _brain("Pyramids")}, ["PyramidsBrain"])
     assert ball in str(error.value)
     pyramids = _demo(tmp_path, "Pyramids", 1)
-    config = _load(tmp_path, f"PyramidsBrain:\n    use_recurrent: true\n"
+    config = load_config(tmp_path, f"PyramidsBrain:\n    use_recurrent: true\n"
                              f"    behavioral_cloning: {{demo_path: {pyramids}}}\n")
     with pytest.raises(TrainerConfigError, match="not supported with use_recurrent"):
         config.settings_for_environment({"PyramidsBrain": _brain("Pyramids")}, ["PyramidsBrain"])

@@ -1,6 +1,5 @@
 """The ``gail`` reward signal: its discriminator learns to reward the recording's behaviour, its
 config errors, and its place in PPO's update fields."""
-import textwrap
 
 import numpy as np
 import pytest
@@ -8,15 +7,13 @@ import pytest
 from academy import load_scene
 from academy.academy import Academy
 from academy.demo_recorder import record_demonstration
+from tests.conftest import load_config
 from trainers.ppo.trainer import PPOTrainer
 from trainers.reward_signals.gail import GAILSignal
-from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
+from trainers.settings.trainer_config import TrainerConfigError
 from trainers.tf_utils import tf
-from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainParameters
 from unityagents.demo import load_demonstration
-
-REGISTRY = load_registry()
 
 
 def _demo(tmp_path, scene: str = "Pyramids", episodes: int = 3) -> str:
@@ -101,20 +98,14 @@ def test_expert_samples_pair_each_step_with_the_next_done(tmp_path):
     np.testing.assert_array_equal(signal.expert["actions"].sum(axis=1), 1.0)  # one-hot
 
 
-def _load(tmp_path, text: str):
-    path = tmp_path / "config.yaml"
-    path.write_text(textwrap.dedent(text))
-    return load_trainer_config(str(path), REGISTRY)
-
-
 def test_gail_block_errors_name_the_key_or_file(tmp_path):
     with pytest.raises(TrainerConfigError, match=r"config.yaml: brain 'PyramidsBrain', key "
                                                  r"'reward_signals.gail.demo_path': required by the gail signal"):
-        _load(tmp_path, "PyramidsBrain:\n    reward_signals: {gail: {strength: 0.01}}\n")
+        load_config(tmp_path, "PyramidsBrain:\n    reward_signals: {gail: {strength: 0.01}}\n")
     with pytest.raises(TrainerConfigError, match=r"'reward_signals.gail.use_vail': expected true or false"):
-        _load(tmp_path, "PyramidsBrain:\n    reward_signals: {gail: {demo_path: a.demo, use_vail: 3}}\n")
+        load_config(tmp_path, "PyramidsBrain:\n    reward_signals: {gail: {demo_path: a.demo, use_vail: 3}}\n")
     ball = _demo(tmp_path, "3DBall", 1)
-    config = _load(tmp_path, f"PyramidsBrain:\n    reward_signals: {{gail: {{demo_path: {ball}}}}}\n")
+    config = load_config(tmp_path, f"PyramidsBrain:\n    reward_signals: {{gail: {{demo_path: {ball}}}}}\n")
     with pytest.raises(TrainerConfigError, match="reward_signals.gail.demo_path.*another behaviour spec") as error:
         config.settings_for_environment({"PyramidsBrain": _brain()}, ["PyramidsBrain"])
     assert ball in str(error.value)

@@ -2,11 +2,11 @@
 values, the nested config block's errors, and PPO with signals (same update as before without
 them, checkpointed, left out of the export)."""
 import os
-import textwrap
 
 import numpy as np
 import pytest
 
+from tests.conftest import load_config
 from trainers.buffer import AgentBuffer
 from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
 from trainers.ppo.trainer import PPOTrainer
@@ -162,12 +162,6 @@ def test_the_base_sums_the_signals_advantages_after_strength():
 
 
 # ---------------------------------------------------------------- configuration
-def load(tmp_path, text):
-    path = tmp_path / "config.yaml"
-    path.write_text(textwrap.dedent(text))
-    return load_trainer_config(str(path), REGISTRY)
-
-
 @pytest.mark.parametrize("block, message", [
     ("rdn: {strength: 0.01}", "key 'reward_signals.rdn': unknown reward signal. Did you mean 'rnd'?"),
     ("rnd: {strenght: 0.01}", "key 'reward_signals.rnd.strenght': unknown key of the rnd signal. "
@@ -180,7 +174,7 @@ def load(tmp_path, text):
 ])
 def test_reward_signal_mistakes_are_named_errors(tmp_path, block, message):
     with pytest.raises(TrainerConfigError) as error:
-        load(tmp_path, f"""
+        load_config(tmp_path, f"""
             PyramidsBrain:
                 reward_signals: {{{block}}}
         """)
@@ -191,11 +185,11 @@ def test_reward_signal_mistakes_are_named_errors(tmp_path, block, message):
 def test_reward_signals_must_be_a_block(tmp_path):
     with pytest.raises(TrainerConfigError, match=r"brain 'B', key 'reward_signals': expected a block of key: value, "
                                                  r"got 'rnd'"):
-        load(tmp_path, "B:\n    reward_signals: rnd\n")
+        load_config(tmp_path, "B:\n    reward_signals: rnd\n")
 
 
 def test_reward_signals_defaults_yaml11_numbers_and_extrinsic_first(tmp_path):
-    config = load(tmp_path, """
+    config = load_config(tmp_path, """
         B:
             reward_signals:
                 rnd: {learning_rate: 1.0e-3}

@@ -1,21 +1,15 @@
 """trainer_configurations.yaml: every shipped block loads, and each known mistake is a clear error."""
 import os
-import textwrap
 
 import pytest
 
+from tests.conftest import load_config
 from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainParameters
 
 REGISTRY = load_registry()
 ROOT = __file__.rsplit("/tests/", 1)[0]
-
-
-def load(tmp_path, text):
-    path = tmp_path / "config.yaml"
-    path.write_text(textwrap.dedent(text))
-    return load_trainer_config(str(path), REGISTRY)
 
 
 def test_shipped_file_loads_and_every_block_resolves():
@@ -27,7 +21,7 @@ def test_shipped_file_loads_and_every_block_resolves():
 
 
 def test_defaults_merge_aliases_and_yaml11_numbers(tmp_path):
-    config = load(tmp_path, """
+    config = load_config(tmp_path, """
         default:
             max_steps: 1.0e6
             batch_size: 64
@@ -82,12 +76,12 @@ MISTAKES = [
 @pytest.mark.parametrize("what, text, match", MISTAKES, ids=[m[0] for m in MISTAKES])
 def test_configuration_mistakes_are_clear_errors(tmp_path, what, text, match):
     with pytest.raises(TrainerConfigError, match=match):
-        load(tmp_path, text)
+        load_config(tmp_path, text)
 
 
 def test_errors_name_the_file(tmp_path):
     with pytest.raises(TrainerConfigError, match="config.yaml: brain 'A'"):
-        load(tmp_path, "A:\n  gamma: x\n")
+        load_config(tmp_path, "A:\n  gamma: x\n")
 
 
 def test_missing_file(tmp_path):
@@ -96,7 +90,7 @@ def test_missing_file(tmp_path):
 
 
 def test_environment_checks_run_for_external_brains(tmp_path):
-    config = load(tmp_path, "Ball3DBrain:\n  use_recurrent: true\n  sequence_length: 8\n")
+    config = load_config(tmp_path, "Ball3DBrain:\n  use_recurrent: true\n  sequence_length: 8\n")
     brains = {"Ball3DBrain": BrainParameters("Ball3DBrain", {
         "stateSize": 8, "actionSize": 2, "memorySize": 0, "cameraResolutions": [],
         "actionDescriptions": ["", ""], "actionSpaceType": 1, "stateSpaceType": 1})}

@@ -6,10 +6,10 @@ alone (no environment); ``SCENE_MISTAKES`` need the scene's brains (``settings_f
 which the controller calls right after the handshake, before any trainer is built.
 """
 import os
-import textwrap
 
 import pytest
 
+from tests.conftest import load_config
 from trainers.settings import trainer_config as config_module
 from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.trainer.registry import load_registry
@@ -18,16 +18,6 @@ from unityagents.brain import BrainParameters
 REGISTRY = load_registry()
 ROOT = __file__.rsplit("/tests/", 1)[0]
 GIB = 2 ** 30
-
-
-def write(tmp_path, text: str) -> str:
-    path = tmp_path / "trainer_config.yaml"
-    path.write_text(textwrap.dedent(text))
-    return str(path)
-
-
-def load(tmp_path, text: str):
-    return load_trainer_config(write(tmp_path, text), REGISTRY)
 
 
 def brain(name: str, state: int = 8, cameras=(), memory: int = 0, action: int = 2) -> BrainParameters:
@@ -93,8 +83,8 @@ MISTAKES = [
 @pytest.mark.parametrize("what, text, match", MISTAKES, ids=[m[0] for m in MISTAKES])
 def test_mistake_is_a_clear_error_before_launch(tmp_path, what, text, match):
     with pytest.raises(TrainerConfigError, match=match) as raised:
-        load(tmp_path, text)
-    assert str(tmp_path / "trainer_config.yaml") in str(raised.value), "the message names the file"
+        load_config(tmp_path, text)
+    assert str(tmp_path / "config.yaml") in str(raised.value), "the message names the file"
 
 
 def test_graph_that_cannot_fit_in_memory_is_refused_before_it_is_built(tmp_path, monkeypatch):
@@ -102,22 +92,22 @@ def test_graph_that_cannot_fit_in_memory_is_refused_before_it_is_built(tmp_path,
     with pytest.raises(TrainerConfigError, match=(
             r"brain 'A', keys 'hidden_units' and 'num_layers': 4 layers of 16384 units make at least 8.05e\+08 "
             r"weights, 12.0 GiB .* more than this machine's 8.0 GiB .*cannot be built. Use fewer or narrower")):
-        load(tmp_path, "A:\n  hidden_units: 16384\n  num_layers: 4\n")
+        load_config(tmp_path, "A:\n  hidden_units: 16384\n  num_layers: 4\n")
     # The same network fits a bigger machine: the bound is the memory, not an arbitrary width.
     monkeypatch.setattr(config_module, "total_memory_bytes", lambda: 64 * GIB)
-    settings = load(tmp_path, "A:\n  hidden_units: 16384\n  num_layers: 4\n").settings_for("A")
+    settings = load_config(tmp_path, "A:\n  hidden_units: 16384\n  num_layers: 4\n").settings_for("A")
     assert settings.parameters["num_layers"] == 4
 
 
 def test_buffer_that_cannot_fit_in_memory_is_refused_once_the_cameras_are_known(tmp_path, monkeypatch):
     monkeypatch.setattr(config_module, "total_memory_bytes", lambda: 16 * GIB)
-    config = load(tmp_path, "GridWorldBrain:\n  buffer_size: 1.0e6\n  batch_size: 64\n")
+    config = load_config(tmp_path, "GridWorldBrain:\n  buffer_size: 1.0e6\n  batch_size: 64\n")
     scene = {"GridWorldBrain": brain("GridWorldBrain", state=0, cameras=[(84, 84)], action=4)}
     with pytest.raises(TrainerConfigError, match=(
             r"brain 'GridWorldBrain', key 'buffer_size': 1000000 steps of 21172 floats each .*21168 camera "
             r"values.* need at least 78.9 GiB, more than this machine's 16.0 GiB.*Use a smaller buffer_size")):
         config.settings_for_environment(scene, ["GridWorldBrain"])
-    small = load(tmp_path, "GridWorldBrain:\n  buffer_size: 10240\n  batch_size: 64\n")
+    small = load_config(tmp_path, "GridWorldBrain:\n  buffer_size: 10240\n  batch_size: 64\n")
     assert "GridWorldBrain" in small.settings_for_environment(scene, ["GridWorldBrain"])
 
 
@@ -137,14 +127,14 @@ SCENE_MISTAKES = [
 
 @pytest.mark.parametrize("what, text, match", SCENE_MISTAKES, ids=[m[0] for m in SCENE_MISTAKES])
 def test_mistake_found_against_the_scene(tmp_path, what, text, match):
-    config = load(tmp_path, text)
+    config = load_config(tmp_path, text)
     with pytest.raises(TrainerConfigError, match=match) as raised:
         config.settings_for_environment(SCENE, list(SCENE))
-    assert str(tmp_path / "trainer_config.yaml") in str(raised.value)
+    assert str(tmp_path / "config.yaml") in str(raised.value)
 
 
 def test_blocks_for_other_scenes_and_alias_targets_are_not_typos(tmp_path):
-    config = load(tmp_path, """
+    config = load_config(tmp_path, """
         default:
             batch_size: 64
         TennisBrain:
@@ -159,7 +149,7 @@ def test_blocks_for_other_scenes_and_alias_targets_are_not_typos(tmp_path):
     settings = config.settings_for_environment(SCENE, list(SCENE))
     assert settings["Ball3DBrain"].parameters["hidden_units"] == 32
     # A near miss of a brain that has its own block is another scene's brain, not a typo.
-    near = load(tmp_path, "Ball3DBrain:\n  batch_size: 64\nBall3DBrainX:\n  batch_size: 32\n")
+    near = load_config(tmp_path, "Ball3DBrain:\n  batch_size: 64\nBall3DBrainX:\n  batch_size: 32\n")
     assert set(near.settings_for_environment({"Ball3DBrain": brain("Ball3DBrain")}, ["Ball3DBrain"])) == {"Ball3DBrain"}
 
 
@@ -188,7 +178,7 @@ def test_shipped_file_passes_every_check_for_every_built_in_scene_and_every_bloc
         used.update(external)
     # The documented alternative: PyramidsBrain aliased to the curiosity block.
     text = open(shipped).read().replace("\nPyramidsBrain:\n", "\nPyramidsBrainRND:\n")
-    alternative = load(tmp_path, text + "\nPyramidsBrain: PyramidsBrainCuriosity\n")
+    alternative = load_config(tmp_path, text + "\nPyramidsBrain: PyramidsBrainCuriosity\n")
     brains, external = scene_brains("Pyramids")
     signals = alternative.settings_for_environment(brains, external)["PyramidsBrain"].parameters["reward_signals"]
     assert set(signals) == {"extrinsic", "curiosity"}
@@ -201,7 +191,7 @@ def test_shipped_file_passes_every_check_for_every_built_in_scene_and_every_bloc
 
 
 def test_merge_keys_may_be_overridden_and_valid_large_values_pass(tmp_path):
-    config = load(tmp_path, """
+    config = load_config(tmp_path, """
         base: &base
             batch_size: 64
             gamma: 0.9
