@@ -7,10 +7,7 @@ of the Gaussian sample, the numbers the ONNX export's ``continuous_actions`` hol
 """
 from __future__ import annotations
 
-import json
 import os
-import stat
-import sys
 
 import numpy as np
 import onnxruntime
@@ -20,8 +17,9 @@ import yaml
 from academy import load_scene
 from academy.academy import Academy
 from academy.envs import interact
-from tests.conftest import ROOT, free_port, learn, mean_rewards, run_academy, write
+from tests.conftest import free_port, learn, mean_rewards, run_academy, write
 from tests.onnx_contract import assert_contract
+from tests.recording_build import received_actions, recording_build
 from tests.step_view import InfoView
 from tests.trainers.export.test_onnx_export import randomise
 from trainers.export.onnx_model import export_onnx
@@ -129,34 +127,9 @@ def test_interact_needs_both_parts():
 
 
 # ---------------------------------------------------------------- at the wire
-RECORDER = """#!{python}
-import json, sys
-sys.path.insert(0, {root!r})
-from academy import grpc_communicator
-from academy.__main__ import main
-
-record = open({record!r}, "w")
-receive = grpc_communicator.ModernUnity._apply_actions
-
-
-def recording(self, rl):
-    record.write(json.dumps({{name: [[list(a.continuous_actions), list(a.discrete_actions)] for a in actions.value]
-                              for name, actions in rl.agent_actions.items()}}) + "\\n")
-    record.flush()
-    receive(self, rl)
-
-
-grpc_communicator.ModernUnity._apply_actions = recording
-sys.exit(main(["Interact"] + sys.argv[1:]))
-"""
-
-
 def test_over_grpc_each_agent_gets_an_action_tuple_and_a_wrong_width_is_refused(tmp_path):
-    record = tmp_path / "received.jsonl"
-    build = tmp_path / "Interact.x86_64"
-    build.write_text(RECORDER.format(python=sys.executable, root=ROOT, record=str(record)))
-    build.chmod(build.stat().st_mode | stat.S_IXUSR)
-    env = InfoView(UnityEnvironment(str(build), base_port=free_port(), protocol="grpc", seed=0, log_dir=str(tmp_path)))
+    build, record = recording_build(tmp_path, "Interact")
+    env = InfoView(UnityEnvironment(build, base_port=free_port(), protocol="grpc", seed=0, log_dir=str(tmp_path)))
     samples = []
     try:
         brain = env.brains[NAME]
@@ -182,11 +155,9 @@ def test_over_grpc_each_agent_gets_an_action_tuple_and_a_wrong_width_is_refused(
         assert f"expects ({n}, 1)" in message and "discrete branches [2]" in message, message
     finally:
         env.close()
-    received = [json.loads(line)[NAME] for line in record.read_text().splitlines()]
+    received = received_actions(record, NAME)
     assert len(received) == 5
-    for sample, rows in zip(samples, received):
-        continuous = np.asarray([r[0] for r in rows])
-        discrete = np.asarray([r[1] for r in rows])
+    for sample, (continuous, discrete) in zip(samples, received):
         assert continuous.shape == (len(sample), 2) and discrete.shape == (len(sample), 1)
         np.testing.assert_allclose(continuous, np.clip(sample[:, :2], -3, 3) / 3, rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(discrete, sample[:, 2:])

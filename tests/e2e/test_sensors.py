@@ -8,50 +8,20 @@ the load-time checks of ``tests/onnx_contract.py`` reading the file alone, as Un
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import onnxruntime
 import pytest
 
 from academy import SCENES, load_scene
 from academy.academy import Academy
-from academy.grpc_communicator import GrpcClient, ModernUnity
 from academy.internal import OnnxInternalBrain
 from academy.scene import BrainSpec, VectorSensor, modern_observations
-from tests.conftest import free_port
 from tests.onnx_contract import assert_contract
+from tests.served_scene import Served
 from tests.trainers.export.test_onnx_export import randomise
 from tests.trainers.ppo.test_ppo import make_trainer
 from trainers.export.onnx_model import export_onnx
-from unityagents.base_env import ActionTuple
 from unityagents.brain import BrainParameters
-from unityagents.exception import UnityObservationException
-from unityagents.wire.base import Peer
-from unityagents.wire.grpc import GrpcCommunicator
-
-
-class Served:
-    """A scene behind the academy's gRPC client (a thread), connected to the trainer's server."""
-
-    def __init__(self, scene: str):
-        port = free_port()
-        self.comm = GrpcCommunicator(Peer(20.0), port, 0, seed=0)
-        self.academy = Academy(load_scene(scene)(0))
-        self.unity = ModernUnity(self.academy, GrpcClient(port))
-        self.thread = threading.Thread(target=self.unity.run, daemon=True)
-        self.thread.start()
-        self.comm.connect(20.0, scene)
-        self.hello = self.comm.handshake()
-
-    def wire_sensors(self, brain: str):
-        """(name, shape) of each sensor as the academy's messages declare it ([C,H,W] cameras)."""
-        runtime = next(b for b in self.unity.brains if self.unity.names[b.name] == brain)
-        return [(t.name, tuple(t.shape)) for t in self.unity._templates(runtime)]
-
-    def close(self):
-        self.comm.close()
-        self.thread.join(10.0)
 
 
 def behaviours():
@@ -70,11 +40,8 @@ def exports(tmp_path_factory):
     random weights (normalising, so the normaliser sits between the inputs and the network), its ONNX."""
     out = {}
     for scene, name in behaviours():
-        served = Served(scene)
-        try:
-            brain, sensors = served.hello.brains[name], served.wire_sensors(name)
-        finally:
-            served.close()
+        with Served(scene) as served:
+            brain, sensors = served.handshake().brains[name], served.wire_sensors(name)
         trainer = make_trainer(brain, normalize=True, hidden_units=8, num_layers=1)
         randomise(trainer, np.random.default_rng(1))
         (path,) = export_onnx(trainer.sess, [trainer], str(tmp_path_factory.mktemp(scene)))
@@ -146,18 +113,11 @@ def test_the_academy_onnx_brain_feeds_each_sensor_its_input(exports):
 
 
 def test_an_observation_unlike_its_spec_names_the_behaviour_and_the_sensor():
-    served = Served("Pyramids")
-    try:
-        runtime = served.unity.brains[0]
-        template = served.unity._templates(runtime)[1]
-        del template.shape[:]
-        template.shape.append(3)  # VectorSensor_size2 now claims 3 floats
-        served.comm.send_step({"PyramidsBrain?team=0": ActionTuple(discrete=np.zeros((16, 1), np.int32))}, {}, {})
-        with pytest.raises(UnityObservationException) as caught:
-            served.comm.receive()
-    finally:
-        served.close()
-    text = str(caught.value)
+    with Served("Pyramids") as served:
+        served.handshake()
+        del served.templates[1].shape[:]
+        served.templates[1].shape.append(3)  # VectorSensor_size2 now claims 3 floats
+        text = served.refused_step("PyramidsBrain?team=0")
     assert "'PyramidsBrain?team=0'" in text and "sensor 'VectorSensor_size2'" in text and "shape" in text
 
 

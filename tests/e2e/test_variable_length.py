@@ -25,12 +25,12 @@ from academy.internal import OnnxInternalBrain
 from academy.scene import modern_observations
 from tests.conftest import free_port, learn, mean_rewards, run_academy, write
 from tests.onnx_contract import assert_contract
+from tests.served_scene import Served
 from tests.trainers.export.test_onnx_export import randomise
 from tests.trainers.ppo.test_ppo import make_trainer
 from trainers.attention import encode_entities
 from trainers.export.onnx_model import export_onnx
 from trainers.tf_utils import tf
-from unityagents.base_env import ActionTuple
 from unityagents.exception import UnityEnvironmentException, UnityObservationException
 from unityagents.wire.api2 import Peer
 from unityagents.wire.grpc import GrpcCommunicator
@@ -39,41 +39,12 @@ NAME = "SorterBrain?team=0"
 MAX_TILES, ENTITY = 5, 8
 
 
-class Served:
-    """A scene behind the academy's gRPC client (a thread); ``tamper`` edits its sensor templates first."""
-
-    def __init__(self, scene: str, tamper=None):
-        port = free_port()
-        self.comm = GrpcCommunicator(Peer(20.0), port, 0, seed=0)
-        self.academy = Academy(load_scene(scene)(0))
-        self.unity = ModernUnity(self.academy, GrpcClient(port))
-        self.templates = self.unity._templates(self.unity.brains[0])
-        self.replies = []
-        exchange = self.unity.client.exchange
-
-        def recorded(message):
-            self.replies.append(exchange(message))
-            return self.replies[-1]
-
-        self.unity.client.exchange = recorded
-        if tamper is not None:
-            tamper(self.templates)
-        self.thread = threading.Thread(target=self.unity.run, daemon=True)
-        self.thread.start()
-        self.comm.connect(20.0, scene)
-
-    def close(self):
-        self.comm.close()
-        self.thread.join(10.0)
-
-
 # ---------------------------------------------------------------- the wire
 def test_a_buffer_sensor_decodes_as_its_own_variable_length_sensor_and_the_capability_is_announced():
-    served = Served("Sorter")
-    try:
+    with Served("Sorter") as served:
         assert [(t.name, list(t.shape), list(t.dimension_properties)) for t in served.templates] == [
             ("BufferSensor", [MAX_TILES, ENTITY], [4, 1]), ("VectorSensor_size7", [7], [1])]
-        hello = served.comm.handshake()
+        hello = served.handshake()
         brain = hello.brains[NAME]
         buffer, vector = brain.sensors
         assert (buffer.shape, buffer.offset, buffer.variable_length) == ((MAX_TILES, ENTITY), 0, True)
@@ -88,8 +59,6 @@ def test_a_buffer_sensor_decodes_as_its_own_variable_length_sensor_and_the_capab
         assert brain.behavior_spec.observation_specs[0].variable_length
         present = (buffered ** 2).sum(axis=2) >= 0.01
         assert sorted(set(present.sum(axis=1).tolist())) != [MAX_TILES], "episodes hold fewer tiles than N_max"
-    finally:
-        served.close()
     assert served.replies[0].unity_input.rl_initialization_input.capabilities.variableLengthObservation
 
 
@@ -98,28 +67,18 @@ def test_a_rank_2_sensor_without_the_variable_size_property_is_refused_naming_it
         del templates[0].dimension_properties[:]
         templates[0].dimension_properties.extend([1, 1])  # a custom ISensor reporting a plain matrix
 
-    served = Served("Sorter", matrix)
-    try:
-        with pytest.raises(UnityObservationException) as caught:
-            served.comm.handshake()
-    finally:
-        served.close()
+    with Served("Sorter", matrix) as served, pytest.raises(UnityObservationException) as caught:
+        served.handshake()
     text = str(caught.value)
     assert "'SorterBrain?team=0'" in text and "sensor 'BufferSensor'" in text and "[1, 1]" in text
     assert "BufferSensorComponent" in text and "vector sensor of 40 floats" in text
 
 
 def test_an_observation_whose_shape_disagrees_with_its_spec_is_refused():
-    served = Served("Sorter")
-    try:
-        served.comm.handshake()
+    with Served("Sorter") as served:
+        served.handshake()
         served.templates[0].shape[0] = MAX_TILES - 1  # the buffer now claims 4 rows
-        served.comm.send_step({NAME: ActionTuple(discrete=np.zeros((16, 1), np.int32))}, {}, {})
-        with pytest.raises(UnityObservationException) as caught:
-            served.comm.receive()
-    finally:
-        served.close()
-    text = str(caught.value)
+        text = served.refused_step(NAME)
     assert "'SorterBrain?team=0'" in text and "sensor 'BufferSensor'" in text and "(4, 8)" in text
 
 
@@ -200,11 +159,8 @@ def test_absent_rows_change_nothing_permuting_or_adding_zero_rows_leaves_the_enc
 @pytest.fixture(scope="module")
 def sorter_export(tmp_path_factory):
     """Sorter's brain as decoded from the wire, a normalising PPO trainer with random weights, its ONNX."""
-    served = Served("Sorter")
-    try:
-        brain = served.comm.handshake().brains[NAME]
-    finally:
-        served.close()
+    with Served("Sorter") as served:
+        brain = served.handshake().brains[NAME]
     trainer = make_trainer(brain, normalize=True, hidden_units=16, num_layers=1)
     randomise(trainer, np.random.default_rng(1))
     (path,) = export_onnx(trainer.sess, [trainer], str(tmp_path_factory.mktemp("sorter")))
@@ -288,13 +244,10 @@ def test_sorter_needs_the_order_the_heuristic_scores_near_0_9_and_random_play_be
 
 
 def test_sorter_flat_sends_the_same_values_as_one_vector_sensor():
-    served = Served("SorterFlat")
-    try:
+    with Served("SorterFlat") as served:
         assert [(t.name, list(t.shape), list(t.dimension_properties)) for t in served.templates] == [
             ("BufferSensor", [40], [1]), ("VectorSensor_size7", [7], [1])]
-        brain = served.comm.handshake().brains[NAME]
-    finally:
-        served.close()
+        brain = served.handshake().brains[NAME]
     assert [s.variable_length for s in brain.sensors] == [False, False]
 
 

@@ -13,16 +13,14 @@ academy received, and compares them with what the trainer sampled and with what 
 computes from the same observations.
 """
 import copy
-import json
 import os
-import stat
-import sys
 
 import numpy as np
 import onnxruntime
 import pytest
 
-from tests.conftest import ROOT, free_port
+from tests.conftest import free_port
+from tests.recording_build import received_actions, recording_build
 from tests.step_view import InfoView
 from tests.trainers.export.test_onnx_export import randomise
 from trainers.export.onnx_model import export_onnx
@@ -143,39 +141,8 @@ def test_imitation_student_is_already_in_environment_units():
 
 
 # ---------------------------------------------------------------- at the wire, against the academy
-RECORDER = """#!{python}
-import json, sys
-sys.path.insert(0, {root!r})
-from academy import grpc_communicator
-from academy.__main__ import main
-
-record = open({record!r}, "w")
-receive = grpc_communicator.ModernUnity._apply_actions
-
-
-def recording(self, rl):
-    record.write(json.dumps({{name: [list(a.continuous_actions) for a in actions.value]
-                              for name, actions in rl.agent_actions.items()}}) + "\\n")
-    record.flush()
-    receive(self, rl)
-
-
-grpc_communicator.ModernUnity._apply_actions = recording
-sys.exit(main(["3DBall"] + sys.argv[1:]))
-"""
-
-
-def recording_build(tmp_path):
-    """A Linux 'Unity build' serving 3DBall over gRPC that logs every action message it receives."""
-    record = tmp_path / "received.jsonl"
-    build = tmp_path / "Recorder.x86_64"
-    build.write_text(RECORDER.format(python=sys.executable, root=ROOT, record=str(record)))
-    build.chmod(build.stat().st_mode | stat.S_IXUSR)
-    return str(build), record
-
-
 def test_over_grpc_the_scene_receives_what_the_onnx_export_outputs(tmp_path):
-    build, record = recording_build(tmp_path)
+    build, record = recording_build(tmp_path, "3DBall")
     env = InfoView(UnityEnvironment(build, base_port=free_port(), protocol="grpc", seed=0, log_dir=str(tmp_path)))
     name = "Ball3DBrain?team=0"
     samples, sent_states, deterministic = [], [], []
@@ -198,7 +165,7 @@ def test_over_grpc_the_scene_receives_what_the_onnx_export_outputs(tmp_path):
         env.step({name: np.full((12, 2), 2.5)})  # a gymnasium user's own actions
     finally:
         env.close()
-    received = [np.asarray(json.loads(line)[name], np.float64) for line in record.read_text().splitlines()]
+    received = [continuous for continuous, _ in received_actions(record, name)]
     assert len(received) == 31 and all(r.shape == (12, 2) for r in received)
 
     sampled, got = np.concatenate(samples), np.concatenate(received[:20])
