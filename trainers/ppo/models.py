@@ -154,8 +154,13 @@ class PPOModel:
         self._create_ppo_optimizer(lr, epsilon, beta, vf_coef, max_grad_norm, clip_value)
 
     # ------------------------------------------------------------------ policies
-    def _create_gaussian_policy(self, hidden: tf.Tensor, action_size: int) -> None:
-        """Diagonal Gaussian with a state-independent log-std initialised to 0 (sigma = 1)."""
+    def _gaussian(self, hidden: tf.Tensor, action_size: int) -> Tuple[tf.Tensor, Callable[[tf.Tensor], tf.Tensor]]:
+        """Diagonal Gaussian with a state-independent log-std initialised to 0 (sigma = 1).
+
+        Sets ``mu``, ``log_sigma`` and ``epsilon``; returns the sample ``mu + sigma * epsilon`` and
+        the log-density of an action per dimension (``[N, action_size]``), which the continuous
+        and the hybrid policies both sum over the dimensions.
+        """
         self.mu = dense(hidden, action_size, "policy_head", gain=0.01)
         self.log_sigma = tf.get_variable("log_sigma", [action_size], initializer=tf.zeros_initializer())
         sigma = tf.exp(self.log_sigma)
@@ -164,16 +169,24 @@ class PPOModel:
         self.epsilon = tf.placeholder_with_default(tf.zeros([1]), None, name="epsilon")
         sampled = self.mu + sigma * self.epsilon
         sampled.set_shape(self.mu.shape)
-        self.output = tf.identity(sampled, name="action")
 
-        def log_prob_per_dim(x):
+        def log_prob_per_dim(x: tf.Tensor) -> tf.Tensor:
             return -0.5 * tf.square((x - self.mu) / sigma) - self.log_sigma - 0.5 * _LOG_2PI
 
+        return sampled, log_prob_per_dim
+
+    def _gaussian_entropy(self) -> tf.Tensor:
+        """The Gaussian's entropy ``[N]``: the same for every row, since sigma does not depend on the state."""
+        return tf.reduce_sum(self.log_sigma + 0.5 * (_LOG_2PI + 1.0)) * tf.ones_like(self.mu[:, 0])
+
+    def _create_gaussian_policy(self, hidden: tf.Tensor, action_size: int) -> None:
+        """The Gaussian of ``_gaussian`` for a continuous brain; ``action_probs`` is the density per dimension."""
+        sampled, log_prob_per_dim = self._gaussian(hidden, action_size)
+        self.output = tf.identity(sampled, name="action")
         output_log_prob = log_prob_per_dim(tf.stop_gradient(self.output))
         self.probs = tf.exp(output_log_prob, name="action_probs")
         self.log_prob = tf.reduce_sum(output_log_prob, axis=1)
-        entropy = tf.reduce_sum(self.log_sigma + 0.5 * (_LOG_2PI + 1.0))
-        self.entropy = entropy * tf.ones_like(self.mu[:, 0])
+        self.entropy = self._gaussian_entropy()
         self.taken_actions = tf.placeholder(tf.float32, [None, action_size], name="taken_actions")
         self._new_log_prob = tf.reduce_sum(log_prob_per_dim(self.taken_actions), axis=1)
 
@@ -252,12 +265,7 @@ class PPOModel:
         ONNX export turns into ``continuous_actions`` and ``discrete_actions``. ``action_probs``
         holds the branches' probabilities; ``taken_actions`` is an action row.
         """
-        self.mu = dense(hidden, n_continuous, "policy_head", gain=0.01)
-        self.log_sigma = tf.get_variable("log_sigma", [n_continuous], initializer=tf.zeros_initializer())
-        sigma = tf.exp(self.log_sigma)
-        self.epsilon = tf.placeholder_with_default(tf.zeros([1]), None, name="epsilon")
-        sampled = self.mu + sigma * self.epsilon
-        sampled.set_shape(self.mu.shape)
+        sampled, log_prob_per_dim = self._gaussian(hidden, n_continuous)
         self.continuous_output = tf.identity(sampled, name="continuous_action")
         total = int(sum(branches))
         self.action_masks = tf.placeholder_with_default(
@@ -265,14 +273,9 @@ class PPOModel:
         width = n_continuous + len(branches)
         self.taken_actions = tf.placeholder(tf.float32, [None, width], name="taken_actions")
         taken_indices = tf.cast(tf.round(self.taken_actions[:, n_continuous:]), tf.int32)
-
-        def gaussian_log_prob(x):
-            per_dim = -0.5 * tf.square((x - self.mu) / sigma) - self.log_sigma - 0.5 * _LOG_2PI
-            return tf.reduce_sum(per_dim, axis=1)
-
-        log_prob = gaussian_log_prob(tf.stop_gradient(self.continuous_output))
-        new_log_prob = gaussian_log_prob(self.taken_actions[:, :n_continuous])
-        entropy = tf.reduce_sum(self.log_sigma + 0.5 * (_LOG_2PI + 1.0)) * tf.ones_like(self.mu[:, 0])
+        log_prob = tf.reduce_sum(log_prob_per_dim(tf.stop_gradient(self.continuous_output)), axis=1)
+        new_log_prob = tf.reduce_sum(log_prob_per_dim(self.taken_actions[:, :n_continuous]), axis=1)
+        entropy = self._gaussian_entropy()
         samples, probs, branch_log_prob, branch_new_log_prob, branch_entropy = self._masked_branches(
             hidden, branches, taken_indices, lambda k: f"policy_head_{k}")
         log_prob, new_log_prob = log_prob + branch_log_prob, new_log_prob + branch_new_log_prob
