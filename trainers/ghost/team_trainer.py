@@ -189,6 +189,11 @@ class TeamSelfPlay:
         self.pending_change = bool(state.get("pending_change", False))
 
 
+def _learner_attribute(name: str) -> property:
+    """A seat's read-only ``name``: its team's learner's, whichever team learns now."""
+    return property(lambda seat: getattr(seat.group.learner, name), doc=f"The team's learner's ``{name}``.")
+
+
 class TeamSeat(Trainer):
     """The trainer of one team's behaviour: the learner's when its team learns, else the opponent's.
 
@@ -256,21 +261,10 @@ class TeamSeat(Trainer):
         return self.group.take_reset_request()
 
     # ---------------------------------------------------------------- what the controller reads
-    @property
-    def get_step(self) -> int:
-        return self.group.learner.step
-
-    @property
-    def get_max_steps(self) -> float:
-        return self.group.learner.get_max_steps
-
-    @property
-    def get_last_reward(self) -> float:
-        return self.group.learner.get_last_reward
-
-    @property
-    def should_still_train(self) -> bool:
-        return self.group.learner.should_still_train
+    get_step = _learner_attribute("step")
+    get_max_steps = _learner_attribute("get_max_steps")
+    get_last_reward = _learner_attribute("get_last_reward")
+    should_still_train = _learner_attribute("should_still_train")
 
     @property
     def graph_scope(self) -> Optional[str]:
