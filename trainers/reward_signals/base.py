@@ -15,7 +15,7 @@ import numpy as np
 from trainers.encoders import encode, observation_placeholders, state_placeholder, state_vector
 from trainers.models import dense
 from trainers.tf_utils import tf
-from trainers.trainer.base import Param, non_negative, positive, unit_interval
+from trainers.trainer.base import Param, discount_param, non_negative, positive
 from unityagents.brain import BrainParameters
 
 
@@ -24,7 +24,7 @@ def strength_param(default: float, doc: str) -> Param:
 
 
 #: Every signal's discount factor.
-GAMMA = Param(float, 0.99, check=(unit_interval, "in [0, 1]"), doc="discount factor of its returns")
+GAMMA = discount_param("discount factor of its returns")
 
 
 def layers_param(doc: str) -> Param:
@@ -61,6 +61,15 @@ class RewardSignal(abc.ABC):
     def update_feed(self, fields: Mapping[str, np.ndarray]) -> Dict[tf.Tensor, Any]:
         """The feed of ``update_op`` for a minibatch given as ``{field: [n, ...]}``."""
         return {}
+
+    def adam_step(self, loss: tf.Tensor, variables: List[tf.Variable]) -> tf.Operation:
+        """One Adam step on ``loss`` over the signal's own ``variables``, for a learned signal's ``update_op``.
+
+        Sets ``learning_rate``: a placeholder that defaults to the ``learning_rate`` setting.
+        """
+        self.learning_rate = tf.placeholder_with_default(float(self.settings["learning_rate"]), [],
+                                                         name="learning_rate")
+        return tf.train.AdamOptimizer(self.learning_rate).minimize(loss, var_list=variables)
 
 
 class SignalInputs:

@@ -11,7 +11,7 @@ import numpy as np
 from trainers.models import dense, new_trainable_variables
 from trainers.reward_signals.base import GAMMA, RewardSignal, SignalInputs, layers_param, signal_encoder, strength_param
 from trainers.tf_utils import tf
-from trainers.trainer.base import Param, positive
+from trainers.trainer.base import Param, learning_rate_param, positive
 from unityagents.brain import BrainParameters
 
 
@@ -30,7 +30,7 @@ class CuriositySignal(RewardSignal):
         "strength": strength_param(0.02, "factor of the forward model's error"),
         "gamma": GAMMA,
         "encoding_size": Param(int, 64, check=(positive, "> 0"), doc="width of the encoding phi(s)"),
-        "learning_rate": Param(float, 3.0e-4, check=(positive, "> 0"), doc="Adam learning rate of its models"),
+        "learning_rate": learning_rate_param(3.0e-4, "Adam learning rate of its models"),
         "num_layers": layers_param("hidden layers of the encoding phi(s)"),
     }
     needs_next_inputs = True
@@ -76,10 +76,8 @@ class CuriositySignal(RewardSignal):
                                                      axis=1)
             self.forward_loss = tf.reduce_sum(self.forward_error * self.valid) / count
 
-            self.learning_rate = tf.placeholder_with_default(float(settings["learning_rate"]), [], name="learning_rate")
             loss = 0.2 * self.forward_loss + 0.8 * self.inverse_loss
-            variables = new_trainable_variables(before)
-            self.update_op = tf.train.AdamOptimizer(self.learning_rate).minimize(loss, var_list=variables)
+            self.update_op = self.adam_step(loss, new_trainable_variables(before))
         self.metrics = {"Losses/Curiosity Forward Loss": self.forward_loss,
                         "Losses/Curiosity Inverse Loss": self.inverse_loss}
 

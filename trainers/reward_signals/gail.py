@@ -40,7 +40,7 @@ from trainers.encoders import encode, observation_placeholders, state_placeholde
 from trainers.models import RunningNormalizer, dense, new_trainable_variables
 from trainers.reward_signals.base import GAMMA, RewardSignal, SignalInputs, layers_param, strength_param
 from trainers.tf_utils import tf
-from trainers.trainer.base import Param, TrainerConfigError, non_negative, positive
+from trainers.trainer.base import Param, TrainerConfigError, learning_rate_param, non_negative, positive
 from unityagents.brain import BrainParameters
 from unityagents.demo import DemonstrationError, load_demonstration
 
@@ -66,7 +66,7 @@ class GAILSignal(RewardSignal):
         "gamma": GAMMA,
         "demo_path": Param(str, None, required=True, doc="a .demo file, or a folder whose .demo files are all used"),
         "encoding_size": Param(int, 128, check=(positive, "> 0"), doc="width of the discriminator's layers"),
-        "learning_rate": Param(float, 3.0e-4, check=(positive, "> 0"), doc="Adam learning rate of the discriminator"),
+        "learning_rate": learning_rate_param(3.0e-4, "Adam learning rate of the discriminator"),
         "num_layers": layers_param("hidden layers of the discriminator"),
         "normalize": Param(bool, False, doc="the discriminator sees continuous states normalised by running "
                                             "statistics of the agent's and the recording's states"),
@@ -128,9 +128,7 @@ class GAILSignal(RewardSignal):
                     1.0 + tf.log(tf.square(sigma) + _EPS) - 0.5 * tf.square(policy_mu) - 0.5 * tf.square(expert_mu)
                     - tf.square(sigma), axis=1))
                 loss += self.beta * (self.kl - VAIL_INFORMATION_BUDGET)
-            variables = new_trainable_variables(before)
-            self.learning_rate = tf.placeholder_with_default(float(settings["learning_rate"]), [], name="learning_rate")
-            train = tf.train.AdamOptimizer(self.learning_rate).minimize(loss, var_list=variables)
+            train = self.adam_step(loss, new_trainable_variables(before))
             updates.append(train)
             if statistics is not None:
                 with tf.control_dependencies([train]):

@@ -11,7 +11,7 @@ import numpy as np
 from trainers.models import RunningNormalizer, dense, new_trainable_variables
 from trainers.reward_signals.base import GAMMA, RewardSignal, SignalInputs, layers_param, signal_encoder, strength_param
 from trainers.tf_utils import tf
-from trainers.trainer.base import Param, positive
+from trainers.trainer.base import Param, learning_rate_param, positive
 from unityagents.brain import BrainParameters
 
 
@@ -29,7 +29,7 @@ class RNDSignal(RewardSignal):
         "strength": strength_param(0.01, "factor of the normalised prediction error"),
         "gamma": GAMMA,
         "encoding_size": Param(int, 64, check=(positive, "> 0"), doc="output width of the target and predictor"),
-        "learning_rate": Param(float, 1.0e-4, check=(positive, "> 0"), doc="Adam learning rate of the predictor"),
+        "learning_rate": learning_rate_param(1.0e-4, "Adam learning rate of the predictor"),
         "num_layers": layers_param("hidden layers of the predictor; the fixed target has one fewer (at least one)"),
     }
 
@@ -61,8 +61,7 @@ class RNDSignal(RewardSignal):
             self.reward = self.raw_error / tf.sqrt(errors.variance[0] + 1e-8)
             self.update_statistics = tf.group(*updates, name="update_statistics")
             self.loss = tf.reduce_mean(self.raw_error)
-            self.learning_rate = tf.placeholder_with_default(float(settings["learning_rate"]), [], name="learning_rate")
-            self.update_op = tf.train.AdamOptimizer(self.learning_rate).minimize(self.loss, var_list=variables)
+            self.update_op = self.adam_step(self.loss, variables)
         self.metrics = {"Losses/RND Loss": self.loss}
 
     def evaluate(self, sess, fields: Mapping[str, np.ndarray], training: bool) -> np.ndarray:

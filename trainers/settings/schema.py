@@ -83,6 +83,11 @@ def unit_interval(x) -> bool:
     return 0.0 <= x <= 1.0
 
 
+def positive_fraction(x) -> bool:
+    """In (0, 1]: a share of something that must not be empty (a soft update's step, a schedule's length)."""
+    return 0.0 < x <= 1.0
+
+
 def brain_key(prefix: str, key: str = "") -> Where:
     """learn.py's style: ``config.yaml: brain 'B', key 'reward_signals.rnd.strength'``.
 

@@ -42,6 +42,7 @@ from trainers.settings.schema import (  # noqa: F401 (the trainers' and plugins'
     did_you_mean,
     non_negative,
     positive,
+    positive_fraction,
     settings_type,
     settings_view,
     unit_interval,
@@ -82,6 +83,31 @@ COMMON_HYPERPARAMETERS: Dict[str, Param] = {
     "max_steps": Param(float, 5.0e5, check=(positive, "> 0"), doc="agent steps to train for"),
     "summary_freq": Param(int, 10000, check=(positive, "> 0"), doc="agent steps between console/TensorBoard summaries"),
 }
+
+
+# Keys that mean the same in every trainer (and plugin) that has them: one declaration each, so
+# they are checked alike everywhere; each trainer gives its own default and says what they tune.
+def learning_rate_param(default: float, doc: str) -> Param:
+    """A ``learning_rate``: a positive float."""
+    return Param(float, default, check=(positive, "> 0"), doc=doc)
+
+
+def discount_param(doc: str = "discount factor") -> Param:
+    """A ``gamma``: the discount factor of a return, in [0, 1], 0.99 unless given."""
+    return Param(float, 0.99, check=(unit_interval, "in [0, 1]"), doc=doc)
+
+
+def max_grad_norm_param(default: float) -> Param:
+    """A ``max_grad_norm``: the global norm an update's gradients are clipped to."""
+    return Param(float, default, check=(positive, "> 0"), doc="global norm the gradients are clipped to")
+
+
+def network_params(hidden_units: int, of: str) -> Dict[str, Param]:
+    """``hidden_units`` and ``num_layers`` (2 unless given) of the MLPs that ``of`` names in their docs."""
+    return {
+        "hidden_units": Param(int, hidden_units, check=(positive, "> 0"), doc=f"units per hidden layer of {of}"),
+        "num_layers": Param(int, 2, check=(non_negative, ">= 0"), doc=f"hidden layers of {of}"),
+    }
 
 
 class Trainer(TrainerSummaries):

@@ -18,6 +18,7 @@ from trainers.trainer.base import (
     UnityTrainerException,
     non_negative,
     positive,
+    positive_fraction,
 )
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.rl_trainer import RLTrainer
@@ -34,7 +35,7 @@ OFF_POLICY_HYPERPARAMETERS: Dict[str, Param] = {
     "gradient_steps": Param(int, 1, check=(positive, "> 0"), doc="gradient steps per round of updates"),
     "target_update_interval": Param(int, 250, check=(positive, "> 0"),
                                     doc="gradient steps between target-network updates"),
-    "tau": Param(float, 1.0, check=(lambda x: 0.0 < x <= 1.0, "in (0, 1]"),
+    "tau": Param(float, 1.0, check=(positive_fraction, "in (0, 1]"),
                  doc="target update: 1 copies the online weights, < 1 moves target <- tau*online + (1-tau)*target"),
 }
 

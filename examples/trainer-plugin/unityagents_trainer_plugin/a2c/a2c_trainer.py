@@ -15,7 +15,16 @@ import numpy as np
 from trainers.buffer import AgentBuffer
 from trainers.returns import add_gae_fields
 from trainers.tf_utils import tf
-from trainers.trainer.base import Param, non_negative, positive, unit_interval
+from trainers.trainer.base import (
+    Param,
+    discount_param,
+    learning_rate_param,
+    max_grad_norm_param,
+    network_params,
+    non_negative,
+    positive,
+    unit_interval,
+)
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import ON_POLICY_HYPERPARAMETERS, OnPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput
@@ -28,17 +37,16 @@ A2C_HYPERPARAMETERS: Dict[str, Param] = {
     "buffer_size": Param(int, 96, check=(positive, "> 0"), doc="agent steps collected for each gradient step"),
     "time_horizon": Param(int, 8, check=(positive, "> 0"),
                           doc="n of the n-step returns: steps after which a trajectory is cut and bootstrapped"),
-    "gamma": Param(float, 0.99, check=(unit_interval, "in [0, 1]"), doc="discount factor"),
+    "gamma": discount_param(),
     "lambd": Param(float, 1.0, check=(unit_interval, "in [0, 1]"),
                    doc="GAE lambda; 1 gives the plain n-step returns of A2C"),
-    "learning_rate": Param(float, 7.0e-4, check=(positive, "> 0"), doc="optimiser learning rate"),
+    "learning_rate": learning_rate_param(7.0e-4, "optimiser learning rate"),
     "optimizer": Param(str, "rmsprop", check=(lambda x: x in ("rmsprop", "adam"), "'rmsprop' or 'adam'"),
                        doc="'rmsprop' (decay 0.99, as in the A3C paper) or 'adam'"),
     "beta": Param(float, 0.0, check=(non_negative, ">= 0"), doc="entropy bonus coefficient"),
     "vf_coef": Param(float, 0.5, check=(non_negative, ">= 0"), doc="weight of the value loss"),
-    "max_grad_norm": Param(float, 0.5, check=(positive, "> 0"), doc="global norm the gradients are clipped to"),
-    "hidden_units": Param(int, 64, check=(positive, "> 0"), doc="units per hidden layer of the policy and value MLPs"),
-    "num_layers": Param(int, 2, check=(non_negative, ">= 0"), doc="hidden layers of the policy and value MLPs"),
+    "max_grad_norm": max_grad_norm_param(0.5),
+    **network_params(64, "the policy and value MLPs"),
     "normalize": Param(bool, True, doc="normalise continuous states by running mean and variance"),
     "normalize_advantages": Param(bool, False, doc="standardise the advantages of each batch"),
 }

@@ -16,8 +16,11 @@ from trainers.trainer.base import (
     Param,
     TrainerConfigError,
     UnityTrainerException,
-    non_negative,
-    positive,
+    discount_param,
+    learning_rate_param,
+    max_grad_norm_param,
+    network_params,
+    positive_fraction,
     unit_interval,
 )
 from trainers.trainer.brain_info import BrainInfo
@@ -30,19 +33,18 @@ from .dqn_model import DQNModel
 
 DQN_HYPERPARAMETERS: Dict[str, Param] = {
     **OFF_POLICY_HYPERPARAMETERS,
-    "gamma": Param(float, 0.99, check=(unit_interval, "in [0, 1]"), doc="discount factor"),
-    "learning_rate": Param(float, 1.0e-3, check=(positive, "> 0"), doc="Adam learning rate"),
-    "hidden_units": Param(int, 64, check=(positive, "> 0"), doc="units per hidden layer of the Q-network"),
-    "num_layers": Param(int, 2, check=(non_negative, ">= 0"), doc="hidden layers of the Q-network"),
+    "gamma": discount_param(),
+    "learning_rate": learning_rate_param(1.0e-3, "Adam learning rate"),
+    **network_params(64, "the Q-network"),
     "exploration_initial_eps": Param(float, 1.0, check=(unit_interval, "in [0, 1]"),
                                      doc="probability of a random action at step 0"),
     "exploration_final_eps": Param(float, 0.05, check=(unit_interval, "in [0, 1]"),
                                    doc="probability of a random action after the schedule"),
-    "exploration_fraction": Param(float, 0.1, check=(lambda x: 0.0 < x <= 1.0, "in (0, 1]"),
+    "exploration_fraction": Param(float, 0.1, check=(positive_fraction, "in (0, 1]"),
                                   doc="fraction of max_steps over which epsilon decays linearly"),
     "double_dqn": Param(bool, True,
                         doc="pick the next action with the online network, evaluate it with the target (double DQN)"),
-    "max_grad_norm": Param(float, 10.0, check=(positive, "> 0"), doc="global norm the gradients are clipped to"),
+    "max_grad_norm": max_grad_norm_param(10.0),
 }
 
 
