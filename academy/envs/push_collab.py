@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from academy.scene import BrainSpec, Scene
+from academy.envs.areas import AreaScene
+from academy.scene import BrainSpec
 
 AREAS = 16
 MEMBERS = 3
@@ -37,7 +38,7 @@ BRAIN = "PushCollabBrain"
 PUSH, LEFT, RIGHT = 0, 1, 2
 
 
-class PushCollab(Scene):
+class PushCollab(AreaScene):
     """16 areas x 3 agents on ``PushCollabBrain``: state continuous 11, action discrete 3."""
 
     academy_name = "PushCollabAcademy"
@@ -45,14 +46,12 @@ class PushCollab(Scene):
                         action_space="discrete", action_descriptions=("push", "left", "right")),)
 
     def __init__(self, seed: int = 0) -> None:
-        super().__init__(seed)
+        super().__init__(seed, AREAS, MEMBERS)
         n = AREAS * MEMBERS
-        self.area = np.arange(n) // MEMBERS
         self.cell = np.ones(n, dtype=np.int64)              # 0 = in the pit
         self.remaining = np.full((AREAS, 3), DISTANCE)      # per block; 0 = scored
         self.timer = np.zeros(AREAS, dtype=np.int64)
         self.group_total = np.zeros(AREAS)
-        self.ended = np.ones(AREAS, dtype=bool)             # an area restarts when its episode ended
         self._stats: list[tuple[str, float]] = []
 
     # --- groups -----------------------------------------------------------------------------------
@@ -67,13 +66,9 @@ class PushCollab(Scene):
         return stats
 
     # --- the Scene contract -----------------------------------------------------------------------
-    def academy_reset(self) -> None:
-        self.ended[:] = True
-
     def reset_agents(self, brain: str, index: np.ndarray) -> None:
         """Restart the areas of ``index`` whose episode ended: blocks back, every member in play."""
-        areas = np.unique(self.area[index])
-        areas = areas[self.ended[areas]]
+        areas = self.restart_areas(index)
         if not areas.size:
             return
         rows = np.flatnonzero(np.isin(self.area, areas))
@@ -81,7 +76,6 @@ class PushCollab(Scene):
         self.remaining[areas] = DISTANCE
         self.timer[areas] = 0
         self.group_total[areas] = 0.0
-        self.ended[areas] = False
 
     def step(self, actions: dict[str, np.ndarray]):
         action = np.asarray(actions[BRAIN])[:, 0].astype(np.int64)

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from academy.scene import BrainSpec, Scene
+from academy.envs.areas import AreaScene
+from academy.scene import BrainSpec
 
 AREAS = 8
 MEMBERS = 2
@@ -39,7 +40,7 @@ def _team_brain(name: str) -> BrainSpec:
                      action_space="discrete", action_descriptions=("stay", "forward", "back"))
 
 
-class Soccer(Scene):
+class Soccer(AreaScene):
     """8 areas; in each, two agents on ``SoccerBlue`` and two on ``SoccerPurple``."""
 
     academy_name = "SoccerAcademy"
@@ -47,23 +48,17 @@ class Soccer(Scene):
     behaviour_names = {BLUE: "Soccer?team=0", PURPLE: "Soccer?team=1"}
 
     def __init__(self, seed: int = 0) -> None:
-        super().__init__(seed)
-        self.area = np.arange(AREAS * MEMBERS) // MEMBERS
+        super().__init__(seed, AREAS, MEMBERS)
         # Cells in blue's frame (blue attacks +): pos[team, area, member].
         self.pos = np.zeros((2, AREAS, MEMBERS), dtype=np.int64)
         self.ball = np.full(AREAS, WIDTH // 2, dtype=np.int64)
         self.timer = np.zeros(AREAS, dtype=np.int64)
-        self.over = np.ones(AREAS, dtype=bool)    # an area restarts when the first of its agents resets
 
     def group_ids(self, brain: str) -> np.ndarray:
         return self.area * 2 + (1 if brain == BLUE else 2)
 
-    def academy_reset(self) -> None:
-        self.over[:] = True
-
     def reset_agents(self, brain: str, index: np.ndarray) -> None:
-        areas = np.unique(self.area[index])
-        areas = areas[self.over[areas]]
+        areas = self.restart_areas(index)
         if not areas.size:
             return
         half = WIDTH // 2
@@ -71,7 +66,6 @@ class Soccer(Scene):
         self.pos[1, areas] = self.rng.integers(half + 1, WIDTH, (areas.size, MEMBERS))
         self.ball[areas] = half
         self.timer[areas] = 0
-        self.over[areas] = False
 
     def step(self, actions: dict[str, np.ndarray]):
         # Directions in blue's frame: forward is +1 for blue, -1 for purple.
@@ -92,13 +86,13 @@ class Soccer(Scene):
         purple_goal = self.ball < 0
         draw = (self.timer >= HORIZON) & ~blue_goal & ~purple_goal
         late = self.timer / HORIZON
-        live = ~self.over
+        live = ~self.ended
         blue_reward = np.where(blue_goal, 1.0 - late, np.where(purple_goal, -1.0, 0.0)) * live
         purple_reward = np.where(purple_goal, 1.0 - late, np.where(blue_goal, -1.0, 0.0)) * live
-        ended = (blue_goal | purple_goal | draw) & live
-        self.over |= ended
+        finished = (blue_goal | purple_goal | draw) & live
+        self.ended |= finished
         self.ball = np.clip(self.ball, 0, WIDTH - 1)
-        done = ended[self.area]
+        done = finished[self.area]
         zeros = np.zeros(AREAS * MEMBERS)
         return {BLUE: (zeros, done.copy(), blue_reward[self.area]),
                 PURPLE: (zeros.copy(), done.copy(), purple_reward[self.area])}

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from academy.scene import BrainSpec, Scene
+from academy.envs.areas import AreaScene
+from academy.scene import BrainSpec
 
 HALF = 8.0          # half-court length
 NET = 1.0           # net height
@@ -43,7 +44,7 @@ def _tennis_brain(name: str) -> BrainSpec:
                      action_descriptions=("move", "jump"), decision_period=5)
 
 
-class Tennis(Scene):
+class Tennis(AreaScene):
     """8 areas; the left agent of each on ``TennisBrain``, the right on ``ghost-TennisBrain``."""
 
     academy_name = "TennisAcademy"
@@ -51,8 +52,8 @@ class Tennis(Scene):
     behaviour_names = {LEFT: "Tennis?team=0", RIGHT: "Tennis?team=1"}
 
     def __init__(self, seed: int = 0) -> None:
-        super().__init__(seed)
         n = self.brains[0].n_agents
+        super().__init__(seed, areas=n, members=1)
         # Row 0: left agent, row 1: right agent; side[k] is the sign of agent k's half.
         self.side = np.array([-1.0, 1.0])[:, None]
         self.pos = np.zeros((2, n, 2))      # agent (x, y)
@@ -61,13 +62,10 @@ class Tennis(Scene):
         self.ball_vel = np.zeros((n, 2))
         self.last_hitter = np.full(n, -1)
         self.timer = np.zeros(n, dtype=np.int64)
-        self.dead = np.ones(n, dtype=bool)  # an area re-serves when the first of its agents resets
-
-    def academy_reset(self) -> None:
-        self.dead[:] = True
 
     def reset_agents(self, brain: str, index: np.ndarray) -> None:
-        areas = index[self.dead[index]]
+        """Re-serve in the areas of ``index`` whose rally ended."""
+        areas = self.restart_areas(index)
         k = areas.size
         if not k:
             return
@@ -79,7 +77,6 @@ class Tennis(Scene):
         self.ball_vel[areas] = 0.0
         self.last_hitter[areas] = -1
         self.timer[areas] = 0
-        self.dead[areas] = False
 
     def step(self, actions: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         n = self.ball.shape[0]
@@ -134,7 +131,7 @@ class Tennis(Scene):
             dead |= into_net | lands
         self.timer += 1
         dead |= self.timer >= RALLY
-        self.dead |= dead
+        self.ended |= dead
         return {LEFT: (reward[0], dead.copy()), RIGHT: (reward[1], dead.copy())}
 
     def states(self, brain: str) -> np.ndarray:
