@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import sys
 import time
 from typing import Dict, List, Optional
@@ -30,16 +29,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
+from vs_sb3 import free_port, sb3_ppo_to_target  # noqa: E402
+
 from unityagents import UnityEnvironment  # noqa: E402
 from unityagents.base_env import ActionTuple, BehaviorSteps, DecisionSteps, TerminalSteps  # noqa: E402
 from unityagents.brain import BrainParameters  # noqa: E402
 from unityagents.bridges.gym import UnityVectorEnv  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def sb3_adapter(vec: UnityVectorEnv):
@@ -135,45 +130,13 @@ class InProcessEnv:
         pass
 
 
+#: 12k-transition rollouts (1000 steps of the 12 platforms), minibatches of 1200, 3 epochs.
+SETTINGS = dict(n_steps=1000, batch_size=1200, n_epochs=3, norm_reward=False)
+
+
 def train_sb3(make_env, seed: int, target: float, budget: int) -> Dict[str, Optional[float]]:
-    """SB3 PPO (vs_sb3's settings) through UnityVectorEnv over ``make_env()``; steps and seconds to ``target``."""
-    import torch
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    raw = sb3_adapter(UnityVectorEnv(make_env()))
-    env = VecNormalize(raw, norm_obs=True, norm_reward=False)
-    result: Dict[str, Optional[float]] = {"steps": None, "seconds": None, "rate": None, "final": None}
-
-    class StopAtTarget(BaseCallback):
-        def _on_training_start(self):
-            self.start, self.seen = time.time(), 0
-
-        def _on_rollout_end(self):
-            window, self.seen = raw.finished[self.seen:], len(raw.finished)
-            if window:
-                result["final"] = float(np.mean(window))
-            if window and np.mean(window) >= target and result["steps"] is None:
-                result["steps"], result["seconds"] = self.num_timesteps, time.time() - self.start
-
-        def _on_step(self):
-            return result["steps"] is None
-
-    torch.manual_seed(seed)
-    torch.set_num_threads(1)
-    model = PPO("MlpPolicy", env, n_steps=1000, batch_size=1200, n_epochs=3,
-                learning_rate=lambda progress: 3e-4 * progress, gamma=0.99, gae_lambda=0.95, ent_coef=0.005,
-                clip_range=0.2, policy_kwargs=dict(net_arch=dict(pi=[128, 128], vf=[128, 128]),
-                                                   activation_fn=torch.nn.Tanh),
-                device="cpu", seed=seed, verbose=0)
-    start = time.time()
-    try:
-        model.learn(total_timesteps=budget, callback=StopAtTarget())
-    finally:
-        env.close()
-    result["rate"] = model.num_timesteps / (time.time() - start)
-    return result
+    """SB3 PPO (``SETTINGS``) through UnityVectorEnv over ``make_env()``; steps and seconds to ``target``."""
+    return sb3_ppo_to_target(sb3_adapter(UnityVectorEnv(make_env())), seed, target, budget, SETTINGS)
 
 
 class _CannedEnv:

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 import yaml
@@ -111,10 +111,7 @@ def sb3(seed: int, target: float, budget: int, settings: str) -> Dict[str, Optio
     # in one process crash here. TensorBoard works without TensorFlow, so keep it out.
     sys.modules.setdefault("tensorflow", None)
     import gymnasium as gym
-    import torch
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+    from stable_baselines3.common.vec_env import VecEnv
 
     class Ball3DVecEnv(VecEnv):
         """The built-in 3DBall's 12 platforms as an SB3 vector env, stepped in-process."""
@@ -173,18 +170,35 @@ def sb3(seed: int, target: float, budget: int, settings: str) -> Dict[str, Optio
         def env_is_wrapped(self, wrapper_class, indices=None):
             return [False] * 12
 
-    raw = Ball3DVecEnv(seed)
-    chosen = SB3_SETTINGS[settings]
-    env = VecNormalize(raw, norm_obs=True, norm_reward=chosen["norm_reward"])
-    result: Dict[str, Optional[float]] = {"steps": None, "seconds": None, "rate": None}
+    return sb3_ppo_to_target(Ball3DVecEnv(seed), seed, target, budget, SB3_SETTINGS[settings])
+
+
+def sb3_ppo_to_target(raw, seed: int, target: float, budget: int,
+                      settings: Dict[str, Any]) -> Dict[str, Optional[float]]:
+    """SB3 PPO for ``budget`` agent-steps on the SB3 vector env ``raw`` (which lists the rewards of its
+    finished episodes in ``raw.finished``), with observation normalisation and ``settings`` (as in
+    ``SB3_SETTINGS``); the rest of the settings are our shipped ones (see the module docstring).
+
+    Returns the agent-steps (``steps``) and seconds (``seconds``, from the start of training) at which
+    the mean reward of the episodes finished in a rollout first reaches ``target`` (None if never),
+    the agent-steps per second (``rate``) and the last rollout's mean (``final``).
+    """
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    env = VecNormalize(raw, norm_obs=True, norm_reward=settings["norm_reward"])
+    result: Dict[str, Optional[float]] = {"steps": None, "seconds": None, "rate": None, "final": None}
 
     class StopAtTarget(BaseCallback):
         def _on_training_start(self):
-            self.start = time.time()
-            self.seen = 0
+            self.start, self.seen = time.time(), 0
 
         def _on_rollout_end(self):
             window, self.seen = raw.finished[self.seen:], len(raw.finished)
+            if window:
+                result["final"] = float(np.mean(window))
             if window and np.mean(window) >= target and result["steps"] is None:
                 result["steps"], result["seconds"] = self.num_timesteps, time.time() - self.start
 
@@ -194,15 +208,17 @@ def sb3(seed: int, target: float, budget: int, settings: str) -> Dict[str, Optio
     torch.manual_seed(seed)
     # Small MLPs run fastest on one thread; more threads only add contention on a small machine.
     torch.set_num_threads(1)
-    model = PPO("MlpPolicy", env, n_steps=chosen["n_steps"], batch_size=chosen["batch_size"],
-                n_epochs=chosen["n_epochs"], learning_rate=lambda progress: 3e-4 * progress, gamma=0.99,
+    model = PPO("MlpPolicy", env, n_steps=settings["n_steps"], batch_size=settings["batch_size"],
+                n_epochs=settings["n_epochs"], learning_rate=lambda progress: 3e-4 * progress, gamma=0.99,
                 gae_lambda=0.95, ent_coef=0.005,
                 clip_range=0.2, policy_kwargs=dict(net_arch=dict(pi=[128, 128], vf=[128, 128]),
                                                    activation_fn=torch.nn.Tanh),
                 device="cpu", seed=seed, verbose=0)
-    callback = StopAtTarget()
     start = time.time()
-    model.learn(total_timesteps=budget, callback=callback)
+    try:
+        model.learn(total_timesteps=budget, callback=StopAtTarget())
+    finally:
+        env.close()
     result["rate"] = model.num_timesteps / (time.time() - start)
     return result
 
