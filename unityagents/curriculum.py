@@ -22,7 +22,7 @@ import json
 import logging
 import math
 import os
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from unityagents.exception import UnityEnvironmentException
 
@@ -58,11 +58,20 @@ def check_reset_parameters(location: str, data: Mapping[str, Any], defaults: Map
     """Every parameter of the curriculum must be one of the environment's reset parameters."""
     for key in data["parameters"]:
         if key not in defaults:
-            close = difflib.get_close_matches(key, [str(d) for d in defaults], n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
             raise CurriculumError(
                 f"The parameter {key} in Curriculum {location} is not present in the Environment "
-                f"(its reset parameters are: {sorted(defaults) or 'none'}).{hint} Rename or remove it.")
+                f"(its reset parameters are: {sorted(defaults) or 'none'}).{_did_you_mean(key, defaults)} "
+                "Rename or remove it.")
+
+
+def _did_you_mean(key: str, candidates: Iterable[Any]) -> str:
+    """`` Did you mean 'x'?`` for the closest of ``candidates``, or nothing when none is close.
+
+    ``trainers.settings.schema.did_you_mean`` words its hints the same way; this layer may not import
+    the trainers, so it asks ``difflib`` itself.
+    """
+    close = difflib.get_close_matches(key, [str(c) for c in candidates], n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def _read_json(location: str) -> Any:
@@ -132,10 +141,8 @@ def _check_structure(location: str, data: Any) -> None:
                 f"{location} does not contain a {key} field. A curriculum needs {', '.join(_REQUIRED)}.")
     for key in data:
         if key not in _REQUIRED:
-            close = difflib.get_close_matches(key, _REQUIRED, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
             raise CurriculumError(
-                f"The curriculum {location} has an unknown field {key!r}.{hint} "
+                f"The curriculum {location} has an unknown field {key!r}.{_did_you_mean(key, _REQUIRED)} "
                 f"Its fields are {', '.join(_REQUIRED)}.")
     if data["measure"] not in MEASURES:
         raise CurriculumError(
