@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import List
 
 import numpy as np
 import pytest
@@ -14,18 +15,25 @@ from unityagents.exception import UnityEnvironmentException
 AGENTS = {"3DBall": 12, "Basic": 1, "Tennis": 16}
 
 
-@pytest.mark.parametrize("scene", sorted(AGENTS))
-def test_parallel_api_test_passes_over_the_socket(scene):
-    """PettingZoo's own test, with its warnings (a live agent given no reward, ...) counted as failures."""
-    env = UnityParallelEnv(open_env(scene))
+def complaints(env, api_test_function, cycles: int) -> List[str]:
+    """Run one of PettingZoo's API tests on ``env`` for ``cycles`` cycles, then close it; the
+    warnings PettingZoo gave (a live agent given no reward, ...)."""
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            parallel_api_test(env, num_cycles=1000)
-        assert not [str(w.message) for w in caught if "pettingzoo" in w.filename], [str(w.message) for w in caught]
-        assert len(env.possible_agents) == AGENTS[scene]
+            api_test_function(env, num_cycles=cycles)
     finally:
         env.close()
+    return [str(w.message) for w in caught if "pettingzoo" in w.filename]
+
+
+@pytest.mark.parametrize("scene", sorted(AGENTS))
+def test_parallel_api_test_passes_over_the_socket(scene):
+    """PettingZoo's own test, with its warnings counted as failures."""
+    env = UnityParallelEnv(open_env(scene))
+    given = complaints(env, parallel_api_test, 1000)
+    assert not given, given
+    assert len(env.possible_agents) == AGENTS[scene]
 
 
 @pytest.mark.parametrize("scene", sorted(AGENTS))
@@ -96,15 +104,9 @@ AEC_ADVICE = ("We recommend agents to be named", "is -infinity", "is infinity", 
 def test_aec_api_test_passes_over_the_socket(scene):
     """PettingZoo's AEC ``api_test``, every other warning of it counted as a failure."""
     env = unity_aec_env(open_env(scene))
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            api_test(env, num_cycles=200)
-        complaints = [str(w.message) for w in caught if "pettingzoo" in w.filename]
-        assert not [c for c in complaints if not any(advice in c for advice in AEC_ADVICE)], complaints
-        assert len(env.possible_agents) == AGENTS[scene]
-    finally:
-        env.close()
+    given = complaints(env, api_test, 200)
+    assert not [c for c in given if not any(advice in c for advice in AEC_ADVICE)], given
+    assert len(env.possible_agents) == AGENTS[scene]
 
 
 def test_aec_steps_the_scene_once_every_live_agent_has_acted():
