@@ -1,51 +1,124 @@
-"""One SAC gradient step's CPU: the public ``Session.make_callable`` against ``compiled_call``.
+"""One SAC gradient step's CPU, per variant of the update op, side by side in one process.
 
-Side by side in one process, alternated three times, 300 steps each (3DBall-sized: state 8,
-2 continuous actions, batch 128, hidden 64), after filling the replay buffer from a fake stream.
-Prints the CPU microseconds (``time.process_time``) per gradient step of each path and their ratio.
+Variants (3DBall-sized: state 8, 2 continuous actions, batch 128, hidden 64):
 
-    python bench/sac_step.py
+* ``fused``: the trainer's step (``trainers.sac.update``): one Adam over all parameters as one
+  flat vector, the targets moved as one vector;
+* ``apply_adam``: the same losses with one ``tf.train.AdamOptimizer`` per loss (a fused
+  ``ApplyAdam`` kernel per variable) and a soft update per target variable, as a reference.
+
+Each variant runs the same fixed minibatch through its own trainer's compiled step
+(``trainers.tf_utils.compiled_call``); rounds of ``--per-round`` steps alternate between the
+variants, so a change of machine load hits all of them alike. Prints the median and the lower
+quartile of the CPU microseconds (``time.process_time``) per gradient step, the executed nodes per
+step, and the ratio of the medians.
+
+    python bench/sac_step.py [--rounds 30] [--per-round 20]
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
+from typing import Callable, Dict, List
+
+import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from trainers.sac import SACTrainer  # noqa: E402
+from trainers.sac.models import SACModel  # noqa: E402
+from trainers.tf_utils import compiled_call, tf  # noqa: E402
+from unityagents.brain import BrainParameters  # noqa: E402
 
-def public_callable(sess, fetches, feeds):
-    """The public path: a feed dict and ``Session.run`` under the hood on every call."""
-    run = sess.make_callable(list(fetches), list(feeds))
-    return lambda *values: list(run(*values))
+BRAIN = {"stateSize": 8, "actionSize": 2, "actionSpaceType": 1, "stateSpaceType": 1}
+BATCH = 128
+
+
+def apply_adam_optimizer(self: SACModel, tau: float) -> None:
+    """The reference step: three ``AdamOptimizer`` (an ``ApplyAdam`` per variable) after a barrier
+    of identities on every gradient and metric, then a soft update op per target variable."""
+    losses = ((self.policy_loss, self.policy_variables, "policy_adam"),
+              (self.q1_loss + self.q2_loss, self.online_variables, "value_adam"),
+              (self.entropy_loss, [self.log_alpha], "entropy_adam"))
+    gradients = [tf.gradients(loss, variables) for loss, variables, _ in losses]
+    with tf.control_dependencies([g for grads in gradients for g in grads] + list(self.metrics.values())):
+        gradients = [[tf.identity(g) for g in grads] for grads in gradients]
+    applied = tf.group(*[tf.train.AdamOptimizer(self.learning_rate, name=name).apply_gradients(
+        list(zip(grads, variables))) for grads, (_, variables, name) in zip(gradients, losses)])
+    with tf.control_dependencies([applied]):
+        self.train_op = tf.group(*[tf.assign(t, tau * o.read_value() + (1.0 - tau) * t.read_value())
+                                   for o, t in zip(self.online_variables, self.target_variables)])
+
+
+def make_trainer() -> SACTrainer:
+    brain = BrainParameters("Brain", BRAIN)
+    params = {"graph_scope": "", "summary_path": "", "batch_size": BATCH, "buffer_size": 5000,
+              "hidden_units": 64, "max_steps": 1000}
+    sess = tf.Session(graph=tf.Graph())
+    trainer = SACTrainer(sess, {brain.brain_name: brain}, brain.brain_name, params, training=True, seed=3)
+    with sess.graph.as_default():
+        sess.run(tf.global_variables_initializer())
+    sess.graph.finalize()
+    return trainer
+
+
+def minibatch(rng: np.random.Generator) -> Dict[str, np.ndarray]:
+    def floats(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+    return {"states": floats(BATCH, 8), "next_states": floats(BATCH, 8),
+            "actions": np.tanh(floats(BATCH, 2)), "rewards": floats(BATCH),
+            "dones": (rng.random(BATCH) < 0.05).astype(np.float32)}
+
+
+def step_of(trainer: SACTrainer, batch: Dict[str, np.ndarray]) -> Callable[[], None]:
+    """The trainer's compiled gradient step on ``batch``, fed once (the feed's own cost is not measured)."""
+    m = trainer.model
+    feed = trainer.update_feed(batch)
+    call = compiled_call(trainer.sess, list(m.metrics.values()) + [m.train_op], list(feed))
+    values = list(feed.values())
+    return lambda: call(*values)
+
+
+def executed_nodes(trainer: SACTrainer, batch: Dict[str, np.ndarray]) -> int:
+    m = trainer.model
+    meta = tf.RunMetadata()
+    trainer.sess.run(list(m.metrics.values()) + [m.train_op], trainer.update_feed(batch),
+                     options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=meta)
+    return sum(len(d.node_stats) for d in meta.step_stats.dev_stats)
 
 
 def main() -> int:
-    import trainers.sac.trainer as sac_trainer
-    from tests.trainers.ppo.test_ppo import FakeStream
-    from tests.trainers.sac.test_sac import CONTINUOUS, collect, make_sac
-    from trainers.tf_utils import compiled_call
-
-    trainer = make_sac(dict(CONTINUOUS, stateSize=8), batch_size=128, hidden_units=64, buffer_size=5000)
-    collect(trainer, FakeStream(trainer.brain), 300)
-    batch = trainer.replay.sample(128, trainer.rng)
-    costs = {"make_callable": [], "compiled_call": []}
-    for _ in range(3):
-        for name, maker in (("make_callable", public_callable), ("compiled_call", compiled_call)):
-            sac_trainer.compiled_call = maker
-            trainer._update_call = None
-            trainer.update(batch)  # builds the callable
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--per-round", type=int, default=20)
+    args = parser.parse_args()
+    batch = minibatch(np.random.default_rng(0))
+    trainers = {"fused": make_trainer()}
+    fused = SACModel._optimizer
+    SACModel._optimizer = apply_adam_optimizer
+    try:
+        trainers["apply_adam"] = make_trainer()
+    finally:
+        SACModel._optimizer = fused
+    steps = {name: step_of(t, batch) for name, t in trainers.items()}
+    nodes = {name: executed_nodes(t, batch) for name, t in trainers.items()}
+    costs: Dict[str, List[float]] = {name: [] for name in steps}
+    for step in steps.values():
+        step()
+    for _ in range(args.rounds):
+        for name, step in steps.items():
             start = time.process_time()
-            for _ in range(300):
-                trainer.update(batch)
-            costs[name].append((time.process_time() - start) / 300 * 1e6)
-    sac_trainer.compiled_call = compiled_call
+            for _ in range(args.per_round):
+                step()
+            costs[name].append((time.process_time() - start) / args.per_round * 1e6)
+    print(f"load average {os.getloadavg()[0]:.2f}; {args.rounds} rounds of {args.per_round} steps each")
     for name, values in costs.items():
-        print(f"{name:14s} " + " ".join(f"{v:6.0f}" for v in values) + " us CPU per gradient step")
-    ratio = min(costs["compiled_call"]) / min(costs["make_callable"])
-    print(f"compiled_call / make_callable (best of 3): {ratio:.2f}")
+        print(f"{name:12s} median {np.median(values):6.0f}  lower quartile {np.percentile(values, 25):6.0f} "
+              f"us CPU per gradient step, {nodes[name]} nodes executed")
+    print(f"fused / apply_adam (medians): {np.median(costs['fused']) / np.median(costs['apply_adam']):.2f}")
     return 0
 
 

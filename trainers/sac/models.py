@@ -25,8 +25,8 @@ only the extrinsic stream does, as in ML-Agents), averaged over streams, with ``
 * temperature: ``-log alpha * (log pi + H)`` with ``H`` = -``action_size`` (continuous) and
   ``0.2 ln(branch size)`` per branch (discrete).
 
-All gradients are computed from the parameters before the step, then the three Adams apply, then
-the targets move by ``tau`` (one ``session.run``, ordered by control dependencies).
+All gradients are computed from the parameters before the step, then Adam applies to each loss's
+variables, then the targets move by ``tau`` (one op, ``trainers.sac.update``).
 
 Recurrent (``use_recurrent``): the inputs are ``sequence_length`` steps per sequence, laid out
 sequence after sequence. The actor has an LSTM after the encoder whose state is the brain's memory
@@ -46,6 +46,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from trainers.encoders import check_inputs, encode, observation_placeholders, state_placeholder, state_vector
 from trainers.models import RunningNormalizer, dense, lstm, mlp, new_trainable_variables
 from trainers.ppo.models import validate_memory_size
+from trainers.sac.update import fused_sac_update
 from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
 
@@ -320,21 +321,13 @@ class SACModel:
                         "Losses/Update Entropy": self.entropy, coefficient: tf.reduce_mean(self.alpha)}
 
     def _optimizer(self, tau: float) -> None:
-        """Gradients from the current parameters, then three Adams, then the soft target update."""
-        losses = ((self.policy_loss, self.policy_variables, "policy_adam"),
-                  (self.q1_loss + self.q2_loss, self.online_variables, "value_adam"),
-                  (self.entropy_loss, [self.log_alpha], "entropy_adam"))
-        gradients = [tf.gradients(loss, variables) for loss, variables, _ in losses]
-        # The applied gradients wait for every gradient and metric, so no step sees a moved parameter.
-        with tf.control_dependencies([g for grads in gradients for g in grads if g is not None]
-                                     + list(self.metrics.values())):
-            gradients = [[None if g is None else tf.identity(g) for g in grads] for grads in gradients]
-        applied = tf.group(*[tf.train.AdamOptimizer(self.learning_rate, name=name).apply_gradients(
-            list(zip(grads, variables))) for grads, (_, variables, name) in zip(gradients, losses)], name="apply")
-        with tf.control_dependencies([applied]):
-            self.train_op = tf.group(
-                *[tf.assign(t, tau * o.read_value() + (1.0 - tau) * t.read_value())
-                  for o, t in zip(self.online_variables, self.target_variables)], name="train_and_soft_update")
+        """Gradients from the current parameters, then Adam on each loss's variables, then the soft
+        target update: one op (``trainers.sac.update``)."""
+        groups = ((self.policy_loss, self.policy_variables),
+                  (self.q1_loss + self.q2_loss, self.online_variables),
+                  (self.entropy_loss, [self.log_alpha]))
+        self.train_op = fused_sac_update(groups, self.learning_rate, self.online_variables, self.target_variables,
+                                         tau, wait_for=list(self.metrics.values()))
 
 
 __all__ = ["SACModel", "squash_correction", "CONTINUOUS_TARGET_ENTROPY_SCALE", "DISCRETE_TARGET_ENTROPY_SCALE"]
