@@ -108,11 +108,15 @@ class Trainer:
         self.send(json.dumps({"train_model": train_model, "parameters": parameters or {}}).encode())
         return self.recv_states(brains)
 
-    def step(self, brains: list[dict], action: dict, memory: dict | None = None, value: dict | None = None):
+    def send_step(self, action: dict, memory: dict | None = None, value: dict | None = None) -> None:
+        """STEP, then (once the academy answers STEPPING) the framed JSON of the actions."""
         self.send(b"STEP")
         self.expect(b"STEPPING")
         payload = json.dumps({"action": action, "memory": memory or {}, "value": value or {}}).encode()
         self.send(struct.pack("<I", len(payload)) + payload)
+
+    def step(self, brains: list[dict], action: dict, memory: dict | None = None, value: dict | None = None):
+        self.send_step(action, memory, value)
         return self.recv_states(brains)
 
     def finish(self, timeout: float = 10) -> tuple[int, str]:
@@ -303,12 +307,11 @@ def test_academy_exits_cleanly_when_the_trainer_disappears(trainers, vanish_at):
     _, params = trainer.recv_unframed_json()
     brains = params["brainParameters"]
     trainer.reset(brains)
-    if vanish_at in ("actions", "received"):
+    if vanish_at == "actions":
         trainer.send(b"STEP")
         trainer.expect(b"STEPPING")
     if vanish_at == "received":
-        payload = json.dumps({"action": {"GridWorldBrain": [1]}}).encode()
-        trainer.send(struct.pack("<I", len(payload)) + payload)
+        trainer.send_step({"GridWorldBrain": [1]})
         trainer.recv_framed()
     trainer.conn.close()
     status, err = trainer.finish()
@@ -321,10 +324,7 @@ def test_wrong_action_size_ends_the_run_with_a_clear_error(trainers):
     trainer = trainers("3DBall")
     _, params = trainer.recv_unframed_json()
     trainer.reset(params["brainParameters"])
-    trainer.send(b"STEP")
-    trainer.expect(b"STEPPING")
-    payload = json.dumps({"action": {"Ball3DBrain": [0.0] * 5}}).encode()
-    trainer.send(struct.pack("<I", len(payload)) + payload)
+    trainer.send_step({"Ball3DBrain": [0.0] * 5})
     status, err = trainer.finish()
     assert status == 3
     assert "'Ball3DBrain': action has 5 floats, expected 24" in err
