@@ -129,6 +129,20 @@ def mean_rewards(output: str, brain: str):
     return [float(m) for m in re.findall(rf"{brain}: Step: \d+\. Mean Reward: (-?\d+\.\d+)", output)]
 
 
+def learn_over_grpc(tmp_path, scene: str, settings: dict, run_path: str, timeout: int = 600):
+    """``learn.py --protocol grpc --train`` of ``scene`` with ``settings`` (the trainer
+    configuration of its one trained brain, by name), which must succeed: the mean rewards of that
+    brain's team 0 in the summaries, and the path of its ONNX export."""
+    import yaml
+
+    (brain,) = settings
+    config = write(tmp_path / f"{scene.lower()}.yaml", yaml.safe_dump(settings))
+    code, out = learn(tmp_path, scene, "--protocol", "grpc", "--train", "--trainer-config", config,
+                      "--run-path", run_path, timeout=timeout)
+    assert code == 0, out[-3000:]
+    return mean_rewards(out, f"{brain}\\?team=0"), os.path.join(tmp_path, "models", run_path, f"{brain}.onnx")
+
+
 def assert_export_is_the_latest_checkpoint(model_dir, export_name: str) -> int:
     """Assert that every weight frozen into ``model_dir/export_name`` equals the same variable of
     the latest checkpoint there; return how many were compared.
@@ -182,6 +196,15 @@ def load_config(tmp_path, text: str, registry=None):
     from trainers.trainer.registry import load_registry
 
     return load_trainer_config(write(tmp_path / "config.yaml", text), registry or load_registry())
+
+
+def config_error(tmp_path, text: str, registry=None) -> str:
+    """The message of the ``TrainerConfigError`` that ``load_config`` of ``text`` must raise."""
+    from trainers.settings.trainer_config import TrainerConfigError
+
+    with pytest.raises(TrainerConfigError) as error:
+        load_config(tmp_path, text, registry)
+    return str(error.value)
 
 
 def listening_sockets():

@@ -9,7 +9,7 @@ from academy import load_scene
 from academy.academy import Academy
 from academy.brain import BrainConfig
 from academy.demo_recorder import record_demonstration
-from tests.conftest import load_config
+from tests.conftest import config_error, load_config
 from trainers.ppo.trainer import PPOTrainer
 from trainers.sac.trainer import SACTrainer
 from trainers.settings.trainer_config import TrainerConfigError
@@ -99,9 +99,8 @@ def test_strength_anneals_to_zero_then_bc_stops(tmp_path):
     ("x.demo", "key 'behavioral_cloning': expected a block of key: value"),
 ])
 def test_bc_block_mistakes_are_named_errors(tmp_path, block, message):
-    with pytest.raises(TrainerConfigError) as error:
-        load_config(tmp_path, f"PyramidsBrain:\n    behavioral_cloning: {block}\n")
-    assert "config.yaml: brain 'PyramidsBrain'" in str(error.value) and message in str(error.value)
+    error = config_error(tmp_path, f"PyramidsBrain:\n    behavioral_cloning: {block}\n")
+    assert "config.yaml: brain 'PyramidsBrain'" in error and message in error, error
 
 
 def test_demo_that_does_not_fit_the_brain_is_refused_before_training(tmp_path):

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from tests.conftest import load_config
+from tests.conftest import config_error, load_config
 from trainers.buffer import AgentBuffer
 from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
 from trainers.ppo.trainer import PPOTrainer
@@ -173,13 +173,8 @@ def test_the_base_sums_the_signals_advantages_after_strength():
     ("", "key 'reward_signals': the block is empty"),
 ])
 def test_reward_signal_mistakes_are_named_errors(tmp_path, block, message):
-    with pytest.raises(TrainerConfigError) as error:
-        load_config(tmp_path, f"""
-            PyramidsBrain:
-                reward_signals: {{{block}}}
-        """)
-    assert "config.yaml: brain 'PyramidsBrain'" in str(error.value)
-    assert message in str(error.value)
+    error = config_error(tmp_path, f"PyramidsBrain:\n    reward_signals: {{{block}}}\n")
+    assert "config.yaml: brain 'PyramidsBrain'" in error and message in error, error
 
 
 def test_reward_signals_must_be_a_block(tmp_path):
