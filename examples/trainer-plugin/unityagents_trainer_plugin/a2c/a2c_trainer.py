@@ -8,6 +8,7 @@ A2C batch: every agent's last 8 steps.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Dict, List, Mapping
 
 import numpy as np
@@ -22,7 +23,6 @@ from trainers.trainer.base import (
     max_grad_norm_param,
     network_params,
     non_negative,
-    positive,
     unit_interval,
 )
 from trainers.trainer.brain_info import BrainInfo
@@ -33,10 +33,11 @@ from .a2c_model import A2CModel
 
 A2C_HYPERPARAMETERS: Dict[str, Param] = {
     **ON_POLICY_HYPERPARAMETERS,
-    # Declared again with A2C's defaults: short trajectories, one small batch per update.
-    "buffer_size": Param(int, 96, check=(positive, "> 0"), doc="agent steps collected for each gradient step"),
-    "time_horizon": Param(int, 8, check=(positive, "> 0"),
-                          doc="n of the n-step returns: steps after which a trajectory is cut and bootstrapped"),
+    # The base's keys with A2C's defaults: short trajectories, one small batch per update.
+    "buffer_size": replace(ON_POLICY_HYPERPARAMETERS["buffer_size"], default=96,
+                           doc="agent steps collected for each gradient step"),
+    "time_horizon": replace(ON_POLICY_HYPERPARAMETERS["time_horizon"], default=8,
+                            doc="n of the n-step returns: steps after which a trajectory is cut and bootstrapped"),
     "gamma": discount_param(),
     "lambd": Param(float, 1.0, check=(unit_interval, "in [0, 1]"),
                    doc="GAE lambda; 1 gives the plain n-step returns of A2C"),
