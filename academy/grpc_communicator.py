@@ -35,6 +35,7 @@ same ``.proto`` (``unityagents.wire.protos``, which loads nothing else of ``unit
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import struct
 from typing import Any
@@ -211,12 +212,14 @@ class ModernUnity:
                     raise ActionError(f"behaviour {name!r}: discrete_actions {values[:4]}...; expected one action "
                                       f"in 0..{spec.action_size - 1} per agent")
             else:
-                values = [list(e.continuous_actions) for e in entries]
+                values = [e.continuous_actions for e in entries]
                 ok = all(len(v) == spec.action_size for v in values)
-                array = np.asarray(values, np.float64) if ok else None
+                # One pass over every float (a list per agent first costs three times as much).
+                array = np.fromiter(itertools.chain.from_iterable(values), np.float64,
+                                    rows.size * spec.action_size).reshape(rows.size, -1) if ok else None
                 if not ok or not np.all(np.isfinite(array)):
-                    raise ActionError(f"behaviour {name!r}: continuous_actions {values[:4]}...; expected "
-                                      f"{spec.action_size} finite floats per agent")
+                    raise ActionError(f"behaviour {name!r}: continuous_actions {[list(v) for v in values[:4]]}...; "
+                                      f"expected {spec.action_size} finite floats per agent")
                 if spec.discrete_branches:  # hybrid: the branch indices follow the continuous values
                     array = np.concatenate([array, self._branch_actions(name, spec.discrete_branches, entries)], 1)
             b.action[rows] = array
@@ -336,10 +339,13 @@ class ModernUnity:
             self._sensor_templates[b.name] = cached
         return cached
 
-    def _write_observations(self, info: "pb.AgentInfoProto", b: BrainRuntime, k: int, sensors: list[list]) -> None:
+    @staticmethod
+    def _write_observations(info: "pb.AgentInfoProto", templates: list["pb.ObservationProto"], k: int,
+                            sensors: list[list]) -> None:
         """Row ``k``'s observations, in Unity's sensor order (sorted by name)."""
-        for template, data in zip(self._templates(b), sensors):
-            obs = info.observations.add()
+        add = info.observations.add
+        for template, data in zip(templates, sensors):
+            obs = add()
             obs.CopyFrom(template)
             if template.compression_type == pb.PNG:
                 obs.compressed_data = data[k]
@@ -357,12 +363,13 @@ class ModernUnity:
             infos = rl.agentInfos[name].value  # every known behaviour is listed, maybe empty
             ids = self.ids[b.name]
             groups = self.academy.scene.group_ids(b.name)
+            templates = self._templates(b)
             for info in ending:
                 proto = infos.add(reward=info["reward"], done=True, max_step_reached=info["max_step_reached"],
                                   id=int(ids[info["row"]]))
                 if groups is not None:
                     proto.group_id, proto.group_reward = int(groups[info["row"]]), info["group_reward"]
-                self._write_observations(proto, b, info["k"], info["sensors"])
+                self._write_observations(proto, templates, info["k"], info["sensors"])
             if deciding.size:
                 masks = self.academy.scene.action_mask(b.name)
                 sensors = self._sensors(b, deciding)
@@ -371,11 +378,11 @@ class ModernUnity:
                 b.episode_reward[deciding] += b.reward[deciding]
                 b.reward[deciding] = 0.0
                 b.group_reward[deciding] = 0.0
-                for k, row in enumerate(deciding):
-                    info = infos.add(reward=rewards[k], id=int(ids[row]))
+                for k, (row, agent) in enumerate(zip(deciding, ids[deciding].tolist())):
+                    info = infos.add(reward=rewards[k], id=agent)
                     if groups is not None:
                         info.group_id, info.group_reward = int(groups[row]), group_rewards[k]
-                    self._write_observations(info, b, k, sensors)
+                    self._write_observations(info, templates, k, sensors)
                     if masks is not None:
                         info.action_mask.extend(bool(m) for m in masks[row])
             self.deciding[b.name] = deciding
