@@ -7,17 +7,14 @@ of the Gaussian sample, the numbers the ONNX export's ``continuous_actions`` hol
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import onnxruntime
 import pytest
-import yaml
 
 from academy import load_scene
 from academy.academy import Academy
 from academy.envs import interact
-from tests.conftest import free_port, learn, mean_rewards, run_academy, write
+from tests.conftest import free_port, learn_over_grpc, run_academy, write
 from tests.onnx_contract import assert_contract
 from tests.recording_build import received_actions, recording_build
 from tests.step_view import InfoView
@@ -174,13 +171,8 @@ INTERACT = {"InteractBrain": {"batch_size": 256, "buffer_size": 1024, "beta": 5.
 def test_ppo_learns_to_walk_and_press_and_its_onnx_scores_the_same_in_the_academy(tmp_path):
     """Walking only or pressing only scores at most 0, walking while pressing at random about 0.3
     (``test_interact_needs_both_parts``); the trained policy passes 0.8 by 1.5e4 steps."""
-    config = write(tmp_path / "interact.yaml", yaml.safe_dump(INTERACT))
-    code, out = learn(tmp_path, "Interact", "--protocol", "grpc", "--train", "--trainer-config", config,
-                      "--run-path", "hybrid", timeout=900)
-    assert code == 0, out[-3000:]
-    rewards = mean_rewards(out, "InteractBrain\\?team=0")
+    rewards, path = learn_over_grpc(tmp_path, "Interact", INTERACT, "hybrid", timeout=900)
     assert rewards and rewards[-1] >= 0.8, rewards
-    path = os.path.join(tmp_path, "models", "hybrid", "InteractBrain.onnx")
     assert_contract(path, BrainParameters(NAME, {**hybrid_brain((2,)).to_dict()}))
     scored = run_academy("Interact", "--brain", f"InteractBrain=internal:{path}", "--episodes", "200")
     assert scored >= rewards[-1] - 0.1, (scored, rewards)

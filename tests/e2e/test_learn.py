@@ -20,13 +20,8 @@ from tests.conftest import (
     learn_in_process,
     mean_rewards,
     run_academy,
+    write,
 )
-
-
-def write_config(tmp_path, text: str) -> str:
-    path = tmp_path / "config.yaml"
-    path.write_text(text)
-    return str(path)
 
 
 def steps(output: str, brain: str):
@@ -48,7 +43,7 @@ def test_bad_options_are_clear_errors(tmp_path):
     assert code == 1 and "no checkpoint was found in models/nothing-here" in out
     code, out = learn_in_process(tmp_path, "NoSuchScene", "--train")
     assert code == 1 and "Built-in scenes:" in out
-    config = write_config(tmp_path, "BasicBrain:\n  gama: 0.9\n")
+    config = write(tmp_path / "config.yaml", "BasicBrain:\n  gama: 0.9\n")
     code, out = learn_in_process(tmp_path, "Basic", "--train", "--trainer-config", config)
     assert code == 1 and "brain 'BasicBrain', key 'gama'" in out and "Did you mean 'gamma'" in out
 
@@ -70,7 +65,7 @@ def test_train_save_export_and_load_continues(tmp_path, basic_short_run):
     assert any((tmp_path / "summaries" / "ppo").iterdir())
 
     # Continue to 6000 steps: the step counter resumes at 3000, not 0.
-    config = write_config(tmp_path, BASIC_SHORT.replace("max_steps: 3000", "max_steps: 6000"))
+    config = write(tmp_path / "config.yaml", BASIC_SHORT.replace("max_steps: 3000", "max_steps: 6000"))
     code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config, "--load", "--save-freq", "1000")
     assert code == 0, out
     assert steps(out, "BasicBrain") == [4000, 5000, 6000]
@@ -79,7 +74,7 @@ def test_train_save_export_and_load_continues(tmp_path, basic_short_run):
 
 @pytest.mark.slow
 def test_environment_death_exits_non_zero_and_keeps_the_checkpoint(tmp_path):
-    config = write_config(tmp_path, BASIC_SHORT.replace("max_steps: 3000", "max_steps: 1.0e6"))
+    config = write(tmp_path / "config.yaml", BASIC_SHORT.replace("max_steps: 3000", "max_steps: 1.0e6"))
     port = free_port()
     proc = subprocess.Popen([sys.executable, LEARN, "Basic", "--train", "--trainer-config", config,
                              "--save-freq", "500", "--base-port", str(port), "--max-lifetime-restarts", "0"],
@@ -98,7 +93,7 @@ def test_environment_death_exits_non_zero_and_keeps_the_checkpoint(tmp_path):
     assert "UnityCommunicationException" in out and "exited with code -9" in out
     # The checkpoint left behind loads and training continues from its step.
     saved = json.loads(_latest_state(tmp_path).read_text())["trainers"]["BasicBrain"]["step"]
-    config = write_config(tmp_path, BASIC_SHORT.replace("max_steps: 3000", f"max_steps: {saved + 1000}"))
+    config = write(tmp_path / "config.yaml", BASIC_SHORT.replace("max_steps: 3000", f"max_steps: {saved + 1000}"))
     code, out = learn(tmp_path, "Basic", "--train", "--load", "--trainer-config", config)
     assert code == 0, out
     assert all(step > saved for step in steps(out, "BasicBrain"))
@@ -115,7 +110,7 @@ def shipped_config(tmp_path, brain: str, **overrides) -> str:
     with open(os.path.join(os.path.dirname(LEARN), "trainer_configurations.yaml")) as f:
         shipped = yaml.safe_load(f)
     shipped[brain].update(overrides)
-    return write_config(tmp_path, yaml.safe_dump(shipped))
+    return write(tmp_path / "config.yaml", yaml.safe_dump(shipped))
 
 
 @pytest.mark.slow

@@ -11,13 +11,11 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-import yaml
 
-from tests.conftest import learn, mean_rewards, run_academy, write
+from tests.conftest import learn_over_grpc, load_config, run_academy, write
 from tests.e2e.test_learn_r22 import R22_3DBALL
 from tests.onnx_contract import assert_contract
 from trainers import learn_r22
-from trainers.settings.trainer_config import load_trainer_config
 from trainers.trainer.base import TrainerConfigError
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.registry import load_registry
@@ -74,8 +72,7 @@ def test_memories_are_kept_per_agent_key_zero_when_new_and_dropped_at_the_episod
 
 # ---------------------------------------------------------------- settings and their errors
 def environment_settings(tmp_path, text, brain):
-    config = load_trainer_config(write(tmp_path / "config.yaml", text), load_registry())
-    return config.settings_for_environment({brain.brain_name: brain}, [brain.brain_name])
+    return load_config(tmp_path, text).settings_for_environment({brain.brain_name: brain}, [brain.brain_name])
 
 
 def test_memory_size_sizes_a_modern_brains_memory_and_bad_settings_are_refused_before_training(tmp_path):
@@ -123,15 +120,10 @@ def test_recurrent_ppo_solves_hallway_over_grpc_and_its_onnx_runs_with_memory_as
     The memory is 64 floats while the scene's API-2 memorySize is 32: over gRPC the size is the
     trainer's, and the academy runs the file with the file's own memory_size, as Unity does.
     """
-    config = write(tmp_path / "hallway.yaml", yaml.safe_dump(HALLWAY))
-    code, out = learn(tmp_path, "Hallway", "--protocol", "grpc", "--train", "--trainer-config", config,
-                      "--run-path", "lstm", timeout=900)
-    assert code == 0, out[-3000:]
-    rewards = mean_rewards(out, "HallwayBrain\\?team=0")
+    rewards, path = learn_over_grpc(tmp_path, "Hallway", HALLWAY, "lstm", timeout=900)
     assert rewards and rewards[-1] >= 0.9, rewards
-    path = tmp_path / "models" / "lstm" / "HallwayBrain.onnx"
     # The sensors as the built-in Hallway declares them over gRPC: its rays, then its one vector value.
-    model = assert_contract(str(path), modern_brain(), sensors=[("RayPerceptionSensor", (5,)),
+    model = assert_contract(path, modern_brain(), sensors=[("RayPerceptionSensor", (5,)),
                                                                 ("VectorSensor_size1", (1,))])
     inputs = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input}
     assert inputs["recurrent_in"][1:] == [1, 64]

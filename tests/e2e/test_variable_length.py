@@ -8,13 +8,11 @@ stand-in; ``SorterFlat`` is the same observation flattened into a vector sensor.
 """
 from __future__ import annotations
 
-import os
 import threading
 
 import numpy as np
 import onnxruntime
 import pytest
-import yaml
 
 from academy import load_scene
 from academy.academy import Academy
@@ -23,7 +21,7 @@ from academy.envs import sorter
 from academy.grpc_communicator import GrpcClient, ModernUnity
 from academy.internal import OnnxInternalBrain
 from academy.scene import modern_observations
-from tests.conftest import free_port, learn, mean_rewards, run_academy, write
+from tests.conftest import free_port, learn_over_grpc, run_academy
 from tests.onnx_contract import assert_contract
 from tests.served_scene import Served
 from tests.trainers.export.test_onnx_export import randomise
@@ -261,12 +259,7 @@ SORTER = {"SorterBrain": {"batch_size": 256, "buffer_size": 2048, "beta": 5.0e-3
 def test_attention_ppo_learns_sorter_over_grpc_and_its_onnx_plays_as_well_in_the_academy(tmp_path):
     """Random play scores about -0.06 and the flattened baseline about 0.1 after 6e4 steps
     (``bench/variable_length.py``); attention passes 0.3 by 2.4e4 steps."""
-    config = write(tmp_path / "sorter.yaml", yaml.safe_dump(SORTER))
-    code, out = learn(tmp_path, "Sorter", "--protocol", "grpc", "--train", "--trainer-config", config,
-                      "--run-path", "attention", timeout=600)
-    assert code == 0, out[-3000:]
-    rewards = mean_rewards(out, "SorterBrain\\?team=0")
+    rewards, path = learn_over_grpc(tmp_path, "Sorter", SORTER, "attention", timeout=600)
     assert rewards and rewards[-1] >= 0.3, rewards
-    path = os.path.join(tmp_path, "models", "attention", "SorterBrain.onnx")
     scored = run_academy("Sorter", "--brain", f"SorterBrain=internal:{path}", "--episodes", "200")
     assert scored >= rewards[-1] - 0.15, (scored, rewards)
