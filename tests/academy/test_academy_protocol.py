@@ -128,6 +128,13 @@ class Trainer:
             self.server.close()
         return self.proc.returncode, err.decode()
 
+    def exits_with(self, status: int) -> str:
+        """Wait for the academy to exit with ``status`` and no traceback; return its stderr."""
+        code, err = self.finish()
+        assert code == status, err
+        assert "Traceback" not in err, err
+        return err
+
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
@@ -198,9 +205,7 @@ def test_3dball_handshake_reset_and_two_steps_byte_exact(trainers):
         assert done is False
 
     trainer.send(b"EXIT")
-    status, err = trainer.finish()
-    assert status == 0, err
-    assert "Traceback" not in err
+    trainer.exits_with(0)
 
 
 def test_gridworld_camera_pngs_follow_each_state(trainers):
@@ -314,10 +319,7 @@ def test_academy_exits_cleanly_when_the_trainer_disappears(trainers, vanish_at):
         trainer.send_step({"GridWorldBrain": [1]})
         trainer.recv_framed()
     trainer.conn.close()
-    status, err = trainer.finish()
-    assert status == 1
-    assert "closed the connection" in err
-    assert "Traceback" not in err
+    assert "closed the connection" in trainer.exits_with(1)
 
 
 def test_wrong_action_size_ends_the_run_with_a_clear_error(trainers):
@@ -325,10 +327,7 @@ def test_wrong_action_size_ends_the_run_with_a_clear_error(trainers):
     _, params = trainer.recv_unframed_json()
     trainer.reset(params["brainParameters"])
     trainer.send_step({"Ball3DBrain": [0.0] * 5})
-    status, err = trainer.finish()
-    assert status == 3
-    assert "'Ball3DBrain': action has 5 floats, expected 24" in err
-    assert "Traceback" not in err
+    assert "'Ball3DBrain': action has 5 floats, expected 24" in trainer.exits_with(3)
 
 
 def test_unknown_command_quits_like_unity(trainers):
