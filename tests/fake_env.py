@@ -91,7 +91,10 @@ class FakeEnv:
 
     def step(self, action: Mapping[str, ActionTuple], memory: Optional[Mapping[str, Any]] = None,
              value: Optional[Mapping[str, Any]] = None) -> Dict[str, BehaviorSteps]:
-        """Every agent acts (``action``: an ``ActionTuple`` per behaviour, in ``DecisionSteps`` order)."""
+        """Every agent acts (``action``: an ``ActionTuple`` per behaviour, in ``DecisionSteps`` order).
+
+        ``memory``: the rows a brain with ``memorySize`` keeps and sends back; ``value``, the value
+        estimates, which a scene is sent and does not use."""
         name = self.brain.brain_name
         if name not in action:
             raise AssertionError(f"FakeEnv.step expected actions for {name!r}; got them for {sorted(action)}.")
