@@ -43,7 +43,7 @@ import os
 import random
 import signal
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -114,6 +114,8 @@ class TrainerController:
         self.global_step = 0
         self._curriculum_checked = 0  # learner step of the last between-resets curriculum check
         self.trainers: Dict[str, Trainer] = {}
+        #: brain -> the brains whose batches its trainer is handed: its own, then its ``linked_brains``.
+        self._reads: Dict[str, Tuple[str, ...]] = {}
         #: Where the run's time goes, written to ``<model_path>/timers.json`` at each checkpoint and at the end.
         self.timers = Timers()
         self.env.timer = self.timers
@@ -133,6 +135,7 @@ class TrainerController:
         self.sess = tf.Session(graph=self.graph)
         self.trainers = build_trainers(self.sess, self.env.brains, self.env.external_brain_names, settings,
                                        self.paths, self.train, self.seed, built=self.trainers)
+        self._reads = brains_read(self.trainers, self.env.brains)
         self.files = RunSaver(self.sess, self.paths, self.env_name, self.keep_checkpoints, self.timers, self.seed)
         self.saver = self.files.saver
         init = tf.global_variables_initializer()
@@ -264,8 +267,12 @@ class TrainerController:
             for name, t in self.trainers.items():
                 if len(info[name].agents) == 0:
                     continue
-                actions[name], memories[name], values[name], outputs[name] = t.take_action(info)
+                actions[name], memories[name], values[name], outputs[name] = t.take_action(self._view(name, info))
         return actions, memories, values, outputs
+
+    def _view(self, name: str, info: Dict[str, BrainInfo]) -> Dict[str, BrainInfo]:
+        """What the trainer of ``name`` is handed of a step: its own brain's batch and its links'."""
+        return {brain: info[brain] for brain in self._reads[name]}
 
     def _pass_stats(self) -> None:
         pass_environment_stats(self.env.stats, self.trainers)
@@ -334,10 +341,10 @@ class TrainerController:
                     after = self.processor.infos(env.merged([i]))
                     for name, t in self.trainers.items():
                         if name in rows:
-                            t.add_experiences(before, after, rows[name])
+                            t.add_experiences(self._view(name, before), self._view(name, after), rows[name])
                         deciding[name] += _deciding(before[name])
-                    for t in self.trainers.values():
-                        t.process_experiences(after)
+                    for name, t in self.trainers.items():
+                        t.process_experiences(self._view(name, after))
             if not ready:
                 continue
             self._learn(lesson, deciding)
@@ -365,9 +372,9 @@ class TrainerController:
             with timers("buffer"):
                 for name, t in self.trainers.items():
                     if name in outputs:
-                        t.add_experiences(info, new_info, outputs[name])
-                for t in self.trainers.values():
-                    t.process_experiences(new_info)
+                        t.add_experiences(self._view(name, info), self._view(name, new_info), outputs[name])
+                for name, t in self.trainers.items():
+                    t.process_experiences(self._view(name, new_info))
             self._learn(lesson, {name: _deciding(info[name]) for name in self.trainers})
             info = new_info
             self._after_step()
@@ -380,6 +387,22 @@ def export_name(env_name: str) -> str:
         if name.endswith(ext):
             name = name[: -len(ext)]
     return name
+
+
+def brains_read(trainers: Dict[str, Trainer], brains: Dict[str, Any]) -> Dict[str, Tuple[str, ...]]:
+    """Each trainer's own brain, then the brains it declares in ``linked_brains``; a link to a brain
+    the scene does not have is refused before the first step."""
+    reads = {}
+    for name, t in trainers.items():
+        links = tuple(t.linked_brains)
+        missing = [b for b in links if b not in brains]
+        if missing:
+            raise UnityTrainerException(
+                f"The trainer of brain '{name}' ({type(t).__name__}) reads the brain(s) {missing} through "
+                f"linked_brains, but the scene has only {sorted(brains)}. Link it to a brain of the scene, "
+                "or make linked_brains return the names the trainer was configured with.")
+        reads[name] = (name, *[b for b in links if b != name])
+    return reads
 
 
 def end_episodes(trainers: Dict[str, Trainer], agents: List[Any]) -> None:

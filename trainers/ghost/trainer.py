@@ -319,6 +319,11 @@ class GhostTrainer(Trainer):
         self.current_slot = slot
         return slot
 
+    @property
+    def linked_brains(self) -> Tuple[str, ...]:
+        """The learner's episodes are read beside the ghost's, to score each game."""
+        return (self.copied_name,)
+
     def increment_step(self, n: int = 1) -> None:
         """Count agent steps; snapshot the learner every ``new_model_freq`` of them when training."""
         super().increment_step(n)

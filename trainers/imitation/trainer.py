@@ -251,6 +251,11 @@ class ImitationTrainer(Trainer):
             pairs[f"observations{k}"] = np.asarray(observation, dtype=np.float32)[now]
         return pairs
 
+    @property
+    def linked_brains(self) -> Tuple[str, ...]:
+        """The teacher's steps are the student's training pairs."""
+        return (self.teacher_name,)
+
     def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo], outputs) -> None:
         """Store the teacher's pairs of this step (and fold its states into the normaliser)."""
         pairs = self.teacher_pairs(info[self.teacher_name], next_info[self.teacher_name])

@@ -11,6 +11,8 @@ The controller drives each trainer with the same calls, once per environment ste
     trainer.write_summary(lesson)
     trainer.increment_step(n_agent_steps); trainer.update_last_reward()
 
+where ``all_info`` and ``new_info`` hold the trainer's own brain's batch and those of its
+``linked_brains`` (the brain a ghost copies, the teacher an imitator learns from), nothing else;
 and ``trainer.end_episode(agents)`` after an environment reset (``agents``: the keys of the agents
 whose episodes it cut; None for all). With several environments (``--num-envs``) every agent is
 keyed ``(environment, agent id)`` and each environment resets on its own, so a trainer must drop
@@ -229,6 +231,16 @@ class Trainer(TrainerSummaries):
     def graph_scope(self) -> Optional[str]:
         """The scope the trainer's graph lives in ('' when alone); None if it exports nothing."""
         return self.trainer_parameters.get("graph_scope", "")
+
+    @property
+    def linked_brains(self) -> Tuple[str, ...]:
+        """The other brains whose batches this trainer reads (a ghost's learner, an imitator's teacher).
+
+        The controller hands every call a mapping that holds this trainer's own brain and these,
+        and nothing else, so what a trainer may read of the scene is declared here, not found by
+        indexing other brains by name.
+        """
+        return ()
 
     @property
     def get_max_steps(self) -> float:
