@@ -274,11 +274,19 @@ class ReplayBuffer:
         self.next_index = int((self.next_index + n) % self.capacity)
         self.size = min(self.size + n, self.capacity)
 
-    def sample(self, batch_size: int, rng: np.random.Generator) -> Dict[str, np.ndarray]:
-        """``batch_size`` transitions drawn uniformly, with replacement, from those held."""
+    def sample(self, batch_size: int, rng: np.random.Generator, distinct: bool = False) -> Dict[str, np.ndarray]:
+        """``batch_size`` transitions drawn uniformly from those held: with replacement, or
+        ``distinct`` ones (a minibatch that uses no row twice, for a buffer refilled between updates)."""
         if self.size == 0:
             raise UnityTrainerException("Cannot sample from an empty replay buffer; add transitions first.")
-        rows = rng.integers(0, self.size, size=batch_size)
+        if distinct:
+            if batch_size > self.size:
+                raise UnityTrainerException(
+                    f"Cannot draw {batch_size} distinct transitions from a buffer holding {self.size}; "
+                    "wait until it holds at least a minibatch, or draw with replacement.")
+            rows = rng.choice(self.size, size=batch_size, replace=False)
+        else:
+            rows = rng.integers(0, self.size, size=batch_size)
         return {key: a[rows] for key, a in self.fields.items()}
 
     def sample_sequences(self, count: int, length: int, rng: np.random.Generator) -> Dict[str, np.ndarray]:

@@ -142,3 +142,17 @@ def test_append_all_and_resets():
     b.reset_all()
     assert len(b.update_buffer["state"]) == 0
     assert all(len(field) == 0 for agent in b.values() for field in agent.values())
+
+
+def test_a_distinct_sample_uses_each_held_row_at_most_once_and_says_when_too_few_are_held():
+    from trainers.buffer import ReplayBuffer
+    from trainers.trainer.base import UnityTrainerException
+
+    replay = ReplayBuffer(8)
+    replay.add({"x": np.arange(6)})
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        drawn = replay.sample(6, rng, distinct=True)["x"]
+        assert sorted(drawn) == [0, 1, 2, 3, 4, 5]  # every held row once, none of the 2 empty rows
+    with pytest.raises(UnityTrainerException, match="7 distinct transitions from a buffer holding 6"):
+        replay.sample(7, rng, distinct=True)

@@ -32,6 +32,7 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from trainers.buffer import ReplayBuffer
 from trainers.encoders import concat_features, create_inputs
 from trainers.models import dense, mlp
 from trainers.tf_utils import tf
@@ -94,45 +95,6 @@ class ImitationModel:
         self.update_batch = tf.train.AdamOptimizer(self.learning_rate).minimize(self.loss)
 
 
-class DemonstrationBuffer:
-    """The most recent ``capacity`` (state, teacher action) pairs, as preallocated arrays.
-
-    Why bounded and recent: the teacher is a fixed policy, so old pairs stay correct, but the
-    states a run visits drift as the scene's curriculum or the teacher's situations change;
-    keeping the latest ``capacity`` pairs bounds memory (cameras make pairs large) while each
-    pair still gets sampled many times. The arrays are allocated on the first ``add`` (when the
-    field shapes are known) and then overwritten in a ring.
-    """
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self.fields: Dict[str, np.ndarray] = {}
-        self.size = 0
-        self.next = 0
-        self.added_since_update = 0
-
-    def __len__(self) -> int:
-        return self.size
-
-    def add(self, batch: Mapping[str, np.ndarray]) -> None:
-        """Append ``n`` pairs: every field of ``batch`` has ``n`` rows."""
-        n = len(next(iter(batch.values())))
-        if not self.fields:
-            self.fields = {k: np.zeros((self.capacity,) + np.shape(v)[1:], np.asarray(v).dtype)
-                           for k, v in batch.items()}
-        rows = (self.next + np.arange(n)) % self.capacity
-        for key, values in batch.items():
-            self.fields[key][rows] = values
-        self.next = (self.next + n) % self.capacity
-        self.size = min(self.size + n, self.capacity)
-        self.added_since_update += n
-
-    def sample(self, n: int, rng: np.random.Generator) -> Dict[str, np.ndarray]:
-        """``n`` distinct pairs drawn uniformly from the buffer."""
-        rows = rng.choice(self.size, size=n, replace=False)
-        return {key: values[rows] for key, values in self.fields.items()}
-
-
 IMITATION_HYPERPARAMETERS: Dict[str, Param] = {
     **COMMON_HYPERPARAMETERS,
     "brain_to_imitate": Param(str, None, required=True,
@@ -177,7 +139,11 @@ class ImitationTrainer(Trainer):
                 self.brain, h_size=self.settings.hidden_units, num_layers=self.settings.num_layers,
                 lr=self.settings.learning_rate, normalize=self.settings.normalize,
             )
-        self.demonstrations = DemonstrationBuffer(self.settings.buffer_size)
+        #: The most recent ``buffer_size`` (state, teacher action) pairs. Recent, because the teacher
+        #: is a fixed policy whose old pairs stay correct but whose situations drift with the scene's
+        #: curriculum; bounded, because cameras make pairs large; each pair is still drawn many times.
+        self.demonstrations = ReplayBuffer(self.settings.buffer_size)
+        self._pairs_since_update = 0
         self._episode_rewards: Dict[str, Dict[Any, float]] = {self.brain_name: {}, self.teacher_name: {}}
         self._episode_steps: Dict[Any, int] = {}
 
@@ -262,6 +228,7 @@ class ImitationTrainer(Trainer):
         if pairs is None:
             return
         self.demonstrations.add(pairs)
+        self._pairs_since_update += len(pairs["actions"])
         if self.is_training and self.model.update_normalization is not None:
             self.sess.run(self.model.update_normalization, {self.model.state_in: pairs["states"]})
 
@@ -295,7 +262,7 @@ class ImitationTrainer(Trainer):
     # ------------------------------------------------------------------ updating
     def is_ready_update(self) -> bool:
         """Once ``batch_size`` new pairs arrived since the last update."""
-        return self.demonstrations.added_since_update >= self.settings.batch_size
+        return self._pairs_since_update >= self.settings.batch_size
 
     def update_model(self) -> None:
         """``batches_per_epoch`` Adam steps on minibatches drawn from the recent pairs."""
@@ -304,7 +271,7 @@ class ImitationTrainer(Trainer):
         fetches = [m.loss] + ([m.accuracy] if m.accuracy is not None else []) + [m.update_batch]
         metrics = []
         for _ in range(self.settings.batches_per_epoch):
-            batch = self.demonstrations.sample(batch_size, self.rng)
+            batch = self.demonstrations.sample(batch_size, self.rng, distinct=True)
             feed: Dict[tf.Tensor, Any] = {m.batch_size: batch_size, m.teacher_actions: batch["actions"]}
             if m.state_in is not None:
                 feed[m.state_in] = batch["states"]
@@ -313,7 +280,7 @@ class ImitationTrainer(Trainer):
             metrics.append(self.sess.run(fetches, feed)[:-1])
         for key, value in zip(("loss", "accuracy"), np.mean(metrics, axis=0)):
             self.add_stat(key, value)
-        self.demonstrations.added_since_update = 0
+        self._pairs_since_update = 0
 
     def write_summary(self, lesson: Optional[int] = None) -> None:
         """Add the teacher's mean reward and the loss to the console line, then the usual summary."""
