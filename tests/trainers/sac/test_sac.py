@@ -209,7 +209,7 @@ def test_a_replay_buffer_larger_than_memory_is_refused_with_its_size(tmp_path, m
     frame = 84 * 84 * 3
     memory = 10 ** 6 * 4 * int(1.5 * frame)  # 1.5 frames per transition
     monkeypatch.setattr("trainers.settings.trainer_config.total_memory_bytes", lambda: memory)
-    monkeypatch.setattr("trainers.sac.trainer.total_memory_bytes", lambda: memory)
+    monkeypatch.setattr("trainers.sac.settings.total_memory_bytes", lambda: memory)
     path = write(tmp_path / "sac.yaml", "Brain:\n    trainer: sac\n    buffer_size: 1.0e6\n")
     config = load_trainer_config(path, load_registry())
     with pytest.raises(TrainerConfigError) as error:
@@ -226,7 +226,7 @@ def test_the_replay_size_check_counts_a_recurrent_actors_memories(tmp_path, monk
     a machine that holds the states but not the memories is refused, with the size counting them."""
     memory = 10 ** 8  # 1e6 transitions of 48 bytes fit; with 2 x 64 memory floats and a mask they do not
     monkeypatch.setattr("trainers.settings.trainer_config.total_memory_bytes", lambda: memory)
-    monkeypatch.setattr("trainers.sac.trainer.total_memory_bytes", lambda: memory)
+    monkeypatch.setattr("trainers.sac.settings.total_memory_bytes", lambda: memory)
     block = ("Brain:\n    trainer: sac\n    buffer_size: 1.0e6\n    use_recurrent: true\n    memory_size: 64\n"
              "    sequence_length: 16\n")
     brain = BrainParameters("Brain", CONTINUOUS)
