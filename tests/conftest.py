@@ -313,8 +313,9 @@ def ray_cluster():
     cluster.shutdown()
 
 
-#: Cases of parametrized tests (and of a parametrized fixture) that build the largest graphs: marked
-#: ``slow`` here, by id, so that ``-m "not slow"`` keeps their smaller siblings and stays short.
+#: Tests outside tests/e2e that take several CPU-seconds each (the largest graphs, trainers run twice
+#: to compare a resume, an export of every built-in scene): marked ``slow`` here by id, so that
+#: ``-m "not slow"`` stays a quick check of every package; CI runs them all.
 SLOW_CASES = (
     "[recurrent-two-cameras-vector-discrete]",  # test_onnx_export's ``exported`` fixture
     "test_trainer_collects_processes_and_updates[recurrent-visual-discrete]",
@@ -326,7 +327,20 @@ SLOW_CASES = (
     "test_visual_vector_combination_builds_runs_and_trains[True]",
     "test_a_disk_that_fills_during_a_save_leaves_the_previous_files_whole[export]",
     "test_a_disk_that_fills_during_a_save_leaves_the_previous_files_whole[tensorflow files]",
-    "test_exports_keep_tanh_actions_unclipped_and_pass_the_onnx_contract[branches]",
+    "test_exports_keep_tanh_actions_unclipped_and_pass_the_onnx_contract",
+    "test_a_frozen_mean_comes_out_at_unity_scale",
+    "test_snapshot_and_load_copy_the_learner_into_the_acting_network[continuous]",
+    "test_resnet_and_match3_policies_export_an_onnx_unity_loads",
+    "test_sac_clones_discrete_actions_and_keeps_masked_ones_at_zero",
+    # resumed against uninterrupted runs: a trainer built and run twice
+    "test_a_resumed_recurrent_trainer_stores_the_blocks_and_takes_the_update_the_run_would_have",
+    "test_recurrent_export_carries_the_memory_as_unitys_recurrent_in_and_out",
+    "test_poca.py::test_a_resumed_trainer_takes_the_update_the_uninterrupted_run_takes",
+    "test_the_seats_route_the_learning_team_to_one_learner_and_change_teams_through_a_reset",
+    # test_sensors' ``exports`` fixture: one trainer and ONNX export per built-in scene
+    "test_every_builtin_scene_exports_one_obs_k_per_wire_sensor_that_unity_accepts",
+    "test_the_graph_concatenates_the_sensors_where_training_saw_them",
+    "test_the_academy_onnx_brain_feeds_each_sensor_its_input",
 )
 
 
