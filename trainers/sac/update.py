@@ -1,9 +1,11 @@
-"""SAC's gradient step as few graph nodes as the math allows: one Adam over one flat vector.
+"""SAC's gradient step in few graph nodes: one Adam over all parameters as one flat vector.
 
 At 3DBall's size (batch 128, hidden 64) a gradient step is a few hundred small ops, and the
-executor's cost per op, not the arithmetic, is most of it; a fused ``ApplyAdam`` kernel per
-variable is among the dearest ops of the step (about 20 us each on CPU, where the flat update of
-all of them together is a handful of element-wise ops). So the step here
+executor's cost per op, not the arithmetic, is most of it. A fused ``ApplyAdam`` kernel per
+variable is among the dearest of them (a traced step spends about a quarter of its op time in
+the 21 of them), while one update of all parameters together is a handful of element-wise ops
+on one vector (``bench/sac_step.py``: about half the CPU of the step with ``ApplyAdam``).
+So the step here
 
 * computes every group's gradients (each loss against its own variables) from the parameters
   before the step;
