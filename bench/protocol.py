@@ -7,7 +7,8 @@ Measurements side by side in one run:
    gRPC protocol (``protocol="grpc"``: protobuf, one unary call per step), in alternating blocks
    so that both see the same machine load;
 2. the same scene stepped in-process through ``academy.Academy`` (no socket, no encoding);
-   with the trainer process's CPU per step beside the wall time (robust to a loaded machine);
+   with the CPU per step of the trainer's process and of the scene's beside the wall time (less
+   moved by a loaded machine, and where each side's time goes);
 3. a bare lock-step round trip between two processes over loopback (TCP_NODELAY, 8-byte
    messages): the floor of any lock-step protocol. A 3DBall step needs three of them
    (STEP/STEPPING, actions/state, RECEIVED/done flag);
@@ -58,9 +59,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system, all threads) another process has used so far (Linux ``/proc``)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def bench_wires(steps: int, rng: np.random.Generator) -> dict:
-    """(wall, trainer-process CPU) seconds per ``UnityEnvironment.step`` on 3DBall, per protocol
-    (median of 5 blocks each, the protocols' blocks interleaved)."""
+    """(wall, trainer-process CPU, scene-process CPU) seconds per ``UnityEnvironment.step`` on 3DBall,
+    per protocol (median of 5 blocks each, the protocols' blocks interleaved)."""
     envs = {}
     try:
         for protocol in ("api2", "grpc"):
@@ -69,9 +77,11 @@ def bench_wires(steps: int, rng: np.random.Generator) -> dict:
         actions = rng.uniform(-1, 1, (steps, 12, 2))
         blocks = {p: [] for p in envs}
         cpu = {p: [] for p in envs}
+        scene_cpu = {p: [] for p in envs}
         for b in range(6):  # block 0 warms both up and is not counted
             for protocol, env in envs.items():
-                start, used = time.perf_counter(), time.process_time()
+                scene = env._peer.process.pid
+                start, used, scene_used = time.perf_counter(), time.process_time(), process_cpu(scene)
                 for i in range(b * (steps // 6), (b + 1) * (steps // 6)):
                     env.step(ActionTuple(actions[i]))
                     if env.global_done:
@@ -79,14 +89,19 @@ def bench_wires(steps: int, rng: np.random.Generator) -> dict:
                 if b:
                     blocks[protocol].append((time.perf_counter() - start) / (steps // 6))
                     cpu[protocol].append((time.process_time() - used) / (steps // 6))
-        return {p: (float(np.median(v)), float(np.median(cpu[p]))) for p, v in blocks.items()}
+                    scene_cpu[protocol].append((process_cpu(scene) - scene_used) / (steps // 6))
+        return {p: (float(np.median(v)), float(np.median(cpu[p])), float(np.median(scene_cpu[p])))
+                for p, v in blocks.items()}
     finally:
         for env in envs.values():
             env.close()
 
 
 GRPC_ECHO_CLIENT = """
-import sys, grpc
+import sys
+sys.path.insert(0, sys.argv[2])
+from academy.grpc_communicator import import_grpc
+grpc = import_grpc()  # set up as the scene's client is
 channel = grpc.insecure_channel("127.0.0.1:" + sys.argv[1], options=[("grpc.enable_http_proxy", 0)])
 call = channel.unary_unary("/bench.Echo/Exchange")
 reply = call(b"RECEIVED", timeout=30, wait_for_ready=True)
@@ -115,7 +130,7 @@ def bench_grpc_round_trip(n: int) -> float:
         "bench.Echo", {"Exchange": grpc.unary_unary_rpc_method_handler(exchange)}),))
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
-    proc = subprocess.Popen([sys.executable, "-c", GRPC_ECHO_CLIENT, str(port)])
+    proc = subprocess.Popen([sys.executable, "-c", GRPC_ECHO_CLIENT, str(port), ROOT])
     try:
         pending = calls.get(timeout=30)[1]
         for _ in range(500):
@@ -206,7 +221,7 @@ def bench_grpc_servers(n: int, rounds: int = 3) -> dict:
     for _ in range(rounds):
         for name, serve in variants.items():
             port, next_call, answer, stop = serve()
-            proc = subprocess.Popen([sys.executable, "-c", GRPC_ECHO_CLIENT, str(port)])
+            proc = subprocess.Popen([sys.executable, "-c", GRPC_ECHO_CLIENT, str(port), ROOT])
             try:
                 pending = next_call()
                 for _ in range(200):
@@ -273,7 +288,7 @@ def main() -> None:
     rtt = bench_round_trip(args.steps * 3)
     grpc_rtt = bench_grpc_round_trip(args.steps)
     wires = bench_wires(args.steps, rng)
-    (wire, wire_cpu), (modern, modern_cpu) = wires["api2"], wires["grpc"]
+    (wire, wire_cpu, wire_scene), (modern, modern_cpu, modern_scene) = wires["api2"], wires["grpc"]
     local = bench_in_process(args.steps, rng)
     floor = 3 * rtt
     cost, modern_cost = wire - local, modern - local
@@ -293,6 +308,8 @@ def main() -> None:
         print(f"CPU per bare call      : {seconds * 1e6:9.1f} us, {name}")
     print(f"trainer CPU per step   : API-2 {wire_cpu * 1e6:.1f} us, gRPC {modern_cpu * 1e6:.1f} us "
           "(the trainer process, gRPC's server threads included)")
+    print(f"scene CPU per step     : API-2 {wire_scene * 1e6:.1f} us, gRPC {modern_scene * 1e6:.1f} us "
+          f"(the scene's process, its simulation included; in-process the step takes {local * 1e6:.1f} us)")
 
 
 if __name__ == "__main__":
