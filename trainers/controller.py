@@ -271,8 +271,12 @@ class TrainerController:
         return actions, memories, values, outputs
 
     def _view(self, name: str, info: Dict[str, BrainInfo]) -> Dict[str, BrainInfo]:
-        """What the trainer of ``name`` is handed of a step: its own brain's batch and its links'."""
-        return {brain: info[brain] for brain in self._reads[name]}
+        """What the trainer of ``name`` is handed of a step: its own brain's batch and its links'
+        (worked out on first use for a trainer given to the controller after ``_build``)."""
+        reads = self._reads.get(name)
+        if reads is None:
+            reads = self._reads[name] = brains_read({name: self.trainers[name]}, info)[name]
+        return {brain: info[brain] for brain in reads}
 
     def _pass_stats(self) -> None:
         pass_environment_stats(self.env.stats, self.trainers)
