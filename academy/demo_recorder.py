@@ -114,13 +114,13 @@ class DemonstrationRecorder:
 
     def _info(self, rows: np.ndarray, done: bool, interrupted: np.ndarray) -> List["pb.AgentInfoProto"]:
         b = self.brain
-        sensors = self.wire._sensors(b, rows)
+        sensors, templates = self.wire._sensors(b, rows), self.wire._templates(b)
         masks = self.academy.scene.action_mask(b.name) if not done else None
         infos = []
         for k, row in enumerate(rows):
             info = pb.AgentInfoProto(reward=float(b.reward[row]), done=done, id=int(row),
                                      max_step_reached=bool(interrupted[k]))
-            self.wire._write_observations(info, b, k, sensors)
+            self.wire._write_observations(info, templates, k, sensors)
             if masks is not None:
                 info.action_mask.extend(bool(m) for m in masks[row])
             infos.append(info)
