@@ -49,7 +49,7 @@ import numpy as np
 
 from trainers.build import build_trainers, write_resolved_parameters
 from trainers.checkpoints import SaveFailedError, StepInterval
-from trainers.lessons import advance_curriculum, lesson_numbers
+from trainers.lessons import advance_curriculum, check_curriculum_between_resets, lesson_numbers
 from trainers.run_paths import RunPaths
 from trainers.saver import PoisonedModelError, RunSaver
 from trainers.settings.trainer_config import TrainerConfig
@@ -172,20 +172,6 @@ class TrainerController:
     def _advance_curriculum(self) -> None:
         advance_curriculum(self.env.curriculum, self.trainers)
 
-    def _check_curriculum_between_resets(self) -> None:
-        """Modern builds have no Academy-wide done, so the curriculum is checked at each summary of
-        the first learner instead; a new lesson resets every environment with its parameters."""
-        learner = next((t for t in self.trainers.values() if t.is_learner), None)
-        if learner is None or self.env.curriculum.data is None:
-            return
-        freq = int(learner.trainer_parameters.get("summary_freq", 10000))
-        if learner.get_step // freq > self._curriculum_checked // freq:
-            self._curriculum_checked = learner.get_step
-            before = self.env.curriculum.lesson_number
-            self._advance_curriculum()
-            if self.env.curriculum.lesson_number != before:
-                self.env.reset_all(f"the curriculum moved to lesson {self.env.curriculum.lesson_number}")
-
     def _end_episodes(self, agents: List[Any]) -> None:
         end_episodes(self.trainers, agents)
 
@@ -299,7 +285,8 @@ class TrainerController:
             if why:
                 self.env.reset_all(why)
         if not self.env.resets_by_itself:
-            self._check_curriculum_between_resets()
+            self._curriculum_checked = check_curriculum_between_resets(
+                self.env, self.trainers, self._curriculum_checked)
         if self.train and self.save_freq > 0 and self.global_step % self.save_freq == 0:
             self.save_model()
         elif self.train and self._checkpoint_interval.due(

@@ -44,3 +44,23 @@ def advance_curriculum(curriculum, trainers: Mapping[str, Trainer]) -> None:
     if curriculum.increment_lesson(curriculum_progress(curriculum, trainers)):
         for t in trainers.values():
             t.write_scalars(lesson_tags(lesson_numbers(curriculum)))
+
+
+def check_curriculum_between_resets(env, trainers: Mapping[str, Trainer], checked_step: int) -> int:
+    """Advance the curriculum at each summary of the first learner; return the learner step checked last.
+
+    Modern builds have no Academy-wide done to advance it at, so the check follows the first
+    learner's ``summary_freq`` instead; a new lesson resets every environment (``env.reset_all``)
+    with its parameters.
+    """
+    learner = next((t for t in trainers.values() if t.is_learner), None)
+    if learner is None or env.curriculum.data is None:
+        return checked_step
+    freq = int(learner.trainer_parameters.get("summary_freq", 10000))
+    if learner.get_step // freq <= checked_step // freq:
+        return checked_step
+    before = env.curriculum.lesson_number
+    advance_curriculum(env.curriculum, trainers)
+    if env.curriculum.lesson_number != before:
+        env.reset_all(f"the curriculum moved to lesson {env.curriculum.lesson_number}")
+    return learner.get_step
