@@ -18,7 +18,7 @@ import glob
 import json
 import os
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 from trainers.export.frozen_graph import write_atomically
 from trainers.tf_utils import tf
@@ -30,6 +30,11 @@ _STEP = re.compile(r"model-(\d+)\.cptk$")
 
 class SaveFailedError(UnityTrainerException):
     """Writing a checkpoint or an export failed (a full disk, a lost mount); the previous files are intact."""
+
+
+def checkpoint_variable_names(prefix: str) -> Set[str]:
+    """The names of the variables the checkpoint ``prefix`` holds (read from its ``.index``)."""
+    return {name for name, _ in tf.train.list_variables(prefix)}
 
 
 def checkpoint_prefixes(model_path: str) -> List[str]:

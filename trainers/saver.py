@@ -26,11 +26,13 @@ from trainers.checkpoints import (
     SaveFailedError,
     checkpoint_damage,
     checkpoint_prefixes,
+    checkpoint_variable_names,
     latest_checkpoint,
     write_json_atomically,
 )
 from trainers.export.frozen_graph import contract_inputs, export_graph, write_atomically
 from trainers.export.onnx_model import export_onnx, onnx_file_stem
+from trainers.flat_adam import OPTIMIZER_STATE
 from trainers.run_paths import RunPaths
 from trainers.stopping import shielded
 from trainers.tf_utils import tf
@@ -68,10 +70,23 @@ class RunSaver:
             self._all_finite = tf.reduce_all(tf.stack([tf.reduce_all(tf.is_finite(v)) for v in floats])) \
                 if floats else tf.constant(True)
         self._non_finite = {v.name: tf.logical_not(tf.reduce_all(tf.is_finite(v))) for v in floats}
+        # The weights without the optimizers' state, for a checkpoint that holds the weights but an
+        # older layout of the optimizer state (one pair of Adam slots per variable).
+        optimizer_state = tf.get_collection(OPTIMIZER_STATE)
+        self._optimizer_state_names = {v.op.name for v in optimizer_state}
+        self._saved_names = {v.op.name for v in tf.global_variables()}
+        self._weights_saver = self._reset_optimizer_state = None
+        if optimizer_state:
+            self._weights_saver = tf.train.Saver(
+                [v for v in tf.global_variables() if v.op.name not in self._optimizer_state_names], max_to_keep=1)
+            self._reset_optimizer_state = tf.variables_initializer(optimizer_state)
 
     # ---------------------------------------------------------------- starting from files
     def initialize_from(self, folder: str) -> None:
-        """Weights (and optimizer moments) of another run's latest checkpoint; the steps stay 0."""
+        """Weights (and optimizer moments) of another run's latest checkpoint; the steps stay 0.
+
+        A checkpoint whose optimizer state is in an older layout gives its weights alone (a warning
+        says so), as with ``--load``."""
         ckpt = latest_checkpoint(folder)
         if ckpt is None:
             raise UnityTrainerException(
@@ -80,6 +95,8 @@ class RunSaver:
         try:
             self.saver.restore(self.sess, ckpt)
         except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError) as e:
+            if self._restore_weights_only(ckpt, "--initialize-from"):
+                return
             raise UnityTrainerException(
                 f"--initialize-from: the checkpoint {ckpt} does not match this configuration (a brain, a "
                 f"network size or a trainer type changed?): {e.message.splitlines()[0]}") from None
@@ -138,10 +155,28 @@ class RunSaver:
         except (tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
             return f"its data does not restore ({type(e).__name__}: {e.message.splitlines()[0]})"
         except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError) as e:
+            if self._restore_weights_only(ckpt, "--load"):
+                return None
             raise UnityTrainerException(
                 f"--load: the checkpoint {ckpt} does not match this configuration (a brain, a network size "
                 f"or a trainer type changed?): {e.message.splitlines()[0]}") from None
         return None
+
+    def _restore_weights_only(self, ckpt: str, flag: str) -> bool:
+        """Restore the weights of ``ckpt`` and start the optimizers afresh, when the optimizers' state
+        is all that it lacks (it was written while Adam kept one pair of slots per variable, before
+        ``trainers.flat_adam``); False, restoring nothing, when anything else is missing too."""
+        if self._weights_saver is None:
+            return False
+        missing = self._saved_names - checkpoint_variable_names(ckpt)
+        if not missing or not missing <= self._optimizer_state_names:
+            return False
+        self._weights_saver.restore(self.sess, ckpt)
+        self.sess.run(self._reset_optimizer_state)
+        logger.warning("%s: %s holds the weights but not the optimizer state in this version's layout (one flat "
+                       "Adam per update instead of slots per variable); the weights are restored and Adam's "
+                       "moments start afresh.", flag, ckpt)
+        return True
 
     # ---------------------------------------------------------------- writing files
     @contextlib.contextmanager

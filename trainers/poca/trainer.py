@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from trainers.flat_adam import FlatAdam
 from trainers.poca.groups import (
     GroupTrajectory,
     MemberStep,
@@ -119,14 +120,11 @@ class POCATrainer(PPOTrainer):
             self.baseline_loss = clipped_loss(c.baseline, self.old_baseline)
             loss = (m.policy_loss + 0.5 * (self.critic_value_loss + 0.5 * self.baseline_loss)
                     + 0.5 * m.value_loss - m.beta * m.mean_entropy)
-            variables = list(m.variables) + list(c.variables)
-            pairs = [(g, v) for g, v in zip(tf.gradients(loss, variables), variables) if g is not None]
-            gradients, _ = tf.clip_by_global_norm([g for g, _ in pairs], self.settings.max_grad_norm)
-            # Its own name: PPO's optimizer already holds "Adam" slots for the policy's variables, and
-            # TensorFlow uniquifies the second set only when no variable scope is open (a self-play
-            # learner is built under the behaviour's scope).
-            optimizer = tf.train.AdamOptimizer(m.learning_rate, epsilon=1e-5, name="poca_adam")
-            self.poca_update = optimizer.apply_gradients(list(zip(gradients, [v for _, v in pairs])))
+        # Its own optimizer state ("poca_adam"): the PPO model's "adam" (built, never run here)
+        # covers only the policy graph's variables.
+        adam = FlatAdam([(loss, list(m.variables) + list(c.variables))], m.learning_rate, epsilon=1e-5,
+                        clip_norm=self.settings.max_grad_norm, allow_unused=True, name="poca_adam")
+        self.poca_update = adam.apply(wait_for=[*self.update_metrics(), self.baseline_loss], name="poca_update")
 
     # ------------------------------------------------------------------ acting
     def act(self, info: BrainInfo) -> PolicyOutput:

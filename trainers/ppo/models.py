@@ -24,9 +24,11 @@ The update differs from the original ML-Agents 0.3 PPO on purpose: the
 ratio is evaluated at the *stored* action against the stored log-probability of the whole action
 (log-probs summed over dimensions), the value loss is clipped around the stored old prediction,
 the entropy bonus applies to continuous actions too, advantages are normalised per minibatch,
-gradients are clipped by global norm and Adam uses epsilon 1e-5. The learning rate, the clip range
-and the entropy coefficient are placeholders with defaults: the trainer computes their schedules
-from its agent-step counter in Python, so ``--load`` restores them exactly.
+gradients are clipped by global norm and Adam uses epsilon 1e-5 (one Adam over all variables as one
+flat vector, ``trainers.flat_adam``: bit for bit ``tf.train.AdamOptimizer``'s step, in a handful of
+ops). The learning rate, the clip range and the entropy coefficient are placeholders with
+defaults: the trainer computes their schedules from its agent-step counter in Python, so
+``--load`` restores them exactly.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ import math
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from trainers.encoders import Inputs, concat_features, create_inputs
+from trainers.flat_adam import FlatAdam
 from trainers.models import dense, lstm, mlp, new_trainable_variables
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
@@ -346,10 +349,13 @@ class PPOModel:
             self.approx_kl = masked_mean((ratio - 1.0) - log_ratio)
             self.clip_fraction = masked_mean(tf.cast(tf.abs(ratio - 1.0) > self.clip_epsilon, tf.float32))
 
-            gradients = tf.gradients(self.loss, self.variables)
-            gradients, self.grad_norm = tf.clip_by_global_norm(gradients, max_grad_norm)
-            optimizer = tf.train.AdamOptimizer(self.learning_rate, epsilon=1e-5)
-            self.update_batch = optimizer.apply_gradients(list(zip(gradients, self.variables)))
+        # One Adam over every variable as one flat vector (``trainers.flat_adam``), after the
+        # gradients and the metrics fetched with the step.
+        adam = FlatAdam([(self.loss, self.variables)], self.learning_rate, epsilon=1e-5, clip_norm=max_grad_norm,
+                        allow_unused=True, name="adam")
+        self.grad_norm = adam.gradient_norm
+        self.update_batch = adam.apply(wait_for=[self.policy_loss, self.value_loss, self.mean_entropy,
+                                                 self.approx_kl, self.clip_fraction], name="update_batch")
 
 
 def create_agent_model(brain: BrainParameters, max_step: float = 5e6, **options: Any) -> PPOModel:

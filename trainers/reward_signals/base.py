@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Dict, List, Mapping, Optional
 import numpy as np
 
 from trainers.encoders import encode, observation_placeholders, state_placeholder, state_vector
+from trainers.flat_adam import FlatAdam
 from trainers.models import dense
 from trainers.tf_utils import tf
 from trainers.trainer.base import Param, discount_param, non_negative, positive
@@ -65,11 +66,15 @@ class RewardSignal(abc.ABC):
     def adam_step(self, loss: tf.Tensor, variables: List[tf.Variable]) -> tf.Operation:
         """One Adam step on ``loss`` over the signal's own ``variables``, for a learned signal's ``update_op``.
 
-        Sets ``learning_rate``: a placeholder that defaults to the ``learning_rate`` setting.
+        One Adam over the variables as one flat vector (``trainers.flat_adam``; bit for bit
+        ``tf.train.AdamOptimizer``'s step), applied once the gradients and ``loss`` (every signal's
+        metrics are parts of it) are computed. Sets ``learning_rate``: a placeholder that defaults
+        to the ``learning_rate`` setting.
         """
         self.learning_rate = tf.placeholder_with_default(float(self.settings["learning_rate"]), [],
                                                          name="learning_rate")
-        return tf.train.AdamOptimizer(self.learning_rate).minimize(loss, var_list=variables)
+        adam = FlatAdam([(loss, variables)], self.learning_rate, allow_unused=True, name="adam")
+        return adam.apply(wait_for=[loss])
 
 
 class SignalInputs:
