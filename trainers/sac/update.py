@@ -67,7 +67,7 @@ def fused_sac_update(groups: Sequence[Tuple[tf.Tensor, Sequence[tf.Variable]]], 
         raise ValueError(f"the {len(online)} online critic variables must be one group's variables in order, with "
                          f"one target each (got {len(target)} targets). Pass the critics' group as built.")
     total = sum(_size(v) for v in variables)
-    with tf.variable_scope("adam"):
+    with tf.variable_scope("sac_adam"):
         m = tf.get_variable("m", [total], initializer=tf.zeros_initializer(), trainable=False)
         v = tf.get_variable("v", [total], initializer=tf.zeros_initializer(), trainable=False)
         beta1_power = tf.get_variable("beta1_power", [], initializer=tf.constant_initializer(ADAM_BETA1),
