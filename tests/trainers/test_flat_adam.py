@@ -29,6 +29,10 @@ def build(flat: bool, clip_norm=None, epsilon=1e-5):
             gradients = [g for loss, group in groups for g in tf.gradients(loss, group)]
             if clip_norm is not None:  # one norm over both groups' gradients
                 gradients, _ = tf.clip_by_global_norm(gradients, clip_norm)
+            # Every gradient before the first ApplyAdam: otherwise the kernel of w2 may overwrite
+            # w2 while the gradient of w1 (through w2) still reads it, and the step is a race.
+            with tf.control_dependencies(gradients):
+                gradients = [tf.identity(g) for g in gradients]
             pairs = list(zip(gradients, [v for _, group in groups for v in group]))
             step = tf.group(*[tf.train.AdamOptimizer(lr, epsilon=epsilon, name=f"adam{k}").apply_gradients(part)
                               for k, part in enumerate((pairs[:4], pairs[4:]))])

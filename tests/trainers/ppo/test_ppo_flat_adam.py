@@ -1,8 +1,8 @@
 """PPO, its reward signals and POCA take, with ``FlatAdam``, the steps ``tf.train.AdamOptimizer`` takes, bit for bit.
 
 Each trainer is built twice: as it is, and with ``FlatAdam`` replaced by ``AdamOptimizerStep``, the
-per-variable optimizer it stands for (``tf.gradients``, ``tf.clip_by_global_norm``, one fused
-``ApplyAdam`` per variable). Both start from the same weights, see the same stream (continuous
+per-variable optimizer it stands for (``tf.gradients``, ``tf.clip_by_global_norm``, a barrier, one
+fused ``ApplyAdam`` per variable). Both start from the same weights, see the same stream (continuous
 actions: the noise comes from the trainer's generator) and update on the same minibatches, so
 every weight must come out equal.
 """
@@ -37,16 +37,19 @@ class AdamOptimizerStep:
         AdamOptimizerStep.built.append((name, epsilon, clip_norm))
         pairs = [(g, v) for loss, group in groups for g, v in zip(tf.gradients(loss, list(group)), group)
                  if g is not None]
-        gradients = [g for g, _ in pairs]
+        self._gradients = [g for g, _ in pairs]
+        self._variables = [v for _, v in pairs]
         self.gradient_norm = None
         if clip_norm is not None:
-            gradients, self.gradient_norm = tf.clip_by_global_norm(gradients, clip_norm)
-        self._apply = lambda: tf.train.AdamOptimizer(learning_rate, epsilon=epsilon, name=name).apply_gradients(
-            list(zip(gradients, [v for _, v in pairs])))
+            self._gradients, self.gradient_norm = tf.clip_by_global_norm(self._gradients, clip_norm)
+        self._optimizer = tf.train.AdamOptimizer(learning_rate, epsilon=epsilon, name=name)
 
     def apply(self, wait_for=(), name=None):
-        del wait_for, name
-        return self._apply()
+        # Every gradient before the first ApplyAdam, or a kernel may overwrite a weight that another
+        # gradient still reads (a race, which a reward signal's ``minimize`` was open to).
+        with tf.control_dependencies(self._gradients + list(wait_for)):
+            gradients = [tf.identity(g) for g in self._gradients]
+        return self._optimizer.apply_gradients(list(zip(gradients, self._variables)), name=name)
 
 
 def build(make, reference: bool, monkeypatch):
