@@ -31,7 +31,12 @@ def build(fused: bool, seed: int = 0):
         if fused:
             step = fused_sac_update(groups, lr, variables["online"], target, TAU, wait_for=[losses["policy"]])
         else:
-            applied = tf.group(*[tf.train.AdamOptimizer(lr).minimize(loss, var_list=v) for loss, v in groups])
+            # Every gradient before the first ApplyAdam, which overwrites a parameter in place.
+            gradients = [tf.gradients(loss, v) for loss, v in groups]
+            with tf.control_dependencies([g for grads in gradients for g in grads]):
+                gradients = [[tf.identity(g) for g in grads] for grads in gradients]
+            applied = tf.group(*[tf.train.AdamOptimizer(lr).apply_gradients(list(zip(grads, v)))
+                                 for grads, (_, v) in zip(gradients, groups)])
             with tf.control_dependencies([applied]):
                 step = tf.group(*[tf.assign(t, TAU * o.read_value() + (1.0 - TAU) * t.read_value())
                                   for o, t in zip(variables["online"], target)])
