@@ -165,9 +165,12 @@ class RunningNormalizer:
 
     The update runs after ``normalized`` has been computed (a control dependency), so the action
     chosen in the same ``sess.run`` sees the statistics from before the update, deterministically.
+    With ``with_scaled``, ``scaled = x / sqrt(var + 1e-8)`` (not centred, not clipped) is built too,
+    and computed before the update in the same way.
     """
 
-    def __init__(self, x: tf.Tensor, name: str = "normalizer", clip: float = 10.0, initial_count: float = 1e-4):
+    def __init__(self, x: tf.Tensor, name: str = "normalizer", clip: float = 10.0, initial_count: float = 1e-4,
+                 with_scaled: bool = False):
         size = int(x.shape[-1])
         self.clip = clip
         with tf.variable_scope(name):
@@ -181,6 +184,7 @@ class RunningNormalizer:
         with tf.name_scope(name):
             scaled = (x - self.mean) / tf.sqrt(self.variance + 1e-8)
             self.normalized = tf.maximum(tf.minimum(scaled, clip), -clip, name="normalized_state")
+            self.scaled = x / tf.sqrt(self.variance + 1e-8) if with_scaled else None
 
             batch_mean, batch_variance = tf.nn.moments(x, axes=[0])
             batch_count = tf.cast(tf.shape(x)[0], tf.float32)
@@ -193,7 +197,8 @@ class RunningNormalizer:
             )
             new_variance = new_m2 / total
             # Every read of the old statistics (and the normalised input) happens before any write.
-            with tf.control_dependencies([self.normalized, new_mean, new_variance, total]):
+            reads = [self.normalized, new_mean, new_variance, total] + ([self.scaled] if with_scaled else [])
+            with tf.control_dependencies(reads):
                 self.update = tf.group(
                     tf.assign(self.mean, new_mean),
                     tf.assign(self.variance, new_variance),

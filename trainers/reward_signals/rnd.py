@@ -56,9 +56,11 @@ class RNDSignal(RewardSignal):
             predicted = dense(predictor, size, "predictor_head", gain=1.0)
             variables = new_trainable_variables(before)
             self.raw_error = tf.reduce_sum(tf.square(predicted - target), axis=1)
-            errors = RunningNormalizer(self.raw_error[:, None], name="error_statistics")
+            # The reward reads the error statistics before this step's errors are folded in, in the
+            # same session.run (the normalizer orders its update after ``scaled``).
+            errors = RunningNormalizer(self.raw_error[:, None], name="error_statistics", with_scaled=True)
             updates.append(errors.update)
-            self.reward = self.raw_error / tf.sqrt(errors.variance[0] + 1e-8)
+            self.reward = errors.scaled[:, 0]
             self.update_statistics = tf.group(*updates, name="update_statistics")
             self.loss = tf.reduce_mean(self.raw_error)
             self.update_op = self.adam_step(self.loss, variables)

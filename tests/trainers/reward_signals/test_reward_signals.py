@@ -48,6 +48,40 @@ def test_rnd_reward_falls_on_states_seen_often_and_stays_high_on_new_ones():
     assert novel_reward > 20 * familiar_reward, (novel_reward, familiar_reward)
 
 
+def _ancestors(op):
+    """Every op ``op`` waits for, through its inputs and its control inputs."""
+    seen, stack = set(), [op]
+    while stack:
+        o = stack.pop()
+        if o not in seen:
+            seen.add(o)
+            stack.extend([i.op for i in o.inputs] + list(o.control_inputs))
+    return seen
+
+
+def test_rnd_rewards_a_batch_by_the_error_statistics_from_before_it_while_folding_it_in():
+    """The reward and the statistics' update share one session.run: every op of the reward that
+    reads the variance must run before the variance is assigned (unordered, the two raced, and
+    which won changed from graph to graph), and the reward is the batch's errors over the old std."""
+    states = {"signal_state": np.random.default_rng(2).normal(size=(12, 4)).astype(np.float32)}
+    with tf.Graph().as_default() as graph, tf.Session() as sess:
+        signal = RNDSignal(make_brain(), {"strength": 0.01, "gamma": 0.99, "encoding_size": 8, "learning_rate": 1e-3})
+        sess.run(tf.global_variables_initializer())
+        variance = next(v for v in tf.global_variables() if v.name.startswith("rnd/error_statistics/running_variance"))
+        assign = next(op for op in graph.get_operations() if op.type.startswith("Assign")
+                      and op.inputs[0].op is variance.op and op is not variance.initializer)
+        read = {variance.op} | {op for op in graph.get_operations() if op.type == "Identity"
+                                 and op.inputs and op.inputs[0].op is variance.op}
+        readers = [op for op in _ancestors(signal.reward.op) - read if any(i.op in read for i in op.inputs)]
+        assert readers and all(op in _ancestors(assign) for op in readers), [op.name for op in readers]
+        feed = signal.update_feed(states)
+        for _ in range(5):
+            before, errors = sess.run([variance, signal.raw_error], feed)
+            rewarded = signal.evaluate(sess, states, training=True)
+            np.testing.assert_allclose(rewarded, errors / np.sqrt(before[0] + np.float32(1e-8)), rtol=1e-6)
+            assert not np.array_equal(sess.run(variance), before)  # the batch was folded in
+
+
 def test_rnd_target_is_fixed_and_only_the_predictor_trains():
     state = {"signal_state": np.random.default_rng(1).normal(size=(16, 4)).astype(np.float32)}
     with tf.Graph().as_default(), tf.Session() as sess:
