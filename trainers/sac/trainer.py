@@ -33,7 +33,6 @@ import numpy as np
 from trainers.imitation import bc
 from trainers.ppo.policy import PPOPolicy
 from trainers.reward_signals import create_reward_signals, signal_settings, validate_reward_signals
-from trainers.sac import settings as sac_settings
 from trainers.sac.models import SACModel
 from trainers.sac.replay_state import (
     decode_memories,
@@ -44,7 +43,13 @@ from trainers.sac.replay_state import (
     encode_replay,
 )
 from trainers.sac.sequences import SequenceReplay
-from trainers.sac.settings import EPISODIC_SIGNALS, SAC_HYPERPARAMETERS, unsupported_action_space
+from trainers.sac.settings import (
+    EPISODIC_SIGNALS,
+    SAC_HYPERPARAMETERS,
+    unsupported_action_space,
+)
+from trainers.sac.settings import check_environment as check_sac_environment
+from trainers.sac.settings import check_parameters as check_sac_parameters
 from trainers.tf_utils import compiled_call, tf
 from trainers.trainer.base import UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo
@@ -80,12 +85,12 @@ class SACTrainer(SequenceReplay):
     # ------------------------------------------------------------------ configuration checks
     @classmethod
     def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
-        sac_settings.check_parameters(brain_name, params)
+        check_sac_parameters(brain_name, params)
 
     @classmethod
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
                           brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
-        sac_settings.check_environment(brain_name, params, brains, external_brain_names)
+        check_sac_environment(brain_name, params, brains, external_brain_names)
 
     # ------------------------------------------------------------------ building
     def setup(self) -> None:
