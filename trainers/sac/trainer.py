@@ -101,6 +101,7 @@ class SACTrainer(SequenceReplay):
         self.hp["reward_signals"] = validate_reward_signals(self.brain_name, self.hp.get("reward_signals"))
         settings = signal_settings(self.hp)
         self.signal_names = list(settings)
+        self._acting_calls: Dict[Any, Any] = {}
         with self.build_scope():
             self.model = SACModel(
                 self.brain, h_size=self.settings.hidden_units, num_layers=self.settings.num_layers,
@@ -167,6 +168,16 @@ class SACTrainer(SequenceReplay):
             return np.ones((len(info.agents), total), np.float32)
         return np.asarray(info.action_masks, np.float32).reshape(len(info.agents), total)
 
+    def _acting_call(self, fetches: Dict[str, Any], feed: Dict[tf.Tensor, Any]) -> Dict[str, Any]:
+        """``sess.run(fetches, feed)`` through a compiled call (``compiled_call``), one per set of
+        fetches and feeds (training or not, recurrent or not): acting runs at every decision, and
+        a feed dict through ``Session.run`` costs more Python than the small network it runs."""
+        key = (tuple(fetches), tuple(feed))
+        call = self._acting_calls.get(key)
+        if call is None:
+            call = self._acting_calls[key] = compiled_call(self.sess, list(fetches.values()), list(feed))
+        return dict(zip(fetches, call(*feed.values())))
+
     def act(self, info: BrainInfo) -> PolicyOutput:
         """Continuous: ``tanh(mu + sigma * noise)`` with noise from the trainer's generator while
         training, ``tanh(mu)`` otherwise. Discrete: sampled per branch from the masked policy."""
@@ -187,14 +198,14 @@ class SACTrainer(SequenceReplay):
             if self.is_training:
                 feed[m.epsilon] = self.rng.standard_normal((n, self.brain.action_space_size)).astype(np.float32)
             fetches["actions"] = m.output
-            out = self.sess.run(fetches, feed)
+            out = self._acting_call(fetches, feed)
             actions = out["actions"]
             fields["actions"] = actions
         else:
             masks = self._masks(info)
             feed[m.action_masks] = masks
             fetches["probs"] = m.probs
-            out = self.sess.run(fetches, feed)
+            out = self._acting_call(fetches, feed)
             actions = sample_branches(out["probs"], masks, self.brain.action_branches, self.rng)
             fields["actions"] = actions.astype(np.int32)
             fields["action_masks"] = masks

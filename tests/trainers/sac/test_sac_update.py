@@ -69,3 +69,24 @@ def test_a_variable_outside_its_loss_is_refused():
         t = tf.get_variable("t", [2])
         with pytest.raises(ValueError, match="no gradient for its variable unused"):
             fused_sac_update([(tf.reduce_sum(a), [a, unused])], 0.1, [a], [t], TAU)
+
+
+@pytest.mark.parametrize("spec", ["continuous", "branched"])
+def test_acting_and_the_gradient_steps_never_go_through_session_run(spec):
+    """Acting (every decision) and the gradient steps run on the session's compiled callables."""
+    from tests.fake_env import FakeEnv, Loop
+    from tests.trainers.sac.test_sac import BRANCHED, CONTINUOUS, make_sac
+
+    trainer = make_sac(CONTINUOUS if spec == "continuous" else BRANCHED, normalize=True, batch_size=8,
+                       buffer_init_steps=8)
+
+    loop = Loop(FakeEnv(trainer.brain))
+    loop.run(trainer, 4)  # 12 transitions: the first update copies the critics into the targets, once
+    steps = trainer.gradient_step
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("Session.run was called on the hot path")
+
+    trainer.sess.run = refuse
+    loop.run(trainer, 6)
+    assert trainer.gradient_step > steps > 0
