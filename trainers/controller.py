@@ -267,12 +267,17 @@ class TrainerController:
     def _pass_stats(self) -> None:
         pass_environment_stats(self.env.stats, self.trainers)
 
-    def _learn(self, lesson, deciding: Dict[str, int]) -> None:
-        """After the experiences of a step: update the trainers that are ready, write summaries, count steps."""
+    def _update(self, t: Trainer) -> None:
+        if self.train and t.should_still_train and t.is_ready_update():
+            with self.timers("update"):
+                t.update_model()
+
+    def _learn(self, lesson, deciding: Dict[str, int], threaded_too: bool = True) -> None:
+        """After the experiences of a step: update the trainers that are ready (the ``threaded`` ones
+        too, unless they updated while the environments simulated), write summaries, count steps."""
         for name, t in self.trainers.items():
-            if self.train and t.should_still_train and t.is_ready_update():
-                with self.timers("update"):
-                    t.update_model()
+            if threaded_too or not threaded(t):
+                self._update(t)
             with self.timers("summaries"):
                 t.write_summary(lesson)
             t.increment_step(deciding.get(name, 0))
@@ -344,7 +349,13 @@ class TrainerController:
             env_steps += len(ready)
 
     def _loop_sync(self, info: Dict[str, BrainInfo]) -> None:
-        """Step every environment together: act over all agents, send, wait for every answer."""
+        """Step every environment together: act over all agents, send, wait for every answer.
+
+        A trainer set ``threaded`` updates between the send and the answers, while the
+        environments simulate, so its update hides behind a slow build's frames; its updates then
+        see the replay or rollout of the step before (off-policy data is one step older, and an
+        on-policy update may train on one step acted by the policy before it).
+        """
         timers = self.timers
         lesson = lesson_numbers(self.env.curriculum)
         while self._keep_going():
@@ -358,7 +369,12 @@ class TrainerController:
             actions, memories, values, outputs = self._act(info)
             with timers("env_step"):
                 action, memory, value = self.processor.decisions(info, actions, memories, values)
-                new_info = self.processor.infos(self.env.step(action=action, memory=memory, value=value))
+                self.env.send_step(action=action, memory=memory, value=value)
+            for t in self.trainers.values():  # the threaded ones learn while the environments simulate
+                if threaded(t):
+                    self._update(t)
+            with timers("env_step"):
+                new_info = self.processor.infos(self.env.receive_step())
             self._pass_stats()
             with timers("buffer"):
                 for name, t in self.trainers.items():
@@ -366,7 +382,7 @@ class TrainerController:
                         t.add_experiences(self._view(name, info), self._view(name, new_info), outputs[name])
                 for name, t in self.trainers.items():
                     t.process_experiences(self._view(name, new_info))
-            self._learn(lesson, {name: _deciding(info[name]) for name in self.trainers})
+            self._learn(lesson, {name: _deciding(info[name]) for name in self.trainers}, threaded_too=False)
             info = new_info
             self._after_step()
 
@@ -452,6 +468,11 @@ def _output_rows(outputs: Any, lo: int, hi: int, n: int) -> Any:
         f"A trainer's take_action returned outputs of type {type(outputs).__name__}, which the overlapped "
         "schedule cannot split per environment (it splits a trajectory.PolicyOutput). Return a PolicyOutput, "
         "or step the environments together with --schedule sync.")
+
+
+def threaded(t: Trainer) -> bool:
+    """Whether ``t`` updates while the environments simulate (its ``threaded`` setting)."""
+    return bool(getattr(t, "hp", {}).get("threaded", False))
 
 
 def _deciding(info: BrainInfo) -> int:

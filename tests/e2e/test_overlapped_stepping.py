@@ -157,3 +157,31 @@ def test_an_environment_in_flight_is_reset_only_once_it_has_answered():
     restarted, ended = envs.reset_idle()
     assert restarted == [1] and not envs.needs_reset
     envs.close()
+
+
+@pytest.mark.parametrize("threaded", [True, False])
+def test_a_threaded_trainer_updates_while_the_environment_simulates_the_step_just_sent(threaded):
+    """``threaded``: the update runs between the step's send and its answer; otherwise after it."""
+    log = []
+
+    def worker(i):
+        w = EchoWorker(i)
+        w.log = log  # its sends and receives, beside the trainer's updates
+        return w
+
+    envs = EnvironmentSet(worker, 1)
+    trainer = DeterministicTrainer(envs.brains, max_steps=12)
+    trainer.hp["threaded"] = threaded
+    trainer.is_ready_update = lambda: True
+    trainer.update_model = lambda: log.append("update")
+    controller = TrainerController(envs, None, "scripted")
+    controller.trainers = {"B": trainer}
+    controller.save_freq = 0
+    try:
+        envs.reset()
+        del log[:]
+        controller._loop_sync(controller.processor.infos(envs.merged([0])))
+    finally:
+        envs.close()
+    send, receive = (0, "step_send"), (0, "receive")
+    assert log == ([send, "update", receive] if threaded else [send, receive, "update"]) * 4  # 4 steps of 3 agents

@@ -11,7 +11,7 @@ Three kinds of key are told apart, and none is silently dropped:
 * a key of the schema that this project implements: translated;
 * a key of the schema that it does not implement (``init_path``, a ``memory`` for a trainer without one,
   a trainer type that is not registered, ...): an error naming the key path and the feature that is missing,
-  unless its value is the one that changes nothing (``threaded: false``);
+  unless its value is the one that changes nothing;
 * any other key: an error with a did-you-mean.
 
 The precedence of the command line over the file is applied by the caller (``trainers.learn_r22``)
@@ -278,9 +278,6 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registered: 
     if settings["behavioral_cloning"] is not None:
         settings["behavioral_cloning"] = check(path, f"{where}.behavioral_cloning", settings["behavioral_cloning"],
                                                BEHAVIORAL_CLONING, "behavioral_cloning")
-    if settings["threaded"]:
-        warnings.append(f"{path}: {where}.threaded: true; this trainer updates in the main loop between steps, "
-                        "which learns the same (without a thread's one-update policy lag).")
     if settings["even_checkpoints"]:
         settings["checkpoint_interval"] = int(settings["max_steps"] / max(settings["keep_checkpoints"], 1))
     if settings["checkpoint_interval"] <= 0:
@@ -335,7 +332,8 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
         # the trainer's own declaration (trainers.settings.trainer_config) refuses any it does not take, by name.
         block = {"trainer": s["trainer_type"], **{k: v for k, v in hp.items() if v is not None}}
         block.update(max_steps=float(s["max_steps"]), summary_freq=s["summary_freq"], time_horizon=s["time_horizon"],
-                     hidden_units=net["hidden_units"], num_layers=net["num_layers"], normalize=net["normalize"])
+                     hidden_units=net["hidden_units"], num_layers=net["num_layers"], normalize=net["normalize"],
+                     threaded=s["threaded"])
         if memory is not None:  # sac: an LSTM in actor and critics, trained on sequences from the replay
             block.update(use_recurrent=True, memory_size=memory["memory_size"],
                          sequence_length=memory["sequence_length"])
@@ -346,7 +344,7 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
                  "beta_schedule": hp["beta_schedule"], "epsilon_schedule": hp["epsilon_schedule"],
                  "normalize": net["normalize"], "hidden_units": net["hidden_units"], "num_layers": net["num_layers"],
                  "max_steps": float(s["max_steps"]), "time_horizon": s["time_horizon"],
-                 "summary_freq": s["summary_freq"]}
+                 "summary_freq": s["summary_freq"], "threaded": s["threaded"]}
         if memory is not None:  # an LSTM of memory_size floats per agent, trained on sequence_length steps
             block.update(use_recurrent=True, memory_size=memory["memory_size"],
                          sequence_length=memory["sequence_length"])

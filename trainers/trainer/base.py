@@ -84,6 +84,8 @@ COMMON_HYPERPARAMETERS: Dict[str, Param] = {
     "is_imitation": Param(bool, False, doc="seed-compatible alias for trainer: imitation"),
     "max_steps": Param(float, 5.0e5, check=(positive, "> 0"), doc="agent steps to train for"),
     "summary_freq": Param(int, 10000, check=(positive, "> 0"), doc="agent steps between console/TensorBoard summaries"),
+    "threaded": Param(bool, False, doc="update while the environments simulate the step just sent (hides the update "
+                                       "behind a slow build's frames; the update sees data one step older)"),
 }
 
 

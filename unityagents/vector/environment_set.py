@@ -168,6 +168,7 @@ class EnvironmentSet(SceneFacts, OverlappedStepping):
         self.timer: Callable[[str], Any] = lambda name: contextlib.nullcontext()
         self._current: List[Optional[Dict[str, BehaviorSteps]]] = [None] * self.n_envs
         self._pending: Dict[int, str] = {}  # environments to reset before the next step: index -> why
+        self._sent: Optional[Tuple[float, List[int]]] = None  # a send_step not received yet: (when, environments)
         #: The scenes' custom stats of the last step, over every environment: ``{key: [(value, aggregation)]}``.
         self.stats: Dict[str, List[Tuple[float, str]]] = {}
         self._closed = False
@@ -313,6 +314,13 @@ class EnvironmentSet(SceneFacts, OverlappedStepping):
         fail are left out of the result and restarted by the next ``reset_finished``; so are
         the next states of environments whose Academy is done (``needs_reset``).
         """
+        self.send_step(action, memory, value)
+        return self.receive_step()
+
+    def send_step(self, action: Optional[Mapping[str, Any]] = None, memory: Optional[Mapping[str, Any]] = None,
+                  value: Optional[Mapping[str, Any]] = None) -> None:
+        """The first half of ``step``: send every environment its rows of the decisions. They
+        simulate until ``receive_step``, so the caller can work in the meantime (a trainer's update)."""
         if self._inflight:
             raise UnityEnvironmentException(
                 f"Environment(s) {self.in_flight} are in flight (overlapped schedule): collect() their answers "
@@ -321,8 +329,19 @@ class EnvironmentSet(SceneFacts, OverlappedStepping):
             raise UnityEnvironmentException(
                 f"Environment(s) {sorted(self._pending)} must be reset first: call reset_finished() when "
                 "needs_reset is set.")
+        if self._sent is not None:
+            raise UnityEnvironmentException(
+                f"Environment(s) {self._sent[1]} were sent a step whose answers were not received yet: call "
+                "receive_step() before sending the next one.")
         began = time.monotonic()
-        sent = [i for i, slices in self._slices(range(self.n_envs), action, memory, value) if self._send_one(i, slices)]
+        self._sent = (began, [i for i, slices in self._slices(range(self.n_envs), action, memory, value)
+                              if self._send_one(i, slices)])
+
+    def receive_step(self) -> Dict[str, BehaviorSteps]:
+        """The second half of ``step``: every answer to ``send_step``, merged as ``step`` returns them."""
+        if self._sent is None:
+            raise UnityEnvironmentException("receive_step() has no step to receive: call send_step() first.")
+        (began, sent), self._sent = self._sent, None
         self.stats = {}
         with self.timer("env_wait"):  # the environments simulate; what is left is waiting and decoding
             for i in sent:
