@@ -25,17 +25,16 @@ Where an environment runs is a backend's business: a *worker* is anything with t
 ``EnvironmentWorker`` interface. ``UnityEnvironment`` is the local one (a process on this
 machine); ``unityagents.vector.ray_backend`` puts each one in a Ray actor on a cluster node.
 
-Scheduling: ``step`` is synchronous (send to all, gather all, infer once);
-``OverlappedStepping`` (``send``, ``collect``, ``reset_idle``) steps each environment as soon as
-its actions are computed, which the controller uses with two or more environments.
+Scheduling: ``LockstepStepping`` (``step``, or its halves ``send_step`` and ``receive_step``) is
+synchronous (send to all, gather all, infer once); ``OverlappedStepping`` (``send``, ``collect``,
+``reset_idle``) steps each environment as soon as its actions are computed, which the controller
+uses with two or more environments.
 """
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import functools
 import logging
-import time
 from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
@@ -45,7 +44,8 @@ from unityagents.brain import BrainParameters
 from unityagents.curriculum import AnyResetParameter, Curriculum
 from unityagents.exception import UnityEnvironmentException, UnityException
 from unityagents.scene_facts import SceneFacts
-from unityagents.vector.overlapped_stepping import OverlappedStepping, timed
+from unityagents.vector.lockstep import LockstepStepping
+from unityagents.vector.overlapped_stepping import OverlappedStepping
 from unityagents.vector.restart import (
     RESTARTABLE,
     NoDecisionWatch,
@@ -111,7 +111,7 @@ def _rows(x: Any, start: int, stop: int) -> Any:
     return None if x is None else np.asarray(x)[start:stop]
 
 
-class EnvironmentSet(SceneFacts, OverlappedStepping):
+class EnvironmentSet(SceneFacts, LockstepStepping, OverlappedStepping):
     """N environments of the same scene or build, seen as one by the controller.
 
     :param factory: launches environment ``i``; called with ``0..n_envs-1`` at start (in
@@ -168,7 +168,7 @@ class EnvironmentSet(SceneFacts, OverlappedStepping):
         self.timer: Callable[[str], Any] = lambda name: contextlib.nullcontext()
         self._current: List[Optional[Dict[str, BehaviorSteps]]] = [None] * self.n_envs
         self._pending: Dict[int, str] = {}  # environments to reset before the next step: index -> why
-        self._sent: Optional[Tuple[float, List[int]]] = None  # a send_step not received yet: (when, environments)
+        self._sent = None  # a send_step not received yet (LockstepStepping)
         #: The scenes' custom stats of the last step, over every environment: ``{key: [(value, aggregation)]}``.
         self.stats: Dict[str, List[Tuple[float, str]]] = {}
         self._closed = False
@@ -303,50 +303,6 @@ class EnvironmentSet(SceneFacts, OverlappedStepping):
                 except RESTARTABLE as e:
                     self._lost(i, e)
         return self._merged(), ended
-
-    def step(self, action: Optional[Mapping[str, Any]] = None, memory: Optional[Mapping[str, Any]] = None,
-             value: Optional[Mapping[str, Any]] = None) -> Dict[str, BehaviorSteps]:
-        """Send each environment its rows of the decisions, then collect every answer.
-
-        The arguments are dicts keyed by External brain: an ``ActionTuple`` (and, for API-2,
-        memories and values) with one row per agent of the ``DecisionSteps`` last returned
-        (``reset``, ``reset_finished`` or ``step``), in its order. Environments that
-        fail are left out of the result and restarted by the next ``reset_finished``; so are
-        the next states of environments whose Academy is done (``needs_reset``).
-        """
-        self.send_step(action, memory, value)
-        return self.receive_step()
-
-    def send_step(self, action: Optional[Mapping[str, Any]] = None, memory: Optional[Mapping[str, Any]] = None,
-                  value: Optional[Mapping[str, Any]] = None) -> None:
-        """The first half of ``step``: send every environment its rows of the decisions. They
-        simulate until ``receive_step``, so the caller can work in the meantime (a trainer's update)."""
-        if self._inflight:
-            raise UnityEnvironmentException(
-                f"Environment(s) {self.in_flight} are in flight (overlapped schedule): collect() their answers "
-                "before a synchronous step().")
-        if self._pending:
-            raise UnityEnvironmentException(
-                f"Environment(s) {sorted(self._pending)} must be reset first: call reset_finished() when "
-                "needs_reset is set.")
-        if self._sent is not None:
-            raise UnityEnvironmentException(
-                f"Environment(s) {self._sent[1]} were sent a step whose answers were not received yet: call "
-                "receive_step() before sending the next one.")
-        began = time.monotonic()
-        self._sent = (began, [i for i, slices in self._slices(range(self.n_envs), action, memory, value)
-                              if self._send_one(i, slices)])
-
-    def receive_step(self) -> Dict[str, BehaviorSteps]:
-        """The second half of ``step``: every answer to ``send_step``, merged as ``step`` returns them."""
-        if self._sent is None:
-            raise UnityEnvironmentException("receive_step() has no step to receive: call send_step() first.")
-        (began, sent), self._sent = self._sent, None
-        self.stats = {}
-        with self.timer("env_wait"):  # the environments simulate; what is left is waiting and decoding
-            for i in sent:
-                self._take_answer(i, functools.partial(timed, self._workers[i].receive), began)
-        return self._merged()
 
     def _slices(self, indices: Sequence[int], action: Optional[Mapping[str, Any]], memory: Optional[Mapping[str, Any]],
                 value: Optional[Mapping[str, Any]]) -> List[Tuple[int, Tuple[Dict[str, Any], ...]]]:

@@ -250,3 +250,24 @@ def test_environments_of_different_scenes_are_refused():
 
     with pytest.raises(UnityEnvironmentException, match="same scene or build"):
         EnvironmentSet(factory, 2)
+
+
+def test_a_step_in_two_halves_lets_the_caller_work_while_the_environments_simulate():
+    """``send_step`` sends every environment its rows and returns; ``receive_step`` gathers the
+    answers as ``step`` would; a half out of turn is refused with what to call instead."""
+    from unityagents.base_env import ActionTuple
+
+    envs = EnvironmentSet(lambda i: ScriptedWorker(i), 2, restart_policy=RestartPolicy())
+    try:
+        envs.reset()
+        with pytest.raises(UnityEnvironmentException, match="call send_step"):
+            envs.receive_step()
+        envs.send_step(action={"B": ActionTuple(continuous=np.arange(6, dtype=np.float32)[:, None])})
+        with pytest.raises(UnityEnvironmentException, match=r"Environment\(s\) \[0, 1\] were sent a step"):
+            envs.send_step(action={"B": ActionTuple(continuous=np.zeros((6, 1), np.float32))})
+        steps = envs.receive_step()
+        decisions, _ = steps["B"]
+        assert decisions.agent_id.tolist() == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+        assert decisions.obs[0][:, 1].tolist() == [1.0] * 6  # every environment took its step
+    finally:
+        envs.close()
