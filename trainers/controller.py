@@ -169,12 +169,6 @@ class TrainerController:
     def _keep_going(self) -> bool:
         return not self.train or any(t.should_still_train for t in self.trainers.values() if t.is_learner)
 
-    def _advance_curriculum(self) -> None:
-        advance_curriculum(self.env.curriculum, self.trainers)
-
-    def _end_episodes(self, agents: List[Any]) -> None:
-        end_episodes(self.trainers, agents)
-
     def start_learning(self) -> None:
         """Build, restore or initialize, run until every learner reached ``max_steps``, save, export."""
         with self.graph.as_default():  # the Saver and FileWriters need graph mode, not eager
@@ -231,7 +225,7 @@ class TrainerController:
         if not self.train:
             logger.warning("Running without --train: the brains only act%s, until Ctrl-C.",
                            "" if self.load else " with untrained weights (add --load to use the last checkpoint)")
-        self._advance_curriculum()
+        advance_curriculum(self.env.curriculum, self.trainers)
         timers = self.timers
         with timers("env_reset"):
             info = self.processor.infos(self.env.reset(train_mode=self.fast_simulation))
@@ -257,15 +251,11 @@ class TrainerController:
         return actions, memories, values, outputs
 
     def _view(self, name: str, info: Dict[str, BrainInfo]) -> Dict[str, BrainInfo]:
-        """What the trainer of ``name`` is handed of a step: its own brain's batch and its links'
-        (worked out on first use for a trainer given to the controller after ``_build``)."""
+        """The trainer of ``name``'s share of a step: its own brain's batch and its links' (``brains_read``)."""
         reads = self._reads.get(name)
         if reads is None:
             reads = self._reads[name] = brains_read({name: self.trainers[name]}, info)[name]
         return {brain: info[brain] for brain in reads}
-
-    def _pass_stats(self) -> None:
-        pass_environment_stats(self.env.stats, self.trainers)
 
     def _update(self, t: Trainer) -> None:
         if self.train and t.should_still_train and t.is_ready_update():
@@ -314,11 +304,11 @@ class TrainerController:
         env_steps = 0
         while self._keep_going():
             if env.needs_idle_reset:  # an answered environment's Academy is done, or it was lost
-                self._advance_curriculum()
+                advance_curriculum(self.env.curriculum, self.trainers)
                 with timers("env_reset"):
                     restarted, ended = env.reset_idle()
                 lesson = lesson_numbers(env.curriculum)
-                self._end_episodes(ended)
+                end_episodes(self.trainers, ended)
                 ready = sorted(set(ready).union(restarted) - set(env.in_flight))
             if ready:
                 info = self.processor.infos(env.merged(ready))
@@ -329,7 +319,7 @@ class TrainerController:
                     action, memory, value = self.processor.decisions(info, actions, memories, values)
                     env.send(ready, action=action, memory=memory, value=value)
                 ready = env.collect()
-            self._pass_stats()
+            pass_environment_stats(self.env.stats, self.trainers)
             deciding = {name: 0 for name in self.trainers}
             with timers("buffer"):
                 for i in ready:
@@ -349,23 +339,19 @@ class TrainerController:
             env_steps += len(ready)
 
     def _loop_sync(self, info: Dict[str, BrainInfo]) -> None:
-        """Step every environment together: act over all agents, send, wait for every answer.
-
-        A trainer set ``threaded`` updates between the send and the answers, while the
-        environments simulate, so its update hides behind a slow build's frames; its updates then
-        see the replay or rollout of the step before (off-policy data is one step older, and an
-        on-policy update may train on one step acted by the policy before it).
-        """
+        """Step every environment together: act over all agents, send, wait for every answer. A
+        ``threaded`` trainer updates between the send and the answers, hidden behind the scenes'
+        simulation, on the data of the step before (an on-policy one may see one stale step)."""
         timers = self.timers
         lesson = lesson_numbers(self.env.curriculum)
         while self._keep_going():
             if self.env.needs_reset:  # some environment's Academy is done, or it was lost
-                self._advance_curriculum()
+                advance_curriculum(self.env.curriculum, self.trainers)
                 with timers("env_reset"):
                     steps, ended = self.env.reset_finished()
                     info = self.processor.infos(steps)
                 lesson = lesson_numbers(self.env.curriculum)
-                self._end_episodes(ended)
+                end_episodes(self.trainers, ended)
             actions, memories, values, outputs = self._act(info)
             with timers("env_step"):
                 action, memory, value = self.processor.decisions(info, actions, memories, values)
@@ -375,7 +361,7 @@ class TrainerController:
                     self._update(t)
             with timers("env_step"):
                 new_info = self.processor.infos(self.env.receive_step())
-            self._pass_stats()
+            pass_environment_stats(self.env.stats, self.trainers)
             with timers("buffer"):
                 for name, t in self.trainers.items():
                     if name in outputs:
