@@ -207,6 +207,24 @@ def config_error(tmp_path, text: str, registry=None) -> str:
     return str(error.value)
 
 
+def shipped_config_pair(flat_file: str, r22_file: str, behaviour: str):
+    """The trainer parameters that a shipped ``learn.py`` file (``config/...``, its block of
+    ``behaviour``) and its Release 22 twin give ``behaviour``, each through its own front end."""
+    import yaml
+
+    from trainers.settings import run_config
+    from trainers.settings.trainer_config import trainer_config_from_dict
+    from trainers.trainer.registry import load_registry
+
+    registry = load_registry()
+    with open(os.path.join(ROOT, flat_file)) as f:
+        flat = yaml.safe_load(f)[behaviour]
+    with open(os.path.join(ROOT, r22_file)) as f:
+        block = run_config.resolve(r22_file, yaml.safe_load(f), tuple(registry.names())).behaviors[behaviour].block
+    return tuple(trainer_config_from_dict(name, {"B": b}, registry).settings_for("B").parameters
+                 for name, b in ((flat_file, flat), (r22_file, block)))
+
+
 def listening_sockets():
     """``(pid, address:port, loopback)`` of every TCP socket listening on this machine (/proc/net/tcp*)."""
     inodes = {}

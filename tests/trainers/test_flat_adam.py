@@ -10,6 +10,12 @@ from trainers.tf_utils import tf
 SHAPES = {"net": [(3, 4), (4,), (4, 2), (2,)], "other": [(1,)]}
 
 
+def seeded_variables(shapes, rng):
+    """``{group: [one variable per shape]}``, named ``<group><k>``, initialised from ``rng``'s normal draws."""
+    return {g: [tf.get_variable(f"{g}{k}", s, initializer=tf.constant_initializer(rng.standard_normal(s)))
+                for k, s in enumerate(group_shapes)] for g, group_shapes in shapes.items()}
+
+
 def build(flat: bool, clip_norm=None, epsilon=1e-5):
     """A small tanh net and a second group, both trained by one step; ``(sess, x, lr, step, variables)``."""
     rng = np.random.default_rng(0)
@@ -17,8 +23,7 @@ def build(flat: bool, clip_norm=None, epsilon=1e-5):
     with graph.as_default():
         x = tf.placeholder(tf.float32, [None, 3])
         lr = tf.placeholder_with_default(0.05, [])
-        variables = {g: [tf.get_variable(f"{g}{k}", s, initializer=tf.constant_initializer(rng.standard_normal(s)))
-                         for k, s in enumerate(shapes)] for g, shapes in SHAPES.items()}
+        variables = seeded_variables(SHAPES, rng)
         w1, b1, w2, b2 = variables["net"]
         net_loss = tf.reduce_mean(tf.square(tf.matmul(tf.tanh(tf.matmul(x, w1) + b1), w2) + b2 - 1.0))
         other_loss = tf.reduce_sum(tf.exp(variables["other"][0]) * tf.reduce_mean(x))

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from tests.conftest import shipped_config_pair
 from tests.onnx_contract import assert_contract
 from trainers.export.onnx_model import export_onnx
 from trainers.poca.groups import MemberStep, finish, team_reward
@@ -265,14 +266,6 @@ def test_poca_learns_pushcollab_over_grpc():
 
 
 def test_the_two_shipped_pushcollab_configs_train_alike():
-    import yaml
-
-    with open(os.path.join(ROOT, "config", "poca", "PushCollab.yaml")) as f:
-        flat = yaml.safe_load(f)["PushCollabBrain?team=0"]
-    with open(os.path.join(ROOT, "config", "poca", "PushCollab_release22.yaml")) as f:
-        raw = yaml.safe_load(f)
-    registry = load_registry()
-    block = run_config.resolve("r22.yaml", raw, tuple(registry.names())).behaviors["PushCollabBrain?team=0"].block
-    a = trainer_config_from_dict("flat.yaml", {"B": flat}, registry).settings_for("B").parameters
-    b = trainer_config_from_dict("r22.yaml", {"B": block}, registry).settings_for("B").parameters
+    a, b = shipped_config_pair("config/poca/PushCollab.yaml", "config/poca/PushCollab_release22.yaml",
+                               "PushCollabBrain?team=0")
     assert a == b

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.trainers.test_flat_adam import seeded_variables
 from trainers.sac.update import fused_sac_update
 from trainers.tf_utils import tf
 
@@ -18,10 +19,8 @@ def build(fused: bool, seed: int = 0):
     with graph.as_default():
         x = tf.placeholder(tf.float32, [None, 3])
         lr = tf.placeholder_with_default(0.05, [])
-        variables = {g: [tf.get_variable(f"{g}{k}", s, initializer=tf.constant_initializer(rng.standard_normal(s)))
-                         for k, s in enumerate(shapes)] for g, shapes in SHAPES.items()}
-        target = [tf.get_variable(f"target{k}", s, initializer=tf.constant_initializer(rng.standard_normal(s)))
-                  for k, s in enumerate(SHAPES["online"])]
+        variables = seeded_variables(SHAPES, rng)
+        target = seeded_variables({"target": SHAPES["online"]}, rng)["target"]
         w, b = variables["policy"]
         k1, b1, k2 = variables["online"]
         losses = {"policy": tf.reduce_mean(tf.square(tf.nn.relu(tf.matmul(x, w) + b))),
