@@ -12,7 +12,7 @@ Graphs are built inside an explicit ``tf.Graph().as_default()``, so eager execut
 touches them.
 """
 import os
-from typing import Any, Callable, List, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Sequence
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ start-up chatter out of the console
 
@@ -77,4 +77,25 @@ def compiled_call(sess, fetches: Sequence[Any], feeds: Sequence[tf.Tensor] = ()
     return call
 
 
-__all__ = ["tf", "compiled_call", "strip_default_attrs"]
+class CompiledRuns:
+    """``sess.run(fetches, feed)`` with a dict of fetches and a feed dict, through ``compiled_call``.
+
+    Each distinct set of fetch names and fed placeholders is compiled once, on first use: for the
+    calls a trainer makes at every step or gradient step, where a feed dict through
+    ``Session.run`` costs more Python than the small graph it runs. A fetch name must stand for
+    the same tensor or op on every call.
+    """
+
+    def __init__(self, sess):
+        self.sess = sess
+        self._calls: Dict[Any, Callable[..., List[Any]]] = {}
+
+    def run(self, fetches: Mapping[str, Any], feed: Mapping[tf.Tensor, Any]) -> Dict[str, Any]:
+        key = (tuple(fetches), tuple(feed))
+        call = self._calls.get(key)
+        if call is None:
+            call = self._calls[key] = compiled_call(self.sess, list(fetches.values()), list(feed))
+        return dict(zip(fetches, call(*feed.values())))
+
+
+__all__ = ["tf", "CompiledRuns", "compiled_call", "strip_default_attrs"]

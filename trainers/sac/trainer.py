@@ -50,7 +50,7 @@ from trainers.sac.settings import (
 )
 from trainers.sac.settings import check_environment as check_sac_environment
 from trainers.sac.settings import check_parameters as check_sac_parameters
-from trainers.tf_utils import compiled_call, tf
+from trainers.tf_utils import CompiledRuns, tf
 from trainers.trainer.base import UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.trajectory import PolicyOutput
@@ -101,7 +101,8 @@ class SACTrainer(SequenceReplay):
         self.hp["reward_signals"] = validate_reward_signals(self.brain_name, self.hp.get("reward_signals"))
         settings = signal_settings(self.hp)
         self.signal_names = list(settings)
-        self._acting_calls: Dict[Any, Any] = {}
+        #: Acting and the gradient step, each set of fetches and feeds compiled once.
+        self._runs = CompiledRuns(self.sess)
         with self.build_scope():
             self.model = SACModel(
                 self.brain, h_size=self.settings.hidden_units, num_layers=self.settings.num_layers,
@@ -168,16 +169,6 @@ class SACTrainer(SequenceReplay):
             return np.ones((len(info.agents), total), np.float32)
         return np.asarray(info.action_masks, np.float32).reshape(len(info.agents), total)
 
-    def _acting_call(self, fetches: Dict[str, Any], feed: Dict[tf.Tensor, Any]) -> Dict[str, Any]:
-        """``sess.run(fetches, feed)`` through a compiled call (``compiled_call``), one per set of
-        fetches and feeds (training or not, recurrent or not): acting runs at every decision, and
-        a feed dict through ``Session.run`` costs more Python than the small network it runs."""
-        key = (tuple(fetches), tuple(feed))
-        call = self._acting_calls.get(key)
-        if call is None:
-            call = self._acting_calls[key] = compiled_call(self.sess, list(fetches.values()), list(feed))
-        return dict(zip(fetches, call(*feed.values())))
-
     def act(self, info: BrainInfo) -> PolicyOutput:
         """Continuous: ``tanh(mu + sigma * noise)`` with noise from the trainer's generator while
         training, ``tanh(mu)`` otherwise. Discrete: sampled per branch from the masked policy."""
@@ -198,14 +189,14 @@ class SACTrainer(SequenceReplay):
             if self.is_training:
                 feed[m.epsilon] = self.rng.standard_normal((n, self.brain.action_space_size)).astype(np.float32)
             fetches["actions"] = m.output
-            out = self._acting_call(fetches, feed)
+            out = self._runs.run(fetches, feed)
             actions = out["actions"]
             fields["actions"] = actions
         else:
             masks = self._masks(info)
             feed[m.action_masks] = masks
             fetches["probs"] = m.probs
-            out = self._acting_call(fetches, feed)
+            out = self._runs.run(fetches, feed)
             actions = sample_branches(out["probs"], masks, self.brain.action_branches, self.rng)
             fields["actions"] = actions.astype(np.int32)
             fields["action_masks"] = masks
@@ -319,17 +310,10 @@ class SACTrainer(SequenceReplay):
 
     def update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
         """One gradient step of critics, actor and temperature, then the soft target update, in one
-        compiled call (``compiled_call``): thousands of small steps a minute make the feed
-        dictionary's per-call handling worth skipping."""
+        compiled call."""
         m = self.model
-        names = list(m.metrics)
-        feed = self.update_feed(batch)
-        placeholders = tuple(feed)
-        if getattr(self, "_update_call", None) is None or self._update_call[0] != placeholders:
-            self._update_call = (placeholders, compiled_call(
-                self.sess, [m.metrics[k] for k in names] + [m.train_op], list(placeholders)))
-        out = self._update_call[1](*feed.values())
-        metrics = dict(zip(names, (float(v) for v in out[:-1])))
+        out = self._runs.run({**m.metrics, "train": m.train_op}, self.update_feed(batch))
+        metrics = {key: float(out[key]) for key in m.metrics}
         for key, value in metrics.items():
             self._stat_sums.setdefault(key, []).append(value)
         return metrics
