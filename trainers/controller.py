@@ -353,13 +353,12 @@ class TrainerController:
                 lesson = lesson_numbers(self.env.curriculum)
                 end_episodes(self.trainers, ended)
             actions, memories, values, outputs = self._act(info)
-            with timers("env_step"):
+            with timers("env_step"):  # a threaded trainer's update is timed inside it, where it ran
                 action, memory, value = self.processor.decisions(info, actions, memories, values)
                 self.env.send_step(action=action, memory=memory, value=value)
-            for t in self.trainers.values():  # the threaded ones learn while the environments simulate
-                if threaded(t):
-                    self._update(t)
-            with timers("env_step"):
+                for t in self.trainers.values():  # the threaded ones learn while the environments simulate
+                    if threaded(t):
+                        self._update(t)
                 new_info = self.processor.infos(self.env.receive_step())
             pass_environment_stats(self.env.stats, self.trainers)
             with timers("buffer"):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 
 import numpy as np
 import onnxruntime
 import pytest
 
-from tests.conftest import learn, mean_rewards, write
+from tests.conftest import ROOT, learn, mean_rewards
 from tests.fake_env import FakeEnv, Loop
 from tests.onnx_contract import assert_contract
 from tests.trainers.sac.test_sac import CONTINUOUS, make_sac
@@ -124,27 +125,12 @@ def test_recurrent_export_carries_the_memory_as_unitys_recurrent_in_and_out(tmp_
 
 
 #: Discrete SAC with an LSTM on Hallway (8 agents; the cue is visible only in the first two cells).
-HALLWAY_SAC = """HallwayBrain:
-    trainer: sac
-    use_recurrent: true
-    sequence_length: 16
-    hidden_units: 64
-    learning_rate: 1.0e-3
-    batch_size: 256
-    buffer_init_steps: 1000
-    steps_per_update: 8.0
-    tau: 0.01
-    init_entcoef: 0.1
-    gamma: 0.95
-    max_steps: 2.4e4
-    summary_freq: 2000
-"""
 
 
 @pytest.mark.slow
 def test_recurrent_sac_solves_the_memory_scene(tmp_path):
     """Without memory a policy gets the goal right half the time (a mean of about 0.4); with it, 0.94."""
-    config = write(tmp_path / "sac_hallway.yaml", HALLWAY_SAC)
+    config = os.path.join(ROOT, "config", "sac", "Hallway.yaml")  # the shipped settings
     code, out = learn(tmp_path, "Hallway", "--train", "--trainer-config", config, "--run-path", "rsac", timeout=400)
     assert code == 0, out
     rewards = mean_rewards(out, "HallwayBrain")
