@@ -1,4 +1,4 @@
-"""One SAC gradient step's CPU, per variant of the update op, side by side in one process.
+"""One SAC gradient step's CPU, per variant of the update op, and one decision's, side by side in one process.
 
 Variants (3DBall-sized: state 8, 2 continuous actions, batch 128, hidden 64):
 
@@ -11,7 +11,9 @@ Each variant runs the same fixed minibatch through its own trainer's compiled st
 (``trainers.tf_utils.compiled_call``); rounds of ``--per-round`` steps alternate between the
 variants, so a change of machine load hits all of them alike. Prints the median and the lower
 quartile of the CPU microseconds (``time.process_time``) per gradient step, the executed nodes per
-step, and the ratio of the medians.
+step, and the ratio of the medians. Then acting: the CPU of ``act`` on one decision of 12 agents
+through the trainer's compiled calls (``trainers.tf_utils.CompiledRuns``) and through
+``Session.run`` with a feed dict, alternated the same way.
 
     python bench/sac_step.py [--rounds 30] [--per-round 20]
 """
@@ -35,6 +37,7 @@ from unityagents.brain import BrainParameters  # noqa: E402
 
 BRAIN = {"stateSize": 8, "actionSize": 2, "actionSpaceType": 1, "stateSpaceType": 1}
 BATCH = 128
+AGENTS = 12  # 3DBall's platforms: the agents of one decision
 
 
 def apply_adam_optimizer(self: SACModel, tau: float) -> None:
@@ -119,7 +122,41 @@ def main() -> int:
         print(f"{name:12s} median {np.median(values):6.0f}  lower quartile {np.percentile(values, 25):6.0f} "
               f"us CPU per gradient step, {nodes[name]} nodes executed")
     print(f"fused / apply_adam (medians): {np.median(costs['fused']) / np.median(costs['apply_adam']):.2f}")
+    acting = acting_costs(trainers["fused"], args.rounds, args.per_round)
+    for name, values in acting.items():
+        print(f"acting, {name:12s} median {np.median(values):6.0f} us CPU per decision of {AGENTS} agents")
     return 0
+
+
+def acting_costs(trainer: SACTrainer, rounds: int, per_round: int) -> Dict[str, List[float]]:
+    """``act`` on one decision of ``AGENTS`` agents: through the trainer's compiled calls, and with
+    ``Session.run`` and a feed dict in their place, alternated round by round."""
+    from trainers.trainer.agent_processor import brain_info
+    from unityagents.base_env import DecisionSteps, TerminalSteps
+
+    rng = np.random.default_rng(1)
+    spec = trainer.brain.behavior_spec
+    steps = (DecisionSteps([rng.standard_normal((AGENTS, 8)).astype(np.float32)], np.zeros(AGENTS),
+                           np.arange(AGENTS)), TerminalSteps.empty(spec))
+    info = brain_info(trainer.brain, steps)
+    compiled = trainer._runs
+
+    class SessionRun:
+        def run(self, fetches, feed):
+            return trainer.sess.run(dict(fetches), feed)
+
+    ways = {"compiled": compiled, "Session.run": SessionRun()}
+    costs: Dict[str, List[float]] = {name: [] for name in ways}
+    for _ in range(rounds):
+        for name, way in ways.items():
+            trainer._runs = way
+            trainer.act(info)
+            start = time.process_time()
+            for _ in range(per_round):
+                trainer.act(info)
+            costs[name].append((time.process_time() - start) / per_round * 1e6)
+    trainer._runs = compiled
+    return costs
 
 
 if __name__ == "__main__":
