@@ -151,6 +151,7 @@ def profile(scene: str, brain: str, env_steps: int, overrides: Optional[Dict] = 
     from trainers.settings.trainer_config import load_trainer_config
     from trainers.tf_utils import tf
     from trainers.trainer.agent_processor import AgentProcessor
+    from trainers.trainer.collector import ExperienceCollector
     from trainers.trainer.registry import load_registry
     from unityagents import UnityEnvironment
 
@@ -180,6 +181,7 @@ def profile(scene: str, brain: str, env_steps: int, overrides: Optional[Dict] = 
             sess.run(tf.global_variables_initializer())
             graph.finalize()
             processor = AgentProcessor(env.brains, env.reports_last_observation)
+            collector = ExperienceCollector.for_trainer(trainer)
             info = processor.infos(env.reset())
             updates = 0
             for _ in range(env_steps):
@@ -191,8 +193,7 @@ def profile(scene: str, brain: str, env_steps: int, overrides: Optional[Dict] = 
                 new_info = processor.infos(env.step(*processor.decisions(info, {brain: action}, {brain: memory},
                                                                          {brain: value})))
                 t2 = time.perf_counter()
-                trainer.add_experiences(info, new_info, outputs)
-                trainer.process_experiences(new_info)
+                trainer.process_experience(collector.collect(info, new_info, outputs))
                 t3 = time.perf_counter()
                 if trainer.is_ready_update():
                     trainer.update_model()
@@ -262,6 +263,7 @@ def cpu_profile(env_steps: int, intra_op_threads: int) -> Dict[str, float]:
     from trainers.settings.trainer_config import load_trainer_config
     from trainers.tf_utils import tf
     from trainers.trainer.brain_info import BrainInfo
+    from trainers.trainer.collector import ExperienceCollector
     from trainers.trainer.registry import load_registry
     from unityagents.brain import BrainParameters
 
@@ -277,6 +279,7 @@ def cpu_profile(env_steps: int, intra_op_threads: int) -> Dict[str, float]:
     with sess.graph.as_default():
         sess.run(tf.global_variables_initializer())
     sess.graph.finalize()
+    collector = ExperienceCollector.for_trainer(trainer)
     rng = np.random.default_rng(0)
     t = np.arange(n)
 
@@ -295,8 +298,7 @@ def cpu_profile(env_steps: int, intra_op_threads: int) -> Dict[str, float]:
         t = t + 1
         new = info(t)
         c = clock()
-        trainer.add_experiences(current, new, outputs)
-        trainer.process_experiences(new)
+        trainer.process_experience(collector.collect(current, new, outputs))
         trainer.increment_step(n)
         d = clock()
         if trainer.is_ready_update():

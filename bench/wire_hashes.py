@@ -7,6 +7,9 @@ and weights, whose files differ byte-wise from run to run::
 
     cd <checkout> && python <this file> <scene> <api2|grpc> <outdir>
 
+``CONFIG=<yaml>`` trains with another configuration (SAC's), ``BRAINS=A,B`` shrinks more brains'
+buffers (Tennis, PushCollab, Pyramids), ``STEPS`` sets the number of steps.
+
 Prints ``RESULT scene protocol exit sha256(every byte sent, first 16 hex) sends sha(.bytes)
 sha(.onnx)``. Small buffers (64) make PPO update within the 30 steps, so the actions sent after
 an update are hashed too; Hallway is recurrent (API-2 carries its memories).
@@ -45,9 +48,16 @@ from trainers.controller import TrainerController  # noqa: E402
 
 TrainerController._keep_going = lambda self: self.global_step < STEPS
 ROOT = os.getcwd()
-cfg = yaml.safe_load(open(os.path.join(ROOT, "trainer_configurations.yaml")))
+# CONFIG: another learn.py YAML (e.g. config/sac/3DBall.yaml); BRAINS: more brains to shrink.
+cfg = yaml.safe_load(open(os.path.join(ROOT, os.environ.get("CONFIG", "trainer_configurations.yaml"))))
+small = {"default", "Ball3DBrain", "BasicBrain", "GridWorldBrain", "HallwayBrain",
+         *filter(None, os.environ.get("BRAINS", "").split(","))}
 for k, v in cfg.items():
-    if isinstance(v, dict) and k in ("default", "Ball3DBrain", "BasicBrain", "GridWorldBrain", "HallwayBrain"):
+    if isinstance(v, dict) and v.get("trainer") == "sac":
+        v.update(buffer_init_steps=0, batch_size=32)  # SAC updates from the first steps
+    elif isinstance(v, dict) and v.get("is_imitation"):
+        v.update(batch_size=32, buffer_size=256)
+    elif isinstance(v, dict) and k in small:
         v.update(buffer_size=64, batch_size=32, time_horizon=16)
         if v.get("use_recurrent") or k == "default":
             v["sequence_length"] = 8

@@ -18,19 +18,21 @@ within its episode (modulo ``stateSize``). A brain with ``memorySize`` keeps the
 sent and sends them back, zeros once an agent's episode ended (what API-2 scenes do).
 
 ``Loop`` drives a trainer over a ``FakeEnv`` the way ``TrainerController._loop_sync`` does,
-through the trainers' own ``AgentProcessor``: act, step, add and process the experiences, update
-when ready, count the steps. Summaries and checkpoints are left out: a due summary clears the
-``stats`` the tests read.
+through the trainers' own ``AgentProcessor`` and each trainer's ``ExperienceCollector``: act,
+step, learn from the step's experience (``learn_from_step``), update when ready, count the
+steps. Summaries and checkpoints are left out: a due summary clears the ``stats`` the tests read.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+import weakref
+from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional
 
 import numpy as np
 
 from trainers.trainer.agent_processor import AgentProcessor
 from trainers.trainer.base import Trainer
 from trainers.trainer.brain_info import BrainInfo
+from trainers.trainer.collector import ExperienceCollector
 from unityagents.base_env import ActionTuple, BehaviorSteps, DecisionSteps, TerminalSteps
 from unityagents.brain import BrainParameters
 
@@ -123,6 +125,30 @@ class FakeEnv:
                 f"episodes of {self.lengths.tolist()} steps, {semantics})")
 
 
+_COLLECTORS: "weakref.WeakKeyDictionary[Trainer, ExperienceCollector]" = weakref.WeakKeyDictionary()
+
+
+def collector_of(trainer: Trainer) -> ExperienceCollector:
+    """The trainer's collector, as the controller builds it (one per trainer, made on first use)."""
+    collector = _COLLECTORS.get(trainer)
+    if collector is None:
+        collector = _COLLECTORS[trainer] = ExperienceCollector.for_trainer(trainer)
+    return collector
+
+
+def learn_from_step(trainer: Trainer, before: Mapping[str, BrainInfo], after: Mapping[str, BrainInfo],
+                    outputs: Any) -> None:
+    """What the controller does after a step: the trainer learns from its collector's experience."""
+    trainer.process_experience(collector_of(trainer).collect(before, after, outputs))
+
+
+def end_episodes(trainer: Trainer, agents: Optional[Iterable[Hashable]] = None) -> None:
+    """What the controller does after an environment reset: collector and trainer drop the cut episodes."""
+    agents = None if agents is None else list(agents)
+    collector_of(trainer).end_episode(agents)
+    trainer.end_episode(agents)
+
+
 class Loop:
     """``TrainerController._loop_sync`` for one trainer over ``env``, from its reset.
 
@@ -142,8 +168,7 @@ class Loop:
         actions, memories, values, outputs = trainer.take_action(info)
         sent = self.processor.decisions(info, {name: actions}, {name: memories}, {name: values})
         new_info = self.processor.infos(self.env.step(*sent))
-        trainer.add_experiences(info, new_info, outputs)
-        trainer.process_experiences(new_info)
+        learn_from_step(trainer, info, new_info, outputs)
         if update and trainer.should_still_train and trainer.is_ready_update():
             trainer.update_model()
         trainer.increment_step(int(np.count_nonzero(info[name].decision_requested)))
@@ -166,4 +191,4 @@ class Loop:
         return f"Loop({self.env})"
 
 
-__all__ = ["FakeEnv", "LAST_REWARD", "Loop", "STEP_REWARD"]
+__all__ = ["FakeEnv", "LAST_REWARD", "Loop", "STEP_REWARD", "collector_of", "end_episodes", "learn_from_step"]

@@ -9,7 +9,7 @@ The layout and semantics are the seed's (its ``test_buffer`` pins them):
   elements or sequences.
 
 Trajectories are collected per agent because agents finish episodes at different times; when one
-ends (or reaches ``time_horizon``) the trainer moves it, whole, into the update buffer. For
+ends (or reaches ``time_horizon``) the trainer moves it, whole, into its update buffer. For
 recurrent training it moves as non-overlapping sequences of ``training_length`` steps, the *first*
 one left-padded with zeros, so that every sequence ends on a real step and the padding carries a
 zero mask wherever the trainer stores a field of ones.
@@ -25,7 +25,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from trainers.trainer.base import UnityTrainerException
+from trainers.settings.schema import UnityTrainerException
 from unityagents.exception import UnityException
 
 
@@ -148,6 +148,24 @@ class AgentBuffer(dict):
             return False
         return len({len(self[key]) for key in key_list}) == 1
 
+    def append_to(self, target: "AgentBuffer", key_list: Optional[Sequence[str]] = None,
+                  batch_size: Optional[int] = None, training_length: Optional[int] = None, owner: Any = None) -> None:
+        """Copy the fields of ``key_list`` (default: all) to the end of ``target``, cut by ``get_batch``.
+
+        :param owner: names the trajectory (its agent) in the error.
+        :raises BufferException: if the fields do not all have the same length (a trainer that
+            forgot a field on some step), naming each field's length.
+        """
+        key_list = list(self.keys()) if key_list is None else list(key_list)
+        if not self.check_length(key_list):
+            lengths = {k: len(self[k]) for k in key_list}
+            raise BufferException(
+                f"The fields of agent {owner} must all have the same length to be moved to the update buffer, "
+                f"got {lengths}."
+            )
+        for key in key_list:
+            target[key].extend(self[key].get_batch(batch_size=batch_size, training_length=training_length))
+
     def shuffle(self, key_list: Optional[Sequence[str]] = None, rng: Optional[np.random.Generator] = None) -> None:
         """Permute the fields of ``key_list`` (default: all) with one permutation, so steps stay aligned.
 
@@ -200,23 +218,8 @@ class Buffer(dict):
         batch_size: Optional[int] = None,
         training_length: Optional[int] = None,
     ) -> None:
-        """Copy an agent's fields (default: all) to the update buffer, cut by ``get_batch``.
-
-        :raises BufferException: if the fields do not all have the same length (a trainer that
-            forgot a field on some step), naming each field's length.
-        """
-        agent_buffer = self[agent_id]
-        key_list = list(agent_buffer.keys()) if key_list is None else list(key_list)
-        if not agent_buffer.check_length(key_list):
-            lengths = {k: len(agent_buffer[k]) for k in key_list}
-            raise BufferException(
-                f"The fields of agent {agent_id} must all have the same length to be moved to the update buffer, "
-                f"got {lengths}."
-            )
-        for key in key_list:
-            self.update_buffer[key].extend(
-                agent_buffer[key].get_batch(batch_size=batch_size, training_length=training_length)
-            )
+        """Copy an agent's fields (default: all) to the update buffer (``AgentBuffer.append_to``)."""
+        self[agent_id].append_to(self.update_buffer, key_list, batch_size, training_length, owner=agent_id)
 
     def append_all_agent_batch_to_update_buffer(
         self,

@@ -59,6 +59,7 @@ from trainers.timers import Timers
 from trainers.trainer.agent_processor import AgentProcessor
 from trainers.trainer.base import Trainer, UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo
+from trainers.trainer.collector import ExperienceCollector
 from trainers.trainer.trajectory import PolicyOutput
 from unityagents.exception import UnityException
 from unityagents.vector.environment_set import EnvironmentSet
@@ -116,6 +117,8 @@ class TrainerController:
         self.trainers: Dict[str, Trainer] = {}
         #: brain -> the brains whose batches its trainer is handed: its own, then its ``linked_brains``.
         self._reads: Dict[str, Tuple[str, ...]] = {}
+        #: brain -> its trainer's experience collector (pairing, trajectories, episodes).
+        self.collectors: Dict[str, ExperienceCollector] = {}
         #: Where the run's time goes, written to ``<model_path>/timers.json`` at each checkpoint and at the end.
         self.timers = Timers()
         self.env.timer = self.timers
@@ -136,6 +139,7 @@ class TrainerController:
         self.trainers = build_trainers(self.sess, self.env.brains, self.env.external_brain_names, settings,
                                        self.paths, self.train, self.seed, built=self.trainers)
         self._reads = brains_read(self.trainers, self.env.brains)
+        self.collectors = {name: ExperienceCollector.for_trainer(t) for name, t in self.trainers.items()}
         self.files = RunSaver(self.sess, self.paths, self.env_name, self.keep_checkpoints, self.timers, self.seed)
         self.saver = self.files.saver
         init = tf.global_variables_initializer()
@@ -257,6 +261,18 @@ class TrainerController:
             reads = self._reads[name] = brains_read({name: self.trainers[name]}, info)[name]
         return {brain: info[brain] for brain in reads}
 
+    def _experience(self, name: str, before: Dict[str, BrainInfo], after: Dict[str, BrainInfo],
+                    outputs: Optional[PolicyOutput]) -> None:
+        """The trainer of ``name`` learns from its collector's experience of the step ``before`` -> ``after``."""
+        experience = self.collectors[name].collect(self._view(name, before), self._view(name, after), outputs)
+        self.trainers[name].process_experience(experience)
+
+    def _end_episodes(self, agents: List[Any]) -> None:
+        """Tell every collector and trainer which agents' episodes an environment reset cut."""
+        for collector in self.collectors.values():
+            collector.end_episode(agents)
+        end_episodes(self.trainers, agents)
+
     def _update(self, t: Trainer) -> None:
         if self.train and t.should_still_train and t.is_ready_update():
             with self.timers("update"):
@@ -308,7 +324,7 @@ class TrainerController:
                 with timers("env_reset"):
                     restarted, ended = env.reset_idle()
                 lesson = lesson_numbers(env.curriculum)
-                end_episodes(self.trainers, ended)
+                self._end_episodes(ended)
                 ready = sorted(set(ready).union(restarted) - set(env.in_flight))
             if ready:
                 info = self.processor.infos(env.merged(ready))
@@ -325,12 +341,9 @@ class TrainerController:
                 for i in ready:
                     before, rows = acted.pop(i)
                     after = self.processor.infos(env.merged([i]))
-                    for name, t in self.trainers.items():
-                        if name in rows:
-                            t.add_experiences(self._view(name, before), self._view(name, after), rows[name])
+                    for name in self.trainers:
+                        self._experience(name, before, after, rows.get(name))
                         deciding[name] += _deciding(before[name])
-                    for name, t in self.trainers.items():
-                        t.process_experiences(self._view(name, after))
             if not ready:
                 continue
             self._learn(lesson, deciding)
@@ -351,7 +364,7 @@ class TrainerController:
                     steps, ended = self.env.reset_finished()
                     info = self.processor.infos(steps)
                 lesson = lesson_numbers(self.env.curriculum)
-                end_episodes(self.trainers, ended)
+                self._end_episodes(ended)
             actions, memories, values, outputs = self._act(info)
             with timers("env_step"):  # a threaded trainer's update is timed inside it, where it ran
                 action, memory, value = self.processor.decisions(info, actions, memories, values)
@@ -362,11 +375,8 @@ class TrainerController:
                 new_info = self.processor.infos(self.env.receive_step())
             pass_environment_stats(self.env.stats, self.trainers)
             with timers("buffer"):
-                for name, t in self.trainers.items():
-                    if name in outputs:
-                        t.add_experiences(self._view(name, info), self._view(name, new_info), outputs[name])
-                for name, t in self.trainers.items():
-                    t.process_experiences(self._view(name, new_info))
+                for name in self.trainers:
+                    self._experience(name, info, new_info, outputs.get(name))
             self._learn(lesson, {name: _deciding(info[name]) for name in self.trainers}, threaded_too=False)
             info = new_info
             self._after_step()

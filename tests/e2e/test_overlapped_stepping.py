@@ -12,6 +12,7 @@ import pytest
 
 from tests.unityagents.vector.test_environment_set import BRAIN, RecordingTrainer, ScriptedWorker
 from trainers.controller import TrainerController
+from trainers.trainer.collector import ExperienceCollector
 from trainers.trainer.trajectory import PolicyOutput
 from unityagents.base_env import ActionTuple, DecisionSteps, TerminalSteps
 from unityagents.brain import BrainParameters
@@ -67,6 +68,15 @@ class DeterministicTrainer(RecordingTrainer):
         return PolicyOutput(actions=policy(np.asarray(info.states)), fields={"obs": np.asarray(info.states)})
 
 
+def controller_of(envs, trainer) -> TrainerController:
+    """A controller over ``envs`` that drives ``trainer`` for brain B (with its collector), unbuilt."""
+    controller = TrainerController(envs, None, "scripted")
+    controller.trainers = {"B": trainer}
+    controller.collectors = {"B": ExperienceCollector.for_trainer(trainer)}
+    controller.save_freq = 0
+    return controller
+
+
 def run(schedule, delays=(0.0, 0.0, 0.0), scripts=None, max_steps=90, policy_=None):
     """A controller loop over len(delays) EchoWorkers; the trainer and the workers it made."""
     made = {}
@@ -79,9 +89,7 @@ def run(schedule, delays=(0.0, 0.0, 0.0), scripts=None, max_steps=90, policy_=No
 
     envs = EnvironmentSet(factory, len(delays), restart_policy=policy_ or RestartPolicy(), schedule=schedule)
     trainer = DeterministicTrainer(envs.brains, max_steps)
-    controller = TrainerController(envs, None, "scripted")
-    controller.trainers = {"B": trainer}
-    controller.save_freq = 0
+    controller = controller_of(envs, trainer)
     try:
         envs.reset()
         (controller._loop_overlapped if schedule == "overlapped" else controller._loop_sync)(
@@ -92,9 +100,10 @@ def run(schedule, delays=(0.0, 0.0, 0.0), scripts=None, max_steps=90, policy_=No
     return trainer, made, controller
 
 
-def trajectories(trainer):
-    return {a: (np.asarray(trainer.training_buffer[a]["obs"]), np.asarray(trainer.training_buffer[a]["rewards"]))
-            for a in trainer.training_buffer.keys()}
+def trajectories(controller):
+    """Each agent's trajectory in progress, ``(obs, rewards)``, as the controller's collector keeps it."""
+    return {a: (np.asarray(steps["obs"]), np.asarray(steps["rewards"]))
+            for a, steps in controller.collectors["B"].trajectories.items()}
 
 
 def test_each_action_answers_its_own_observation_while_the_environments_interleave():
@@ -106,9 +115,9 @@ def test_each_action_answers_its_own_observation_while_the_environments_interlea
 
 
 def test_every_agents_data_equal_the_synchronous_schedules_for_a_deterministic_policy():
-    sync, _, _ = run("sync", max_steps=900)  # 100 steps per agent: more than any of the overlapped run
-    overlapped, _, controller = run("overlapped", delays=(0.0, 0.003, 0.001), max_steps=180)
-    a, b = trajectories(sync), trajectories(overlapped)
+    _, _, sync = run("sync", max_steps=900)  # 100 steps per agent: more than any of the overlapped run
+    _, _, controller = run("overlapped", delays=(0.0, 0.003, 0.001), max_steps=180)
+    a, b = trajectories(sync), trajectories(controller)
     assert sorted(a) == sorted(b)
     shortest = min(len(b[agent][0]) for agent in b)
     assert shortest >= 2 and max(len(b[agent][0]) for agent in b) > shortest  # they interleaved
@@ -122,8 +131,9 @@ def test_every_agents_data_equal_the_synchronous_schedules_for_a_deterministic_p
 def test_an_environment_that_dies_in_flight_restarts_and_only_its_agents_end():
     # The other two sleep too, so that however loaded the machine, they cannot reach max_steps before
     # the restarted environment has answered: its agents' data are what the test reads.
-    trainer, made, controller = run("overlapped", delays=(0.001, 0.002, 0.001), scripts={(1, 0): {"fail_at": {3}}},
-                                    max_steps=240)
+    _, made, controller = run("overlapped", delays=(0.001, 0.002, 0.001), scripts={(1, 0): {"fail_at": {3}}},
+                              max_steps=240)
+    obs = {agent: obs for agent, (obs, _) in trajectories(controller).items()}
 
     def answered(i, worker):  # steps sent minus the one still in flight when the loop ended
         return worker.steps - (i in controller.left_in_flight)
@@ -131,10 +141,10 @@ def test_an_environment_that_dies_in_flight_restarts_and_only_its_agents_end():
     assert len(made[1]) == 2 and made[1][0].closed and len(made[0]) == len(made[2]) == 1
     assert all(made[1][1].answered_own)
     # The restarted environment's agents start over from its reset state; the others never lost a step.
-    first = np.asarray(trainer.training_buffer[(1, 0)]["obs"])
+    first = obs[(1, 0)]
     assert first[0, 1] == 0 and len(first) == answered(1, made[1][1]) >= 1
     for i in (0, 2):
-        assert len(trainer.training_buffer[(i, 0)]["obs"]) == answered(i, made[i][0]) > 3
+        assert len(obs[(i, 0)]) == answered(i, made[i][0]) > 3
 
 
 def test_past_the_restart_limit_an_in_flight_failure_ends_the_run():
@@ -174,9 +184,7 @@ def test_a_threaded_trainer_updates_while_the_environment_simulates_the_step_jus
     trainer.hp["threaded"] = threaded
     trainer.is_ready_update = lambda: True
     trainer.update_model = lambda: log.append("update")
-    controller = TrainerController(envs, None, "scripted")
-    controller.trainers = {"B": trainer}
-    controller.save_freq = 0
+    controller = controller_of(envs, trainer)
     try:
         envs.reset()
         del log[:]

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import free_port, in_process, write
+from tests.fake_env import learn_from_step
 from trainers import learn_r22
 from trainers.ghost.self_play import (
     LATEST,
@@ -218,8 +219,7 @@ def test_the_seats_route_the_learning_team_to_one_learner_and_change_teams_throu
         info = {n: info_of(agents, seed=k) for k, n in enumerate(names)}
         out = {n: s.take_action(info) for n, s in seats.items()}
         for n, s in seats.items():
-            s.add_experiences(info, info, out[n][3])
-            s.process_experiences(info)
+            learn_from_step(s, info, info, out[n][3])
             s.increment_step(agents)
         return out
 

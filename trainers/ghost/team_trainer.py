@@ -24,7 +24,7 @@ teams and no game is scored against the wrong side.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from trainers.ppo.trainer import PPOTrainer
 from trainers.tf_utils import tf
 from trainers.trainer.base import Trainer, UnityTrainerException, logger
 from trainers.trainer.brain_info import BrainInfo
+from trainers.trainer.trajectory import Experience
 from unityagents.brain import BrainParameters, team_base, team_id
 
 
@@ -224,14 +225,18 @@ class TeamSeat(Trainer):
             return self.group.learner.take_action(self._own(all_info))
         return self.group.opponent_act(self, all_info[self.brain_name])
 
-    def add_experiences(self, info, next_info, outputs) -> None:
-        if self.learning:
-            self.group.learner.add_experiences(self._own(info), self._own(next_info), outputs)
+    @property
+    def trajectory_horizon(self) -> Optional[int]:
+        return self.group.learner.trajectory_horizon
 
-    def process_experiences(self, info) -> None:
+    def step_fields(self, before: BrainInfo, after: BrainInfo) -> Dict[str, Tuple[Any, str]]:
+        return self.group.learner.step_fields(before, after)
+
+    def process_experience(self, experience: Experience) -> None:
+        """The learning team's experience is the learner's; the opponent's steps teach nothing."""
         if self.learning:
-            self.group.learner.process_experiences(self._own(info))
-            self.group.score_games(info[self.brain_name])
+            self.group.learner.process_experience(experience)
+            self.group.score_games(experience.latest)
 
     def is_ready_update(self) -> bool:
         return self.learning and self.group.learner.is_ready_update()

@@ -41,6 +41,7 @@ from trainers.trainer.base import (
     positive,
 )
 from trainers.trainer.brain_info import BrainInfo
+from trainers.trainer.trajectory import Experience
 from unityagents.brain import BrainParameters
 
 #: Op types that hold a variable's value (v1 ref variables are what tf_utils configures).
@@ -233,7 +234,6 @@ class GhostTrainer(Trainer):
         self.elo = EloRating()
         self.slot_ratings: List[float] = [self.elo.rating] * self.max_num_models
         self.games: List[float] = []  # the learner's scores since the last summary
-        self._episode_rewards: Dict[str, Dict[Any, float]] = {self.brain_name: {}, self.copied_name: {}}
 
     # ------------------------------------------------------------------ configuration
     @classmethod
@@ -343,9 +343,6 @@ class GhostTrainer(Trainer):
             self.policy.remember(info, out["memory_out"])
         return self.environment_actions(out["action"]), out.get("memory_out"), None, None
 
-    def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo], outputs) -> None:
-        """Nothing to store: the ghost learns nothing by itself."""
-
     # ------------------------------------------------------------------ episodes and rating
     @staticmethod
     def episode_scores(ghost_rewards: Sequence[float], learner_rewards: Sequence[float]) -> List[float]:
@@ -365,39 +362,23 @@ class GhostTrainer(Trainer):
             scores.append(1.0 if margin > 0 else 0.0 if margin < 0 else 0.5)
         return scores
 
-    def process_experiences(self, info: Mapping[str, BrainInfo]) -> None:
-        """Accumulate both brains' episode rewards; on finished ghost episodes, rate and re-draw."""
-        finished: Dict[str, List[float]] = {}
-        for name, rewards in self._episode_rewards.items():
-            brain_info = info[name]
-            finished[name] = []
-            for agent, reward, done in zip(brain_info.agents, brain_info.rewards, brain_info.local_done):
-                total = rewards.get(agent, 0.0) + float(reward)
-                if done:
-                    rewards.pop(agent, None)
-                    finished[name].append(total)
-                else:
-                    rewards[agent] = total
-        ghost_finished = finished[self.brain_name]
+    def process_experience(self, experience: Experience) -> None:
+        """Both brains' ended episodes (the collector's); on finished ghost episodes, rate and re-draw."""
+        ghost_finished = [episode.reward for episode in experience.episodes]
+        learner_finished = [episode.reward for episode in experience.linked[self.copied_name].episodes]
         for reward in ghost_finished:
             self.add_stat("cumulative_reward", reward)
         if not ghost_finished or self.n_snapshots == 0:  # nothing ended, or the ghost never played
             return
         opponent = self.slot_ratings[self.current_slot]
-        for score in self.episode_scores(ghost_finished, finished[self.copied_name]):
+        for score in self.episode_scores(ghost_finished, learner_finished):
             self.elo.update(opponent, score)
             self.games.append(score)
         self.select_slot()
 
     def end_episode(self, agents: Optional[Iterable[Hashable]] = None) -> None:
-        """After an environment reset: the unfinished games of ``agents`` (None: all) are dropped
-        (no result) and a snapshot is drawn (all ghost agents share one acting network)."""
-        for rewards in self._episode_rewards.values():
-            if agents is None:
-                rewards.clear()
-            else:
-                for agent in agents:
-                    rewards.pop(agent, None)
+        """After an environment reset (whose unfinished games the collector drops without a result),
+        a snapshot is drawn: all ghost agents share one acting network."""
         if self.n_snapshots:
             self.select_slot()
 

@@ -28,7 +28,7 @@ pass, so every pair is used about ``batches_per_epoch`` times.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -50,6 +50,7 @@ from trainers.trainer.base import (
     positive,
 )
 from trainers.trainer.brain_info import BrainInfo
+from trainers.trainer.trajectory import Experience, Transitions
 from unityagents.brain import BrainParameters
 
 
@@ -144,8 +145,6 @@ class ImitationTrainer(Trainer):
         #: curriculum; bounded, because cameras make pairs large; each pair is still drawn many times.
         self.demonstrations = ReplayBuffer(self.settings.buffer_size)
         self._pairs_since_update = 0
-        self._episode_rewards: Dict[str, Dict[Any, float]] = {self.brain_name: {}, self.teacher_name: {}}
-        self._episode_steps: Dict[Any, int] = {}
 
     # ------------------------------------------------------------------ configuration
     @classmethod
@@ -192,14 +191,11 @@ class ImitationTrainer(Trainer):
         return self.environment_actions(actions.astype(np.float32)), None, None, None
 
     # ------------------------------------------------------------------ collecting
-    def teacher_pairs(self, info: BrainInfo, next_info: BrainInfo) -> Optional[Dict[str, np.ndarray]]:
-        """The (state, action) pairs of one teacher step; None when no agent is in both infos."""
-        next_index = {agent: j for j, agent in enumerate(next_info.agents)}
-        rows = [(i, next_index[agent]) for i, agent in enumerate(info.agents) if agent in next_index]
-        if not rows:
-            return None
-        now, later = (np.asarray(r) for r in zip(*rows))
-        actions = np.asarray(next_info.previous_actions)[later]
+    def teacher_pairs(self, transitions: Transitions) -> Dict[str, np.ndarray]:
+        """The (state, action) pairs of one teacher step: the state each agent acted from and the
+        action it executed (the ``previous_actions`` of the step that answers it)."""
+        now, later, info = transitions.rows, transitions.next_rows, transitions.before
+        actions = np.asarray(transitions.after.previous_actions)[later]
         if self.is_continuous:
             actions = actions.reshape(len(later), self.brain.action_space_size).astype(np.float32)
         else:
@@ -222,42 +218,19 @@ class ImitationTrainer(Trainer):
         """The teacher's steps are the student's training pairs."""
         return (self.teacher_name,)
 
-    def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo], outputs) -> None:
-        """Store the teacher's pairs of this step (and fold its states into the normaliser)."""
-        pairs = self.teacher_pairs(info[self.teacher_name], next_info[self.teacher_name])
-        if pairs is None:
-            return
-        self.demonstrations.add(pairs)
-        self._pairs_since_update += len(pairs["actions"])
-        if self.is_training and self.model.update_normalization is not None:
-            self.sess.run(self.model.update_normalization, {self.model.state_in: pairs["states"]})
-
-    def process_experiences(self, info: Mapping[str, BrainInfo]) -> None:
-        """Episode rewards of the student (``cumulative_reward``) and of the teacher (``teacher_reward``)."""
-        for name, totals in self._episode_rewards.items():
-            brain_info = info[name]
-            student = name == self.brain_name
-            for agent, reward, done in zip(brain_info.agents, brain_info.rewards, brain_info.local_done):
-                totals[agent] = totals.get(agent, 0.0) + float(reward)
-                if student:
-                    self._episode_steps[agent] = self._episode_steps.get(agent, 0) + 1
-                if done:
-                    self.add_stat("cumulative_reward" if student else "teacher_reward", totals.pop(agent))
-                    if student:
-                        self.add_stat("episode_length", self._episode_steps.pop(agent))
-
-    def end_episode(self, agents: Optional[Iterable[Hashable]] = None) -> None:
-        """After an environment reset, the episodes in progress of ``agents`` (None: all; student's
-        and teacher's keys alike) are abandoned: they have no reward to report."""
-        if agents is None:
-            for totals in self._episode_rewards.values():
-                totals.clear()
-            self._episode_steps.clear()
-            return
-        for agent in agents:
-            for totals in self._episode_rewards.values():
-                totals.pop(agent, None)
-            self._episode_steps.pop(agent, None)
+    def process_experience(self, experience: Experience) -> None:
+        """Store the teacher's pairs of this step (and fold its states into the normaliser); record
+        the episodes of the student (``cumulative_reward``) and of the teacher (``teacher_reward``)."""
+        teacher = experience.linked[self.teacher_name]
+        if teacher.transitions is not None:
+            pairs = self.teacher_pairs(teacher.transitions)
+            self.demonstrations.add(pairs)
+            self._pairs_since_update += len(pairs["actions"])
+            if self.is_training and self.model.update_normalization is not None:
+                self.sess.run(self.model.update_normalization, {self.model.state_in: pairs["states"]})
+        self.record_episodes(experience.episodes)
+        for episode in teacher.episodes:
+            self.add_stat("teacher_reward", episode.reward)
 
     # ------------------------------------------------------------------ updating
     def is_ready_update(self) -> bool:

@@ -45,7 +45,7 @@ from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
 from trainers.tf_utils import compiled_call, tf
 from trainers.trainer.base import Param, TrainerConfigError, UnityTrainerException, check_batch_fits
 from trainers.trainer.brain_info import BrainInfo
-from trainers.trainer.trajectory import PolicyOutput
+from trainers.trainer.trajectory import Experience, PolicyOutput, Transitions
 from unityagents.brain import CONTINUOUS_ACTION_CLIP, BrainParameters
 
 POCA_HYPERPARAMETERS: Dict[str, Param] = {
@@ -156,22 +156,34 @@ class POCATrainer(PPOTrainer):
                 "without groups trains with trainer: ppo.")
         return (agent[0], group_id) if isinstance(agent, tuple) else group_id
 
-    def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo],
-                        outputs: Optional[PolicyOutput]) -> None:
+    @property
+    def trajectory_horizon(self) -> None:
+        """None: the members' steps are assembled here into group trajectories (``groups``), cut at
+        ``time_horizon`` as a group, not per agent."""
+        return None
+
+    def step_fields(self, before: BrainInfo, after: BrainInfo) -> Dict[str, Tuple[Any, str]]:
+        return {}
+
+    def process_experience(self, experience: Experience) -> None:
+        """The step's member-steps into their groups; the ended episodes; groups cut at ``time_horizon``."""
+        transitions = experience.transitions
+        if transitions is not None and transitions.outputs is not None:
+            self._add_group_steps(transitions)
+        self.record_episodes(experience.episodes)
+        self._cut_long_groups(experience.latest)
+
+    def _add_group_steps(self, transitions: Transitions) -> None:
         """One group step per group from the agents that acted; a group whose episode ended moves on."""
-        if outputs is None:
-            return
-        info, outputs = self._with_late_decisions(info, next_info, outputs)
-        current, following = info[self.brain_name], next_info[self.brain_name]
+        current, following, outputs = transitions.before, transitions.after, transitions.outputs
         steps: Dict[Hashable, Dict[Hashable, MemberStep]] = {}
         done: Dict[Hashable, List[Tuple[Hashable, bool]]] = {}
-        for i, j, agent in self._pairs(info, next_info):
+        for i, j, agent in zip(transitions.rows.tolist(), transitions.next_rows.tolist(), transitions.agents):
             key = self._group_key(agent, int(current.group_id[i]))
             fields = {k: v[i] for k, v in outputs.fields.items() if k != "critic_state"}
             reward, group_reward = float(following.rewards[j]), float(following.group_rewards[j])
             steps.setdefault(key, {})[agent] = MemberStep(
                 fields, outputs.fields["critic_state"][i], self._action_code(fields["actions"]), reward, group_reward)
-            self._count_reward(agent, reward + group_reward)
             if following.local_done[j]:
                 done.setdefault(key, []).append((agent, bool(following.max_reached[j])))
         for key, step in steps.items():
@@ -229,13 +241,10 @@ class POCATrainer(PPOTrainer):
                                  float(np.mean([r["critic_baseline"] for r in rows])))
         group.steps = []
 
-    def process_experiences(self, info: Mapping[str, BrainInfo]) -> None:
-        """Close the episodes that ended; cut group trajectories at ``time_horizon`` (bootstrapped)."""
-        current = info[self.brain_name]
+    def _cut_long_groups(self, current: BrainInfo) -> None:
+        """Cut group trajectories at ``time_horizon``, bootstrapped from the members in play."""
         in_play: Dict[Hashable, List[Hashable]] = {}
         for j, agent in enumerate(current.agents):
-            if current.local_done[j]:
-                self._close_episode(agent)
             if current.decision_requested[j] and int(current.group_id[j]) > 0:
                 in_play.setdefault(self._group_key(agent, int(current.group_id[j])), []).append(agent)
         horizon = self.settings.time_horizon

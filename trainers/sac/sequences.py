@@ -11,14 +11,13 @@ first ``memory`` starts the sequence, its first ``next_memory`` starts the next 
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 from trainers.buffer import ReplayBuffer
-from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.off_policy import OffPolicyTrainer
-from trainers.trainer.trajectory import PolicyOutput
+from trainers.trainer.trajectory import Transitions
 
 
 class SequenceReplay(OffPolicyTrainer):
@@ -34,27 +33,18 @@ class SequenceReplay(OffPolicyTrainer):
             length = self.sequence_length
             self.replay = ReplayBuffer(max(self.settings.buffer_size // length, 1) * length)
 
-    def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo],
-                        outputs: Optional[PolicyOutput]) -> None:
+    def store(self, stored: Dict[str, np.ndarray], transitions: Transitions) -> None:
         """Recurrent: each agent's transitions wait until ``sequence_length`` of them (or its episode's
         end) make one block of the replay; otherwise the base stores them at once."""
         if not self.use_recurrent:
-            super().add_experiences(info, next_info, outputs)
+            super().store(stored, transitions)
             return
-        found = None if outputs is None else self.transitions_of(info, next_info, outputs)
-        if found is None:
-            return
-        transitions, pairs = found
-        following = next_info[self.brain_name]
-        transitions = self.complete_transitions(transitions, pairs, following)
-        ended = np.asarray(following.local_done, dtype=bool)
-        for k, (_, j, agent) in enumerate(pairs):
+        ended = transitions.dones
+        for k, agent in enumerate(transitions.agents):
             rows = self._pending.setdefault(agent, [])
-            rows.append({key: values[k] for key, values in transitions.items()})
-            if len(rows) == self.sequence_length or ended[j]:
+            rows.append({key: values[k] for key, values in stored.items()})
+            if len(rows) == self.sequence_length or ended[k]:
                 self._store_sequence(agent)
-            self._count_reward(agent, float(transitions["rewards"][k]))
-        self.count_transitions(len(pairs))
 
     def _store_sequence(self, agent: Any) -> None:
         """The agent's pending transitions as one block of ``sequence_length`` rows, zero-padded and masked."""

@@ -26,7 +26,7 @@ and settings (``trainer_type: sac`` of Release 22, in ``trainers.sac.settings``)
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence
 
 import numpy as np
 
@@ -53,7 +53,7 @@ from trainers.sac.settings import check_parameters as check_sac_parameters
 from trainers.tf_utils import CompiledRuns, tf
 from trainers.trainer.base import UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo
-from trainers.trainer.trajectory import PolicyOutput
+from trainers.trainer.trajectory import PolicyOutput, Transitions
 from unityagents.brain import BrainParameters
 
 
@@ -209,12 +209,11 @@ class SACTrainer(SequenceReplay):
         return PolicyOutput(actions, fields, memories=out["memory_out"], values=values)
 
     # ------------------------------------------------------------------ collecting
-    def complete_transitions(self, transitions: Dict[str, np.ndarray], pairs: List[Tuple[int, int, Any]],
-                             following: BrainInfo) -> Dict[str, np.ndarray]:
+    def complete_transitions(self, stored: Dict[str, np.ndarray], transitions: Transitions) -> Dict[str, np.ndarray]:
         """An interrupted episode's last transition bootstraps from the episode's last observation (the
         modern protocol's terminal row), and discrete brains store the next state's action masks."""
-        next_rows = np.asarray([j for _, j, _ in pairs])
-        dones = transitions["dones"] > 0.5
+        following, next_rows = transitions.after, transitions.next_rows
+        dones = stored["dones"] > 0.5
         next_masks = None if self.is_continuous else self._masks(following)[next_rows]
         terminal = following.terminal_info
         if terminal is not None and dones.any():
@@ -222,17 +221,17 @@ class SACTrainer(SequenceReplay):
             terminal_fields = self.observation_fields(terminal)
             terminal_masks = None if self.is_continuous else self._masks(terminal)
             interrupted = np.asarray(following.max_reached, dtype=bool)[next_rows]
-            for k, (_, _, agent) in enumerate(pairs):
+            for k, agent in enumerate(transitions.agents):
                 if dones[k] and agent in where:
                     for key, values in terminal_fields.items():
-                        transitions[f"next_{key}"][k] = values[where[agent]]
+                        stored[f"next_{key}"][k] = values[where[agent]]
                     if next_masks is not None:
                         next_masks[k] = terminal_masks[where[agent]]
                     dones[k] = not interrupted[k]
-        transitions["dones"] = dones.astype(np.float32)
+        stored["dones"] = dones.astype(np.float32)
         if next_masks is not None:
-            transitions["next_action_masks"] = next_masks
-        return transitions
+            stored["next_action_masks"] = next_masks
+        return stored
 
     def count_transitions(self, n: int) -> None:
         self.transitions_seen += n

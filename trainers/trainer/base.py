@@ -4,24 +4,25 @@ The controller drives each trainer with the same calls, once per environment ste
 
     actions, memories, values, outputs = trainer.take_action(all_info)
     new_info = processor.infos(env.step(*processor.decisions(...)))  # controller, not trainer
-    trainer.add_experiences(all_info, new_info, outputs)
-    trainer.process_experiences(new_info)
+    trainer.process_experience(collector.collect(all_info, new_info, outputs))
     if training and trainer.is_ready_update():
         trainer.update_model()
     trainer.write_summary(lesson)
     trainer.increment_step(n_agent_steps); trainer.update_last_reward()
 
 where ``all_info`` and ``new_info`` hold the trainer's own brain's batch and those of its
-``linked_brains`` (the brain a ghost copies, the teacher an imitator learns from), nothing else;
-and ``trainer.end_episode(agents)`` after an environment reset (``agents``: the keys of the agents
-whose episodes it cut; None for all). With several environments (``--num-envs``) every agent is
-keyed ``(environment, agent id)`` and each environment resets on its own, so a trainer must drop
-the state of those agents only. A trainer never sees a socket: it gets
-``BrainInfo`` objects (the agent processor's batches of the environment's steps) and the
-``BrainParameters`` of the scene. It builds all its TensorFlow ops
-in ``setup`` (inside ``tf.compat.v1.variable_scope(graph_scope)`` of the one shared graph), which
-``__init__`` calls last; the controller finalizes the graph before the loop, so an op created
-later fails loudly.
+``linked_brains`` (the brain a ghost copies, the teacher an imitator learns from), nothing else,
+and ``collector`` is the trainer's ``ExperienceCollector`` (``trainers.trainer.collector``, built
+from what the trainer declares: ``linked_brains``, ``trajectory_horizon``, ``step_fields``): it
+pairs the rows and hands the trainer an ``Experience`` of transitions, ended trajectories and
+ended episodes. After an environment reset the controller calls ``trainer.end_episode(agents)``
+(``agents``: the keys of the agents whose episodes it cut; None for all). With several
+environments (``--num-envs``) every agent is keyed ``(environment, agent id)`` and each
+environment resets on its own, so a trainer must drop the state of those agents only. A trainer
+never sees a socket: it gets ``BrainInfo`` batches to act on, ``Experience`` to learn from and
+the ``BrainParameters`` of the scene. It builds all its TensorFlow ops in ``setup`` (inside
+``tf.compat.v1.variable_scope(graph_scope)`` of the one shared graph), which ``__init__`` calls
+last; the controller finalizes the graph before the loop, so an op created later fails loudly.
 
 Steps are **agent steps**: one environment step of a brain with 12 agents adds 12. ``max_steps``
 and ``summary_freq`` count the same unit.
@@ -51,6 +52,7 @@ from trainers.settings.schema import (  # noqa: F401 (the trainers' and plugins'
 )
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.summaries import TrainerSummaries
+from trainers.trainer.trajectory import Episode, Experience
 from unityagents.brain import BrainParameters, same_spaces_error
 
 logger = logging.getLogger("unityagents")
@@ -245,6 +247,17 @@ class Trainer(TrainerSummaries):
         return ()
 
     @property
+    def trajectory_horizon(self) -> Optional[int]:
+        """The steps after which the collector cuts an agent's trajectory and hands it over; None
+        (the default) for a trainer that learns from each step's transitions and keeps no trajectory."""
+        return None
+
+    def step_fields(self, before: BrainInfo, after: BrainInfo) -> Dict[str, Tuple[Any, str]]:
+        """Fields the collector adds to each trajectory step beside the policy's: ``{field: (values,
+        "current" | "next")}``, row ``i`` of ``before`` (acted from) or ``j`` of ``after`` (reached)."""
+        return {}
+
+    @property
     def get_max_steps(self) -> float:
         return float(self.trainer_parameters["max_steps"])
 
@@ -286,15 +299,20 @@ class Trainer(TrainerSummaries):
 
         :return: ``(actions, memories or None, values or None, outputs)``; ``actions`` are what
             the environment receives (``environment_actions`` of the policy's decision), and
-            ``outputs`` is handed back unchanged to ``add_experiences``.
+            ``outputs`` reaches the collector, which stores its ``fields`` with each step.
         """
         raise UnityTrainerException(f"{type(self).__name__} does not implement take_action")
 
-    def add_experiences(self, info: Dict[str, BrainInfo], next_info: Dict[str, BrainInfo], outputs) -> None:
-        raise UnityTrainerException(f"{type(self).__name__} does not implement add_experiences")
+    def process_experience(self, experience: Experience) -> None:
+        """Learn from what one step gave this trainer (``trainers.trainer.trajectory.Experience``)."""
+        raise UnityTrainerException(f"{type(self).__name__} does not implement process_experience")
 
-    def process_experiences(self, info: Dict[str, BrainInfo]) -> None:
-        raise UnityTrainerException(f"{type(self).__name__} does not implement process_experiences")
+    def record_episodes(self, episodes: Iterable[Episode]) -> None:
+        """``cumulative_reward`` and ``episode_length`` of each ended episode: the console line's and
+        the curriculum's measure."""
+        for episode in episodes:
+            self.add_stat("cumulative_reward", episode.reward)
+            self.add_stat("episode_length", episode.length)
 
     def end_episode(self, agents: Optional[Iterable[Hashable]] = None) -> None:
         """Called after an environment reset: the episodes of ``agents`` (None: of every agent)

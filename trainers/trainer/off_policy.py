@@ -1,11 +1,11 @@
 """The off-policy base: a replay buffer of past transitions, minibatch updates, target networks.
 
 See ``trainers.trainer.rl_trainer`` for how the bases divide the work, and
-``trainers.trainer.trajectory`` for how two steps pair into transitions.
+``trainers.trainer.collector`` for how two steps pair into transitions.
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from trainers.trainer.base import (
 )
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.rl_trainer import RLTrainer
-from trainers.trainer.trajectory import PolicyOutput, step_rewards
+from trainers.trainer.trajectory import Experience, Transitions
 
 OFF_POLICY_HYPERPARAMETERS: Dict[str, Param] = {
     **COMMON_HYPERPARAMETERS,
@@ -136,60 +136,43 @@ class OffPolicyTrainer(RLTrainer):
         """One gradient step on ``batch`` (see the class docstring for its fields)."""
         raise UnityTrainerException(f"{type(self).__name__} must implement update(batch).")
 
-    # ------------------------------------------------------------------ collecting
-    def transitions_of(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo],
-                       outputs: PolicyOutput) -> Optional[Tuple[Dict[str, np.ndarray], List[Tuple[int, int, Any]]]]:
-        """The transitions of the agents present in both infos, as arrays, with their (row, next row,
-        agent) pairs; None when there are none. Fields: ``rewards``, ``dones``, the policy's fields,
-        the observations and the next observations (``next_<field>``)."""
-        info, outputs = self._with_late_decisions(info, next_info, outputs)
-        pairs = list(self._pairs(info, next_info))
-        if not pairs:
-            return None
-        rows = np.asarray([i for i, _, _ in pairs])
-        next_rows = np.asarray([j for _, j, _ in pairs])
-        following = next_info[self.brain_name]
-        transitions: Dict[str, np.ndarray] = {
-            "rewards": step_rewards(following).astype(np.float32)[next_rows],
-            "dones": np.asarray(following.local_done, dtype=np.float32)[next_rows],
+    # ------------------------------------------------------------------ learning from transitions
+    def transitions_of(self, transitions: Transitions) -> Dict[str, np.ndarray]:
+        """The step's transitions as the replay stores them: ``rewards``, ``dones``, the policy's
+        fields, the observations and the next observations (``next_<field>``)."""
+        rows, next_rows, following = transitions.rows, transitions.next_rows, transitions.after
+        stored: Dict[str, np.ndarray] = {
+            "rewards": transitions.rewards.astype(np.float32),
+            "dones": transitions.dones.astype(np.float32),
         }
-        for key, values in outputs.fields.items():
-            transitions[key] = np.asarray(values)[rows]
-        for key, values in self.observation_fields(info[self.brain_name]).items():
-            transitions[key] = values[rows]
+        for key, values in transitions.outputs.fields.items():
+            stored[key] = np.asarray(values)[rows]
+        for key, values in self.observation_fields(transitions.before).items():
+            stored[key] = values[rows]
         for key, values in self.observation_fields(following).items():
-            transitions[f"next_{key}"] = values[next_rows]
-        return transitions, pairs
+            stored[f"next_{key}"] = values[next_rows]
+        return stored
 
-    def add_experiences(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo],
-                        outputs: Optional[PolicyOutput]) -> None:
-        """Store one transition per agent present in both infos, all in one ``ReplayBuffer.add``."""
-        found = None if outputs is None else self.transitions_of(info, next_info, outputs)
-        if found is None:
-            return
-        transitions, pairs = found
-        transitions = self.complete_transitions(transitions, pairs, next_info[self.brain_name])
-        self.replay.add(transitions)
-        self.count_transitions(len(pairs))
-        for (_, _, agent), reward in zip(pairs, transitions["rewards"]):
-            self._count_reward(agent, float(reward))
+    def process_experience(self, experience: Experience) -> None:
+        """Store the step's transitions (all in one ``ReplayBuffer.add``) and record the ended episodes."""
+        transitions = experience.transitions
+        if transitions is not None and transitions.outputs is not None:
+            self.store(self.complete_transitions(self.transitions_of(transitions), transitions), transitions)
+            self.count_transitions(len(transitions))
+        self.record_episodes(experience.episodes)
 
-    def complete_transitions(self, transitions: Dict[str, np.ndarray], pairs: List[Tuple[int, int, Any]],
-                             following: BrainInfo) -> Dict[str, np.ndarray]:
-        """Hook: the transitions as stored; ``following`` is the info their next states come from."""
-        return transitions
+    def store(self, stored: Dict[str, np.ndarray], transitions: Transitions) -> None:
+        """Hook: put the step's transitions (``transitions_of``, completed) into the replay."""
+        self.replay.add(stored)
+
+    def complete_transitions(self, stored: Dict[str, np.ndarray], transitions: Transitions) -> Dict[str, np.ndarray]:
+        """Hook: the transitions as stored, with what the subclass adds (from ``transitions.after``)."""
+        return stored
 
     def count_transitions(self, n: int) -> None:
         """Hook: ``n`` transitions were just stored; they count towards ``train_every`` after the warm-up."""
         if self._warm():  # transitions of the warm-up do not queue a burst of updates
             self._new_transitions += n
-
-    def process_experiences(self, info: Mapping[str, BrainInfo]) -> None:
-        """Record the episodes that ended (transitions were stored by ``add_experiences``)."""
-        current = info[self.brain_name]
-        for j, agent in enumerate(current.agents):
-            if current.local_done[j]:
-                self._close_episode(agent)
 
     # ------------------------------------------------------------------ updating
     def _warm(self) -> bool:

@@ -76,12 +76,11 @@ class RewardSignalFields:
     def _needs_next_inputs(self) -> bool:
         return any(signal.needs_next_inputs for signal in self.reward_signals.values())
 
-    def _signal_input_fields(self, info: Mapping[str, BrainInfo],
-                             next_info: Mapping[str, BrainInfo]) -> Dict[str, Tuple[Any, str]]:
-        """The raw inputs the intrinsic signals read, ``{field: (values, 'current' | 'next')}``."""
+    def _signal_input_fields(self, current: BrainInfo, following: BrainInfo) -> Dict[str, Tuple[Any, str]]:
+        """The raw inputs the intrinsic signals read, ``{field: (values, 'current' | 'next')}``: each
+        trajectory step holds the inputs acted from and, for signals that need them, those reached."""
         if set(self.reward_signals) == {"extrinsic"}:
             return {}
-        current, following = info[self.brain_name], next_info[self.brain_name]
         fields: Dict[str, Tuple[Any, str]] = {}
         if self.brain.state_space_size > 0:
             fields["signal_state"] = (np.asarray(current.states, dtype=np.float32), "current")

@@ -1,14 +1,14 @@
-"""What the on- and off-policy bases share: acting, pairing and episode stats.
+"""What the on- and off-policy bases share: acting, and learning from the collector's experience.
 
 A trainer (built-in or from a plugin package) is a ``trainers.trainer.base.Trainer``. Most of what a
-``Trainer`` must do is the same for every algorithm of a family: turn API-2 ``BrainInfo`` pairs
-into per-agent transitions (``trainers.trainer.trajectory``), count episodes, decide when to
+``Trainer`` must do is the same for every algorithm of a family: learn from the collector's
+trajectories or transitions (``trainers.trainer.collector``), record episodes, decide when to
 learn. The bases do that once, so an algorithm only writes its graph and its learning step:
 
 ``OnPolicyTrainer`` (``trainers.trainer.on_policy``: PPO, A2C, ...)
-    collects one trajectory per agent; cuts it when the agent is done (value 0 after it) or when
-    it reaches ``time_horizon`` steps (bootstrapped with ``bootstrap_values``); lets the subclass
-    add returns/advantages (``process_trajectory``); moves it to the update buffer; once that holds
+    receives one trajectory per agent, ended when the agent is done (value 0 after it) or cut at
+    ``time_horizon`` steps (bootstrapped with ``bootstrap_values``); lets the subclass add
+    returns/advantages (``process_trajectory``); moves it to the update buffer; once that holds
     ``buffer_size`` steps, hands it over as arrays (``update``) and empties it.
 
 ``OffPolicyTrainer`` (``trainers.trainer.off_policy``: SAC, DQN, ...)
@@ -25,13 +25,13 @@ graph); the controller finalizes the graph before the loop, so an op created lat
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Hashable, Iterable, Iterator, Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 import numpy as np
 
 from trainers.trainer.base import Trainer, UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo
-from trainers.trainer.trajectory import PolicyOutput, Waiting, agent_pairs, with_late_decisions
+from trainers.trainer.trajectory import PolicyOutput
 
 
 def linear_schedule(start: float, end: float, step: float, duration: float) -> float:
@@ -41,12 +41,10 @@ def linear_schedule(start: float, end: float, step: float, duration: float) -> f
 
 
 class RLTrainer(Trainer):
-    """What both bases share: acting, pairing, episode stats.
+    """What both bases share: acting.
 
     Subclasses implement ``act``. ``take_action`` calls it (the controller never calls it with an
-    empty brain, but a direct caller may), and the bases' ``add_experiences`` hand its ``fields``
-    to their storage. ``cumulative_reward`` and ``episode_length`` are recorded per finished
-    episode, which is what the console line and the curriculum read.
+    empty brain, but a direct caller may); the collector stores its ``fields`` with each step.
     """
 
     #: ``[N, memorySize]`` width of the memories ``act`` returns; None for non-recurrent policies.
@@ -55,10 +53,6 @@ class RLTrainer(Trainer):
     def setup(self) -> None:
         super().setup()
         self.is_continuous = self.brain.action_space_type == "continuous"
-        self.cumulative_rewards: Dict[Any, float] = {}
-        self.episode_steps: Dict[Any, int] = {}
-        #: The decisions not answered yet (see ``trajectory.with_late_decisions``).
-        self._waiting: Waiting = {}
 
     # ------------------------------------------------------------------ hooks
     def act(self, info: BrainInfo) -> PolicyOutput:
@@ -84,44 +78,6 @@ class RLTrainer(Trainer):
         out.sent = self.environment_actions(out.actions)
         values = out.values if out.values is not None else np.zeros(n, dtype=np.float32)
         return out.sent, out.memories, values, out
-
-    def _pairs(self, info: Mapping[str, BrainInfo],
-               next_info: Mapping[str, BrainInfo]) -> Iterator[Tuple[int, int, Any]]:
-        """``(i, j, agent)`` for each agent of this brain in both infos (``trajectory.agent_pairs``)."""
-        return agent_pairs(info[self.brain_name], next_info[self.brain_name])
-
-    def _with_late_decisions(self, info: Mapping[str, BrainInfo], next_info: Mapping[str, BrainInfo],
-                             outputs: Optional[PolicyOutput]) -> Tuple[Mapping[str, BrainInfo], Optional[PolicyOutput]]:
-        """``info``/``outputs`` extended with the decisions answered only now (``trajectory.with_late_decisions``)."""
-        if outputs is None:
-            return info, outputs
-        current, extended_outputs = with_late_decisions(info[self.brain_name], next_info[self.brain_name],
-                                                        outputs, self._waiting)
-        if extended_outputs is outputs:
-            return info, outputs
-        return {**info, self.brain_name: current}, extended_outputs
-
-    def _count_reward(self, agent: Any, reward: float) -> None:
-        self.cumulative_rewards[agent] = self.cumulative_rewards.get(agent, 0.0) + reward
-        self.episode_steps[agent] = self.episode_steps.get(agent, 0) + 1
-
-    def _close_episode(self, agent: Any) -> None:
-        """Record the episode the agent just finished (if it took a step in it)."""
-        if agent in self.episode_steps:
-            self.add_stat("cumulative_reward", self.cumulative_rewards.pop(agent))
-            self.add_stat("episode_length", self.episode_steps.pop(agent))
-
-    def end_episode(self, agents: Optional[Iterable[Hashable]] = None) -> None:
-        """After an environment reset: the episodes of ``agents`` (None: all) are gone without a result."""
-        if agents is None:
-            self.cumulative_rewards.clear()
-            self.episode_steps.clear()
-            self._waiting.clear()
-            return
-        for agent in agents:
-            self.cumulative_rewards.pop(agent, None)
-            self.episode_steps.pop(agent, None)
-            self._waiting.pop(agent, None)
 
 
 __all__ = ["RLTrainer", "linear_schedule"]

@@ -1,8 +1,10 @@
-"""From steps to per-agent transitions: what a policy decided, which rows pair, where trajectories end.
+"""From steps to experience: what a policy decided, which rows pair, where trajectories end.
 
-Both trainer families (``on_policy``, ``off_policy``) turn two consecutive ``BrainInfo`` of a brain
-into transitions the same way, with the functions here; they keep the state (the decisions still
-waiting for an answer, the trajectories) and call these with it.
+The types a trainer consumes (``Transitions``, ``Trajectory``, ``Episode``, ``Experience``) and the
+functions that pair two consecutive ``BrainInfo`` of a brain into transitions and find where
+trajectories end. ``trainers.trainer.collector`` keeps the state between steps (the decisions
+still waiting for an answer, the trajectories in progress, the episodes' running totals) and
+calls these with it; the trainers never pair rows themselves.
 
 One API-2 rule shapes the pairing: when an agent is done, the state sent with ``done`` is already
 the *first* observation of its next episode (Unity resets it in the same frame). So the step that
@@ -15,10 +17,11 @@ or ``(environment, agent id)`` with several environments, so pairing never mixes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 
+from trainers.buffer import AgentBuffer
 from trainers.trainer.brain_info import BrainInfo
 
 #: agent -> (info, outputs, row) of a decision that its agent has not answered yet.
@@ -158,6 +161,107 @@ def trajectory_ends(info: BrainInfo, length: Callable[[Any], int], time_horizon:
     return ends
 
 
+@dataclass
+class Transitions:
+    """The transitions one step completed for one brain: every agent that acted and is answered now.
+
+    Transition ``k`` is agent ``agents[k]``, which acted from row ``rows[k]`` of ``before`` (late
+    decisions appended, see ``with_late_decisions``) and is answered by row ``next_rows[k]`` of
+    ``after``: the reward it got for that action, whether its episode ended, the state it reached.
+
+    :param outputs: the trainer's ``PolicyOutput`` for the rows of ``before`` (late rows
+        appended), or None when the trainer returns none (the ghost, the imitator, a linked brain).
+    :param rewards: ``[n]`` each agent's reward plus its group reward (``step_rewards``).
+    """
+
+    agents: List[Hashable]
+    before: BrainInfo
+    rows: np.ndarray
+    after: BrainInfo
+    next_rows: np.ndarray
+    outputs: Optional[PolicyOutput]
+    rewards: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.agents)
+
+    @property
+    def dones(self) -> np.ndarray:
+        """``[n]`` bool: the transition ended its agent's episode (finished or interrupted)."""
+        return np.asarray(self.after.local_done, dtype=bool)[self.next_rows]
+
+    def field(self, key: str) -> np.ndarray:
+        """The policy's field ``key`` for each transition (``outputs.fields[key]`` at ``rows``)."""
+        return np.asarray(self.outputs.fields[key])[self.rows]
+
+
+#: How a trajectory ended: its episode finished (nothing follows), was interrupted by a max step
+#: (bootstrapped from the episode's last observation), or was cut at ``time_horizon`` (bootstrapped
+#: from the state its agent goes on from).
+FINISHED, INTERRUPTED, CUT = "finished", "interrupted", "cut"
+
+
+@dataclass
+class Trajectory:
+    """One agent's consecutive steps, handed to its trainer whole.
+
+    :param steps: one value per step and field: the policy's ``fields``, ``rewards``, and what
+        the trainer's ``step_fields`` adds.
+    :param end: ``FINISHED``, ``INTERRUPTED`` or ``CUT``.
+    :param bootstrap: ``(info, row)`` whose state the value after the last step is estimated
+        from (None when ``FINISHED``: the value is 0).
+    """
+
+    agent: Hashable
+    steps: AgentBuffer
+    end: str
+    bootstrap: Optional[Tuple[BrainInfo, int]] = None
+
+    def __len__(self) -> int:
+        return len(self.steps["rewards"])
+
+
+@dataclass(frozen=True)
+class Episode:
+    """An episode that ended: its agent, the sum of its rewards (group rewards included), its steps."""
+
+    agent: Hashable
+    reward: float
+    length: int
+
+
+@dataclass
+class Experience:
+    """What one step gave one trainer, from ``ExperienceCollector.collect``.
+
+    :param latest: the trainer's brain's batch after the step (the one it acts on next).
+    :param transitions: the transitions the step completed, or None when none did.
+    :param trajectories: those that ended at this step, finished first (row order), then the
+        interrupted, then the ones cut at ``time_horizon``; only for a trainer with a horizon.
+    :param episodes: the episodes that ended at this step, in row order.
+    :param linked: the same for each brain of the trainer's ``linked_brains`` (no trajectories).
+    """
+
+    brain: str
+    latest: BrainInfo
+    transitions: Optional[Transitions] = None
+    trajectories: List[Trajectory] = field(default_factory=list)
+    episodes: List[Episode] = field(default_factory=list)
+    linked: Dict[str, "Experience"] = field(default_factory=dict)
+
+
+def pair_transitions(current: BrainInfo, following: BrainInfo,
+                     outputs: Optional[PolicyOutput] = None) -> Optional[Transitions]:
+    """The transitions from ``current`` to ``following`` (``agent_pairs``), or None when no agent pairs."""
+    pairs = list(agent_pairs(current, following))
+    if not pairs:
+        return None
+    rows, next_rows, agents = zip(*pairs)
+    next_rows = np.asarray(next_rows)
+    return Transitions(list(agents), current, np.asarray(rows), following, next_rows, outputs,
+                       step_rewards(following)[next_rows])
+
+
 def bootstrap_value(values: Union[np.ndarray, Dict[str, np.ndarray]], k: int) -> Union[float, Dict[str, float]]:
     """Row ``k`` of what ``bootstrap_values`` returned: one value, or ``{signal: value}`` with reward signals."""
     if isinstance(values, dict):
@@ -165,5 +269,6 @@ def bootstrap_value(values: Union[np.ndarray, Dict[str, np.ndarray]], k: int) ->
     return float(values[k])
 
 
-__all__ = ["PolicyOutput", "TrajectoryEnds", "agent_pairs", "bootstrap_value", "step_rewards", "trajectory_ends",
+__all__ = ["CUT", "FINISHED", "INTERRUPTED", "Episode", "Experience", "PolicyOutput", "Trajectory", "TrajectoryEnds",
+           "Transitions", "agent_pairs", "bootstrap_value", "pair_transitions", "step_rewards", "trajectory_ends",
            "with_late_decisions"]

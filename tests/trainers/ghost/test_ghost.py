@@ -7,6 +7,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from tests.fake_env import end_episodes, learn_from_step
 from trainers.ghost.trainer import EloRating, GhostTrainer
 from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
 from trainers.settings.trainer_config import load_trainer_config
@@ -156,14 +157,13 @@ def test_many_snapshot_cycles_leave_the_graph_unchanged():
                           ghost_done=done, seed=t, memory=8)
         actions, memories, values, outputs = run.ghost.take_action(info)
         assert actions.shape == (2, 2) and memories.shape == (2, 8) and values is None
-        run.ghost.add_experiences(info, info, outputs)
-        run.ghost.process_experiences(info)
+        learn_from_step(run.ghost, info, info, outputs)
         run.ghost.write_summary(0)
         run.ghost.increment_step(2)
         slots.add(run.ghost.current_slot)
         if t % 20 == 19:
             run.perturb_learner(rng)
-            run.ghost.end_episode()
+            end_episodes(run.ghost)
     assert len(run.graph.get_operations()) == ops_after_setup
     assert run.ghost.n_snapshots == 1 + 120 // 4  # before the first action, then every new_model_freq steps
     assert run.ghost.filled_slots == 3 and slots == {0, 1, 2}
@@ -232,10 +232,13 @@ def test_games_update_the_rating_and_draw_a_new_snapshot(tmp_path):
     run = Run(ghost_overrides={"summary_freq": 4, "summary_path": str(tmp_path / "ghost")})
     run.ghost.take_action(step_infos())
     run.ghost.take_snapshot()  # two filled slots
+    before = step_infos()
     for t in range(5):  # the learner wins every rally
-        run.ghost.process_experiences(step_infos(learner_rewards=[0.1, 0.1], ghost_rewards=[0.0, 0.0], seed=t))
-        run.ghost.process_experiences(step_infos(learner_rewards=[0.0, 0.1], ghost_rewards=[-0.1, -0.1],
-                                                 learner_done=[True, True], ghost_done=[True, True], seed=t))
+        rally = step_infos(learner_rewards=[0.1, 0.1], ghost_rewards=[0.0, 0.0], seed=t)
+        learn_from_step(run.ghost, before, rally, None)
+        before = step_infos(learner_rewards=[0.0, 0.1], ghost_rewards=[-0.1, -0.1],
+                            learner_done=[True, True], ghost_done=[True, True], seed=t)
+        learn_from_step(run.ghost, rally, before, None)
     assert run.ghost.elo.rating > 1200.0
     assert run.ghost.games == [1.0] * 10
     run.ghost.increment_step(4)
@@ -248,6 +251,19 @@ def test_games_update_the_rating_and_draw_a_new_snapshot(tmp_path):
     assert tags["Self-play/learner_win_rate"] == 1.0
     assert tags["Environment/Cumulative Reward"] == pytest.approx(-0.1)
     assert run.ghost.games == []
+
+
+def test_a_reset_drops_the_unfinished_games():
+    run = Run()
+    run.ghost.take_action(step_infos())
+    # The ghost leads the game in progress (0.5 vs 0.1) when the environment resets.
+    learn_from_step(run.ghost, step_infos(), step_infos(learner_rewards=[0.1, 0.1], ghost_rewards=[0.5, 0.5]), None)
+    end_episodes(run.ghost)
+    learn_from_step(run.ghost, step_infos(seed=1),
+                    step_infos(learner_rewards=[0.1, 0.1], ghost_rewards=[-0.1, -0.1],
+                               learner_done=[True, True], ghost_done=[True, True], seed=2), None)
+    assert run.ghost.stats["cumulative_reward"] == [-0.1, -0.1]  # the new games only
+    assert run.ghost.games == [1.0, 1.0]
 
 
 def test_the_ghost_is_not_a_learner_and_exports_nothing():

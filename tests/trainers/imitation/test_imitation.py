@@ -5,6 +5,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from tests.fake_env import end_episodes, learn_from_step
 from trainers.export.frozen_graph import freeze
 from trainers.imitation.trainer import IMITATION_HYPERPARAMETERS, ImitationTrainer
 from trainers.settings.trainer_config import load_trainer_config
@@ -12,6 +13,7 @@ from trainers.tf_utils import tf
 from trainers.trainer.base import TrainerConfigError, UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.registry import load_registry
+from trainers.trainer.trajectory import pair_transitions
 from unityagents.brain import BrainParameters
 
 STUDENT, TEACHER = "Student", "Teacher"
@@ -57,11 +59,11 @@ def test_pairs_states_t_with_previous_actions_t_plus_1_by_agent_id_across_dones(
     # (its state is post-reset, but previous_actions is still what it did from states_t[0]).
     later = info(np.full((3, 4), 99.0), [[1.0, 1.5], [2.0, 2.5], [3.0, 3.5]], agents=[11, 7, 5],
                  done=[False, False, True])
-    pairs = trainer.teacher_pairs(now, later)
+    pairs = trainer.teacher_pairs(pair_transitions(now, later))
     np.testing.assert_array_equal(pairs["states"], states_t[[0, 1]])
     np.testing.assert_array_equal(pairs["actions"], [[3.0, 3.5], [2.0, 2.5]])
 
-    trainer.add_experiences({TEACHER: now, STUDENT: now}, {TEACHER: later, STUDENT: later}, None)
+    learn_from_step(trainer, {TEACHER: now, STUDENT: now}, {TEACHER: later, STUDENT: later}, None)
     assert len(trainer.demonstrations) == 2
     np.testing.assert_array_equal(trainer.demonstrations.fields["actions"][:2], [[3.0, 3.5], [2.0, 2.5]])
 
@@ -69,10 +71,10 @@ def test_pairs_states_t_with_previous_actions_t_plus_1_by_agent_id_across_dones(
 def test_discrete_teacher_actions_become_indices_and_bad_indices_are_refused():
     trainer = make_trainer(action_type=0, action_size=3)
     now = info(np.zeros((2, 4)), [[0.0], [0.0]], agents=[1, 2])
-    pairs = trainer.teacher_pairs(now, info(np.zeros((2, 4)), [[2.0], [1.0]], agents=[1, 2]))
+    pairs = trainer.teacher_pairs(pair_transitions(now, info(np.zeros((2, 4)), [[2.0], [1.0]], agents=[1, 2])))
     assert pairs["actions"].dtype == np.int32 and pairs["actions"].tolist() == [2, 1]
     with pytest.raises(UnityTrainerException, match="teacher 'Teacher' executed action 3, outside 0...2"):
-        trainer.teacher_pairs(now, info(np.zeros((2, 4)), [[3.0], [1.0]], agents=[1, 2]))
+        trainer.teacher_pairs(pair_transitions(now, info(np.zeros((2, 4)), [[3.0], [1.0]], agents=[1, 2])))
 
 
 def run_teacher(trainer, teacher, steps, n_agents=12, seed=0):
@@ -89,8 +91,7 @@ def run_teacher(trainer, teacher, steps, n_agents=12, seed=0):
         executed = teacher(states)
         states = rng.normal(size=(n_agents, STATE_SIZE))
         later = info(states, executed, agents, done=list(rng.random(n_agents) < 0.05), rewards=[1.0] * n_agents)
-        trainer.add_experiences({STUDENT: now, TEACHER: now}, {STUDENT: later, TEACHER: later}, None)
-        trainer.process_experiences({STUDENT: later, TEACHER: later})
+        learn_from_step(trainer, {STUDENT: now, TEACHER: now}, {STUDENT: later, TEACHER: later}, None)
         if trainer.is_ready_update():
             trainer.update_model()
         trainer.increment_step(n_agents)
@@ -129,23 +130,39 @@ def test_updates_wait_for_a_full_minibatch_of_new_pairs_and_the_buffer_is_bounde
     trainer = make_trainer(batch_size=32, buffer_size=40)
     now = info(np.zeros((12, 4)), np.zeros((12, 2)), list(range(12)))
     for expected_ready in (False, False, True):
-        trainer.add_experiences({TEACHER: now, STUDENT: now}, {TEACHER: now, STUDENT: now}, None)
+        learn_from_step(trainer, {TEACHER: now, STUDENT: now}, {TEACHER: now, STUDENT: now}, None)
         assert trainer.is_ready_update() is expected_ready
     trainer.update_model()
     assert not trainer.is_ready_update()
     for _ in range(3):
-        trainer.add_experiences({TEACHER: now, STUDENT: now}, {TEACHER: now, STUDENT: now}, None)
+        learn_from_step(trainer, {TEACHER: now, STUDENT: now}, {TEACHER: now, STUDENT: now}, None)
     assert len(trainer.demonstrations) == 40
+
+
+def step(done, reward):
+    """One step's batches: the student's agent 3 got ``reward``, the teacher's ten times it."""
+    return {STUDENT: info(np.zeros((1, 4)), np.zeros((1, 2)), [3], done=[done], rewards=[reward]),
+            TEACHER: info(np.zeros((1, 4)), np.zeros((1, 2)), [3], done=[done], rewards=[10 * reward])}
 
 
 def test_episode_rewards_of_student_and_teacher():
     trainer = make_trainer()
+    before = step(False, 0.0)
     for done, reward in ((False, 1.0), (True, 2.0)):
-        student = info(np.zeros((1, 4)), np.zeros((1, 2)), [3], done=[done], rewards=[reward])
-        teacher = info(np.zeros((1, 4)), np.zeros((1, 2)), [3], done=[done], rewards=[10 * reward])
-        trainer.process_experiences({STUDENT: student, TEACHER: teacher})
+        after = step(done, reward)
+        learn_from_step(trainer, before, after, None)
+        before = after
     assert trainer.stats["cumulative_reward"] == [3.0] and trainer.stats["teacher_reward"] == [30.0]
     assert trainer.stats["episode_length"] == [2.0]
+
+
+def test_a_reset_drops_the_episodes_in_progress_of_student_and_teacher():
+    trainer = make_trainer()
+    learn_from_step(trainer, step(False, 0.0), step(False, 5.0), None)
+    end_episodes(trainer)  # the environment reset: the episode of agent 3 has no result
+    learn_from_step(trainer, step(False, 0.0), step(True, 2.0), None)
+    assert trainer.stats["cumulative_reward"] == [2.0] and trainer.stats["teacher_reward"] == [20.0]
+    assert trainer.stats["episode_length"] == [1.0]
 
 
 @pytest.mark.parametrize("action_type, dtype, width", [(0, tf.int64, 1), (1, tf.float32, 3)],

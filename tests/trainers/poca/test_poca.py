@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import shipped_config_pair
+from tests.fake_env import learn_from_step
 from tests.onnx_contract import assert_contract
 from trainers.export.onnx_model import export_onnx
 from trainers.poca.groups import MemberStep, finish, team_reward
@@ -156,8 +157,7 @@ def test_the_trainer_keeps_a_leavers_steps_until_the_group_ends_and_then_learns(
     ]
     for before, after in zip(script, script[1:]):
         _, _, _, outputs = trainer.take_action(before)
-        trainer.add_experiences(before, after, outputs)
-        trainer.process_experiences(after)
+        learn_from_step(trainer, before, after, outputs)
         assert not trainer.rows or after is script[-1]  # nothing moves before the group's episode ends
     assert len(trainer.rows) == 3 + 2 + 2
     leaver = trainer.rows[2]
@@ -176,8 +176,7 @@ def test_a_long_group_trajectory_is_cut_at_time_horizon_and_bootstrapped():
     script = [info([1, 2], [3, 3], seed=k) for k in range(4)]
     for before, after in zip(script, script[1:]):
         _, _, _, outputs = trainer.take_action(before)
-        trainer.add_experiences(before, after, outputs)
-        trainer.process_experiences(after)
+        learn_from_step(trainer, before, after, outputs)
     assert len(trainer.rows) == 4 and len(trainer.groups[3]) == 1  # two steps moved, the third kept
     assert trainer.groups[3].members == {1, 2} and not trainer.groups[3].over()
     # No reward at all: the returns are the critic's bootstrap, discounted, not zero.
@@ -208,8 +207,7 @@ def test_a_resumed_trainer_takes_the_update_the_uninterrupted_run_takes(tmp_path
         script.append(info([1, 2], [5, 5], group_rewards=[1.0, 1.0], done=[True, True], seed=first_seed + 3))
         for before, after in zip(script, script[1:]):
             _, _, _, outputs = trainer.take_action(before)
-            trainer.add_experiences(before, after, outputs)
-            trainer.process_experiences(after)
+            learn_from_step(trainer, before, after, outputs)
             if trainer.is_ready_update():
                 trainer.update_model()
                 return [trainer.stats[key][-1] for key in ("policy_loss", "value_loss")]
@@ -233,7 +231,7 @@ def test_a_scene_without_groups_is_refused_naming_the_brain(trainer):
     before, after = info([1, 2], [0, 0]), info([1, 2], [0, 0], seed=1)
     _, _, _, outputs = trainer.take_action(before)
     with pytest.raises(UnityTrainerException, match=r"Brain 'Team'.*trainer: poca.*group id 0.*trainer: ppo"):
-        trainer.add_experiences(before, after, outputs)
+        learn_from_step(trainer, before, after, outputs)
 
 
 def test_the_exported_policy_is_an_ordinary_policy_that_passes_the_unity_contract(trainer, tmp_path):

@@ -3,7 +3,7 @@ trainer driven by the controller's loop over the fake environment (``tests.fake_
 import numpy as np
 import pytest
 
-from tests.fake_env import FakeEnv, Loop
+from tests.fake_env import FakeEnv, Loop, collector_of, end_episodes
 from trainers.ppo.models import create_agent_model
 from trainers.ppo.trainer import PPOTrainer
 from trainers.returns import discount_rewards, get_gae
@@ -199,7 +199,7 @@ def test_trainer_collects_processes_and_updates(kind, last_observation):
     kl, clip_fraction, policy_loss = first_minibatch_kl(trainer)
     assert abs(kl) < 1e-5 and clip_fraction == 0.0 and abs(policy_loss) < 1e-5  # ratio 1 before any update
     trainer.update_model()
-    assert len(trainer.training_buffer.update_buffer["actions"]) == 0
+    assert len(trainer.update_buffer["actions"]) == 0
     for key in ("policy_loss", "value_loss", "approx_kl", "clip_fraction", "learning_rate",
                 "cumulative_reward", "episode_length", "value_estimate", "entropy"):
         assert trainer.stats[key], key
@@ -215,12 +215,12 @@ def test_transition_after_a_done_is_kept():
     brain = BrainParameters("FakeBrain", BRAINS["continuous"])
     trainer = make_trainer(brain, time_horizon=100, buffer_size=1000)
     Loop(FakeEnv(brain, n_agents=1, episode_length=3)).run(trainer, 4)  # step 4 starts from the post-reset state
-    assert len(trainer.training_buffer.update_buffer["actions"]) == 3
-    assert len(trainer.training_buffer[0]["actions"]) == 1  # the first step of episode 2
-    advantages = np.array(trainer.training_buffer.update_buffer["discounted_returns"])
+    assert len(trainer.update_buffer["actions"]) == 3
+    assert len(collector_of(trainer).trajectories[0]["actions"]) == 1  # the first step of episode 2
+    advantages = np.array(trainer.update_buffer["discounted_returns"])
     np.testing.assert_allclose(advantages, [0.1 + 0.99 * (0.1 + 0.99), 0.1 + 0.99, 1.0], rtol=1e-5, atol=0.2)
-    trainer.end_episode()
-    assert len(trainer.training_buffer[0]["actions"]) == 0
+    end_episodes(trainer)
+    assert len(collector_of(trainer).trajectories[0]["actions"]) == 0
 
 
 def test_time_horizon_cut_bootstraps_with_the_value_of_the_current_state():
@@ -229,7 +229,7 @@ def test_time_horizon_cut_bootstraps_with_the_value_of_the_current_state():
     loop = Loop(FakeEnv(brain, n_agents=1, episode_length=100))
     loop.run(trainer, 2)  # the second step's processing cuts the trajectory
     bootstrap = trainer.sess.run(trainer.model.value, trainer._input_feed(loop.info["FakeBrain"]))[0, 0]
-    returns = np.array(trainer.training_buffer.update_buffer["discounted_returns"])
+    returns = np.array(trainer.update_buffer["discounted_returns"])
     np.testing.assert_allclose(returns, [0.1 + 0.5 * 0.1 + 0.25 * bootstrap, 0.1 + 0.5 * bootstrap], rtol=1e-5)
 
 
@@ -380,7 +380,7 @@ def test_acting_bootstrapping_and_the_update_never_go_through_session_run():
     trainer.sess.run = refuse
     Loop(FakeEnv(brain)).until_ready(trainer)  # acts, folds the states, bootstraps cut trajectories
     trainer.update_model()
-    assert trainer.stats["policy_loss"] and len(trainer.training_buffer.update_buffer["actions"]) == 0
+    assert trainer.stats["policy_loss"] and len(trainer.update_buffer["actions"]) == 0
 
 
 def test_compiled_call_converts_the_values_to_the_feeds_dtypes_and_keeps_the_fetches_order():

@@ -15,6 +15,7 @@ import numpy as np
 import trainers.poca.trainer as poca_trainer
 import trainers.ppo.models as ppo_models
 import trainers.reward_signals.base as signals_base
+from tests.fake_env import learn_from_step
 from trainers.flat_adam import OPTIMIZER_STATE
 from trainers.poca.trainer import POCATrainer
 from trainers.ppo.trainer import PPOTrainer
@@ -93,8 +94,7 @@ def train(trainer, updates: int, groups=None) -> None:
     for t in range(400):
         _, _, _, out = trainer.take_action(info)
         following = {trainer.brain_name: brain_info(rng, agents, [t % 6 == 5] * 2, groups)}
-        trainer.add_experiences(info, following, out)
-        trainer.process_experiences(following)
+        learn_from_step(trainer, info, following, out)
         if trainer.is_ready_update():
             trainer.update_model()
             done += 1

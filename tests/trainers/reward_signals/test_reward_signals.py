@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import config_error, load_config
+from tests.fake_env import learn_from_step
 from trainers.buffer import AgentBuffer
 from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
 from trainers.ppo.trainer import PPOTrainer
@@ -271,8 +272,7 @@ def run_trainer(params, steps=12, seed=0, initial=None):
     for t in range(steps):
         _, _, _, out = trainer.take_action(info)
         following = {"B": brain_info(rng.normal(size=(2, 4)), [0.1 * t, -0.1], [t % 5 == 4, False])}
-        trainer.add_experiences(info, following, out)
-        trainer.process_experiences(following)
+        learn_from_step(trainer, info, following, out)
         if trainer.is_ready_update():
             trainer.update_model()
             updates += 1

@@ -9,7 +9,7 @@ import onnxruntime
 import pytest
 
 from tests.conftest import learn, mean_rewards, run_academy, write
-from tests.fake_env import FakeEnv, Loop
+from tests.fake_env import FakeEnv, Loop, learn_from_step
 from tests.onnx_contract import assert_contract
 from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
 from trainers.export.onnx_model import export_onnx
@@ -154,7 +154,7 @@ def test_discrete_actions_respect_the_masks_and_the_replay_keeps_the_next_masks(
     np.testing.assert_allclose(frequency, probs[0, :3], atol=0.05)
     next_masks = np.roll(masks, 1, axis=0)
     following = BrainInfo([], info.states, None, [0.0] * n, list(range(n)), [False] * n, action_masks=next_masks)
-    trainer.add_experiences({"Brain": info}, {"Brain": following}, outputs)
+    learn_from_step(trainer, {"Brain": info}, {"Brain": following}, outputs)
     np.testing.assert_array_equal(trainer.replay.fields["action_masks"][:n], masks)
     np.testing.assert_array_equal(trainer.replay.fields["next_action_masks"][:n], next_masks)
 

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import pytest
 
+from tests.fake_env import collector_of, end_episodes, learn_from_step
 from tests.step_view import InfoView
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import OnPolicyTrainer
@@ -99,11 +100,20 @@ class RecordingTrainer(OnPolicyTrainer):
                             fields={"obs": np.asarray(info.states)})
 
 
+def in_progress(trainer) -> Dict[Any, List[np.ndarray]]:
+    """Each agent's trajectory in progress (its ``obs``), as the trainer's collector keeps it."""
+    return {agent: list(steps["obs"]) for agent, steps in collector_of(trainer).trajectories.items()}
+
+
+def obs(trainer, agent) -> List[np.ndarray]:
+    """The ``obs`` of the agent's trajectory in progress; none when it has none."""
+    return in_progress(trainer).get(agent, [])
+
+
 def tick(envs, trainer, info):
     actions, _, _, out = trainer.take_action(info)
     new = envs.step(action={"B": actions})
-    trainer.add_experiences(info, new, out)
-    trainer.process_experiences(new)
+    learn_from_step(trainer, info, new, out)
     return new
 
 
@@ -133,21 +143,21 @@ def test_one_environment_resets_alone_and_the_other_keeps_its_trajectories():
     for _ in range(2):
         info = tick(envs, trainer, info)
     assert envs.needs_reset
-    before = {a: list(trainer.training_buffer[a]["obs"]) for a in trainer.training_buffer.keys()}
+    before = in_progress(trainer)
     info, ended = envs.reset_finished()
-    trainer.end_episode(ended)
+    end_episodes(trainer, ended)
     assert sorted(ended) == [(1, 0), (1, 1), (1, 2)]
     assert len(made[0][0].resets) == 1 and len(made[1][0].resets) == 2  # only environment 1 reset again
     for agent in [(0, 0), (0, 1), (0, 2)]:  # environment 0's trajectories go on, untouched
-        assert len(trainer.training_buffer[agent]["obs"]) == 2
-        np.testing.assert_array_equal(trainer.training_buffer[agent]["obs"], before[agent])
-        np.testing.assert_array_equal(np.asarray(trainer.training_buffer[agent]["obs"])[:, 0], [0, 0])
+        assert len(obs(trainer, agent)) == 2
+        np.testing.assert_array_equal(obs(trainer, agent), before[agent])
+        np.testing.assert_array_equal(np.asarray(obs(trainer, agent))[:, 0], [0, 0])
     for agent in ended:
-        assert len(trainer.training_buffer[agent]["obs"]) == 0
+        assert len(obs(trainer, agent)) == 0
     info = tick(envs, trainer, info)
-    assert len(trainer.training_buffer[(0, 0)]["obs"]) == 3
-    assert len(trainer.training_buffer[(1, 0)]["obs"]) == 1  # a fresh trajectory from the reset state
-    np.testing.assert_array_equal(trainer.training_buffer[(1, 0)]["obs"][0], [1, 0])
+    assert len(obs(trainer, (0, 0))) == 3
+    assert len(obs(trainer, (1, 0))) == 1  # a fresh trajectory from the reset state
+    np.testing.assert_array_equal(obs(trainer, (1, 0))[0], [1, 0])
 
 
 def test_a_lesson_change_reaches_each_environment_at_its_next_reset(tmp_path):
@@ -173,12 +183,12 @@ def test_a_crashed_environment_is_restarted_and_only_its_agents_end():
     assert [a for a in info["B"].agents] == [(1, 0), (1, 1), (1, 2)]
     assert envs.needs_reset and made[0][0].closed
     info, ended = envs.reset_finished()
-    trainer.end_episode(ended)
+    end_episodes(trainer, ended)
     assert len(made[0]) == 2 and envs.restarts() == 1  # launched again on the same index
     assert sorted(ended) == [(0, 0), (0, 1), (0, 2)]
     assert info["B"].agents == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
-    assert len(trainer.training_buffer[(1, 2)]["obs"]) == 2
-    assert len(trainer.training_buffer[(0, 2)]["obs"]) == 0
+    assert len(obs(trainer, (1, 2))) == 2
+    assert len(obs(trainer, (0, 2))) == 0
 
 
 def test_past_the_restart_limit_the_error_names_cause_and_log():

@@ -1,10 +1,11 @@
 """A2C: synchronous advantage actor-critic, as a plugin trainer on ``OnPolicyTrainer``.
 
-The base collects one trajectory per agent and cuts it every ``time_horizon`` steps (or at a
-done); this trainer computes n-step returns (``lambd: 1``, n = ``time_horizon``) or GAE
-(``lambd`` < 1) and takes **one** gradient step on every ``buffer_size`` collected steps, then
-throws them away. With 12 agents, ``time_horizon: 8`` and ``buffer_size: 96`` that is the classic
-A2C batch: every agent's last 8 steps.
+The controller's collector keeps one trajectory per agent and cuts it every ``time_horizon``
+steps (or at a done), and the base moves each to the update buffer; this trainer computes
+n-step returns (``lambd: 1``, n = ``time_horizon``) or GAE (``lambd`` < 1) and takes **one**
+gradient step on every ``buffer_size`` collected steps, then throws them away. With 12 agents,
+``time_horizon: 8`` and ``buffer_size: 96`` that is the classic A2C batch: every agent's last
+8 steps.
 """
 from __future__ import annotations
 

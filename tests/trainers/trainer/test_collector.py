@@ -1,4 +1,5 @@
-"""The trainer bases with the modern protocol's changing set of agents (no TensorFlow, no socket).
+"""Pairing with the modern protocol's changing set of agents (no TensorFlow, no socket): the
+``ExperienceCollector`` that pairs rows and keeps trajectories, and the on-policy base it hands them to.
 
 An agent that acts at step t may report again only at t+k (decision periods), a row may only report
 the end of an episode (no decision asked), and an episode cut by its max step is bootstrapped from
@@ -6,8 +7,9 @@ the value of its last observation.
 """
 import numpy as np
 
-from trainers.buffer import Buffer
+from trainers.buffer import AgentBuffer
 from trainers.trainer.brain_info import BrainInfo
+from trainers.trainer.collector import ExperienceCollector
 from trainers.trainer.on_policy import OnPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput
 
@@ -19,10 +21,8 @@ class Recorder(OnPolicyTrainer):
 
     def __init__(self):  # no Trainer.__init__: no session, no config
         self.brain_name = BRAIN
-        self.cumulative_rewards, self.episode_steps, self._waiting = {}, {}, {}
-        self.training_buffer = Buffer()
+        self.update_buffer = AgentBuffer()
         self.update_fields = ["actions", "rewards"]
-        self.hp = {"time_horizon": 1000}
         self.reward_signals = {}
         self.stats, self.finished, self.bootstrapped = [], [], []
         self.is_training, self.step, self.trainer_parameters = True, 0, {"max_steps": 1e9}  # still learning
@@ -38,6 +38,23 @@ class Recorder(OnPolicyTrainer):
         self.finished.append((list(trajectory["actions"]), list(trajectory["rewards"]), value_next))
 
 
+class Pairing:
+    """The controller's part for one trainer: its collector pairs each step, the trainer learns from it."""
+
+    def __init__(self):
+        self.trainer = Recorder()
+        self.collector = ExperienceCollector(BRAIN, time_horizon=1000)
+
+    def collect(self, before, after):
+        """The step from ``before`` to ``after``, the policy acting on ``before``; its experience."""
+        return self.collector.collect({BRAIN: before}, {BRAIN: after}, act(before))
+
+    def learn(self, before, after):
+        experience = self.collect(before, after)
+        self.trainer.process_experience(experience)
+        return experience
+
+
 def info(agents, rewards=None, done=None, asked=None, interrupted=None, states=None, terminal=None):
     n = len(agents)
     return BrainInfo([], np.asarray(states if states is not None else [[float(a)] for a in agents], np.float32),
@@ -45,61 +62,66 @@ def info(agents, rewards=None, done=None, asked=None, interrupted=None, states=N
                      np.zeros((n, 1)), max_reached=interrupted, decision_requested=asked, terminal_info=terminal)
 
 
-def act(trainer, i):
+def act(i):
     return PolicyOutput(np.zeros((len(i.agents), 1)), {"actions": np.asarray([[10 * a] for a in i.agents], float)})
 
 
 def test_a_decision_answered_steps_later_is_paired_with_the_next_report():
-    t = Recorder()
+    p = Pairing()
     s0 = info([1, 2])
     s1 = info([1], rewards=[0.5])                 # agent 2 acts on a longer period: absent
-    t.add_experiences({BRAIN: s0}, {BRAIN: s1}, act(t, s0))
-    assert list(t.training_buffer[1]["rewards"]) == [0.5]
-    assert 2 not in t.training_buffer or len(t.training_buffer[2]["rewards"]) == 0
+    experience = p.collect(s0, s1)
+    assert experience.transitions.agents == [1] and experience.transitions.rewards.tolist() == [0.5]
+    assert list(p.collector.trajectories[1]["rewards"]) == [0.5]
+    assert 2 not in p.collector.trajectories
+    assert list(p.collector._waiting) == [2]      # its decision waits for its next report
     s2 = info([1, 2], rewards=[0.25, 0.75])      # agent 2 reports again: its decision from s0 pairs
-    t.add_experiences({BRAIN: s1}, {BRAIN: s2}, act(t, s1))
-    assert list(t.training_buffer[2]["rewards"]) == [0.75]
-    assert [list(a) for a in t.training_buffer[2]["actions"]] == [[20.0]]  # the action taken at s0
-    assert list(t.training_buffer[1]["rewards"]) == [0.5, 0.25]
-    assert t._waiting == {}
+    experience = p.collect(s1, s2)
+    transitions = experience.transitions
+    assert dict(zip(transitions.agents, transitions.rewards.tolist())) == {1: 0.25, 2: 0.75}
+    assert dict(zip(transitions.agents, transitions.field("actions").tolist())) == {1: [10.0], 2: [20.0]}
+    assert list(p.collector.trajectories[2]["rewards"]) == [0.75]
+    assert [list(a) for a in p.collector.trajectories[2]["actions"]] == [[20.0]]  # the action taken at s0
+    assert list(p.collector.trajectories[1]["rewards"]) == [0.5, 0.25]
+    assert p.collector._waiting == {}
+    assert experience.trajectories == []          # nothing ended: no done, far from the horizon
 
 
 def test_a_row_that_only_reports_an_end_is_no_decision():
-    t = Recorder()
+    p = Pairing()
     s0 = info([1])
     s1 = info([1], rewards=[-1.0], done=[True], asked=[False])   # terminal only
-    t.add_experiences({BRAIN: s0}, {BRAIN: s1}, act(t, s0))
-    t.process_experiences({BRAIN: s1})
-    assert t.finished == [([[10.0]], [-1.0], 0.0)]
-    assert ("cumulative_reward", -1.0) in t.stats
+    p.learn(s0, s1)
+    assert p.trainer.finished == [([[10.0]], [-1.0], 0.0)]
+    assert ("cumulative_reward", -1.0) in p.trainer.stats
     s2 = info([1], rewards=[0.0])                 # first decision of the next episode
-    t.add_experiences({BRAIN: s1}, {BRAIN: s2}, act(t, s1))
-    assert len(t.training_buffer[1]["rewards"]) == 0, "no transition may start from a terminal-only row"
+    experience = p.learn(s1, s2)
+    assert experience.transitions is None, "no transition may start from a terminal-only row"
+    assert len(p.collector.trajectories[1]["rewards"]) == 0, "no transition may start from a terminal-only row"
+    assert p.collector._waiting == {}
 
 
 def test_an_interrupted_episode_is_bootstrapped_from_its_last_observation():
-    t = Recorder()
+    p = Pairing()
     s0 = info([1, 2])
     last = info([1], rewards=[0.1], done=[True], asked=[False], interrupted=[True], states=[[7.0]])
     # agent 1: max step reached, and already asked for its next decision (state 3 = next episode)
     s1 = info([1, 2], rewards=[0.1, 0.2], done=[True, True], interrupted=[True, False],
               states=[[3.0], [4.0]], terminal=last)
-    t.add_experiences({BRAIN: s0}, {BRAIN: s1}, act(t, s0))
-    t.process_experiences({BRAIN: s1})
-    finished = {tuple(a[0]): v for a, _, v in t.finished}
+    p.learn(s0, s1)
+    finished = {tuple(a[0]): v for a, _, v in p.trainer.finished}
     assert finished[(20.0,)] == 0.0                # agent 2 ended its episode: value 0
     assert finished[(10.0,)] == 70.0               # agent 1 was interrupted: V(terminal state 7)
-    assert t.bootstrapped == [[7.0]]
+    assert p.trainer.bootstrapped == [[7.0]]
 
 
 def test_api2_infos_pair_row_by_row_as_before():
-    t = Recorder()
+    p = Pairing()
     s0, s1 = info([5, 6]), info([6, 5], rewards=[1.0, 2.0], done=[False, True])
-    t.add_experiences({BRAIN: s0}, {BRAIN: s1}, act(t, s0))
-    t.process_experiences({BRAIN: s1})
-    assert t.finished == [([[50.0]], [2.0], 0.0)]
-    assert list(t.training_buffer[6]["rewards"]) == [1.0]
-    assert t._waiting == {}
+    p.learn(s0, s1)
+    assert p.trainer.finished == [([[50.0]], [2.0], 0.0)]
+    assert list(p.collector.trajectories[6]["rewards"]) == [1.0]
+    assert p.collector._waiting == {}
 
 
 def test_merged_steps_keep_the_modern_fields():
