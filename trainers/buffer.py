@@ -130,10 +130,10 @@ class AgentBuffer(dict):
     def __str__(self) -> str:
         return ", ".join(f"'{k}' : {v}" for k, v in self.items())
 
-    def __getitem__(self, key: str) -> AgentBufferField:
-        if key not in self:
-            self[key] = AgentBufferField()
-        return super().__getitem__(key)
+    def __missing__(self, key: str) -> AgentBufferField:
+        # Called by dict's own lookup on a miss only, so a hit costs no Python call.
+        field = self[key] = AgentBufferField()
+        return field
 
     def reset_agent(self) -> None:
         """Empty every field (the field names stay)."""
@@ -196,10 +196,9 @@ class Buffer(dict):
         local = "\n".join(f"\tagent {k} :{v}" for k, v in self.items())
         return f"update buffer :\n\t{self.update_buffer}\nlocal_buffers :\n{local}"
 
-    def __getitem__(self, agent_id: Any) -> AgentBuffer:
-        if agent_id not in self:
-            self[agent_id] = AgentBuffer()
-        return super().__getitem__(agent_id)
+    def __missing__(self, agent_id: Any) -> AgentBuffer:
+        buffer = self[agent_id] = AgentBuffer()
+        return buffer
 
     def reset_update_buffer(self) -> None:
         """Empty the update buffer."""

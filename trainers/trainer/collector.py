@@ -49,9 +49,12 @@ class EpisodeTally:
         self.rewards: Dict[Hashable, float] = {}
         self.steps: Dict[Hashable, int] = {}
 
-    def count(self, agent: Hashable, reward: float) -> None:
-        self.rewards[agent] = self.rewards.get(agent, 0.0) + reward
-        self.steps[agent] = self.steps.get(agent, 0) + 1
+    def count(self, agents: Iterable[Hashable], rewards: Iterable[float]) -> None:
+        """One step of each of ``agents``, with its reward."""
+        totals, steps = self.rewards, self.steps
+        for agent, reward in zip(agents, rewards):
+            totals[agent] = totals.get(agent, 0.0) + reward
+            steps[agent] = steps.get(agent, 0) + 1
 
     def close(self, agents: Iterable[Hashable]) -> List[Episode]:
         """The episodes of ``agents`` that took a step, in the order given; their tallies restart."""
@@ -113,8 +116,7 @@ class ExperienceCollector:
         transitions = pair_transitions(current, following, outputs)
         tally = self._tallies[name]
         if transitions is not None:
-            for agent, reward in zip(transitions.agents, transitions.rewards.tolist()):
-                tally.count(agent, reward)
+            tally.count(transitions.agents, transitions.rewards.tolist())
             if own and self.time_horizon is not None and outputs is not None:
                 self._extend_trajectories(transitions)
         trajectories = self._ended_trajectories(following) if own and self.time_horizon is not None else []
@@ -126,14 +128,15 @@ class ExperienceCollector:
         fields = transitions.outputs.fields
         extra = self.step_fields(transitions.before, transitions.after) if self.step_fields else {}
         rewards = transitions.rewards.tolist()
-        for k, (i, j, agent) in enumerate(zip(transitions.rows.tolist(), transitions.next_rows.tolist(),
-                                              transitions.agents)):
-            trajectory = self.trajectories[agent]
-            for key, values in fields.items():
+        trajectories, fields = self.trajectories, list(fields.items())
+        for i, j, agent, reward in zip(transitions.rows.tolist(), transitions.next_rows.tolist(),
+                                       transitions.agents, rewards):
+            trajectory = trajectories[agent]
+            for key, values in fields:
                 trajectory[key].append(values[i])
             for key, (values, row) in extra.items():
                 trajectory[key].append(values[i if row == "current" else j])
-            trajectory["rewards"].append(rewards[k])
+            trajectory["rewards"].append(reward)
 
     def _ended_trajectories(self, info: BrainInfo) -> List[Trajectory]:
         """The trajectories that end with ``info``: finished, then interrupted, then cut (``trajectory_ends``)."""
