@@ -210,27 +210,16 @@ class SACTrainer(SequenceReplay):
 
     # ------------------------------------------------------------------ collecting
     def complete_transitions(self, stored: Dict[str, np.ndarray], transitions: Transitions) -> Dict[str, np.ndarray]:
-        """An interrupted episode's last transition bootstraps from the episode's last observation (the
-        modern protocol's terminal row), and discrete brains store the next state's action masks."""
-        following, next_rows = transitions.after, transitions.next_rows
-        dones = stored["dones"] > 0.5
-        next_masks = None if self.is_continuous else self._masks(following)[next_rows]
-        terminal = following.terminal_info
-        if terminal is not None and dones.any():
-            where = {agent: r for r, agent in enumerate(terminal.agents)}
-            terminal_fields = self.observation_fields(terminal)
-            terminal_masks = None if self.is_continuous else self._masks(terminal)
-            interrupted = np.asarray(following.max_reached, dtype=bool)[next_rows]
-            for k, agent in enumerate(transitions.agents):
-                if dones[k] and agent in where:
-                    for key, values in terminal_fields.items():
-                        stored[f"next_{key}"][k] = values[where[agent]]
-                    if next_masks is not None:
-                        next_masks[k] = terminal_masks[where[agent]]
-                    dones[k] = not interrupted[k]
-        stored["dones"] = dones.astype(np.float32)
-        if next_masks is not None:
-            stored["next_action_masks"] = next_masks
+        """Discrete brains store the action masks of the state reached (an ended episode's last
+        observation where the environment sent it, as the base stores its inputs)."""
+        if self.is_continuous:
+            return stored
+        next_masks = self._masks(transitions.after)[transitions.next_rows]
+        last = self.last_observations(transitions)
+        if last is not None:
+            ended, terminal_rows = last
+            next_masks[ended] = self._masks(transitions.after.terminal_info)[terminal_rows]
+        stored["next_action_masks"] = next_masks
         return stored
 
     def count_transitions(self, n: int) -> None:

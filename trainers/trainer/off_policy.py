@@ -5,7 +5,7 @@ See ``trainers.trainer.rl_trainer`` for how the bases divide the work, and
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Dict, Mapping, Optional, Sequence
+from typing import Any, ClassVar, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -139,7 +139,13 @@ class OffPolicyTrainer(RLTrainer):
     # ------------------------------------------------------------------ learning from transitions
     def transitions_of(self, transitions: Transitions) -> Dict[str, np.ndarray]:
         """The step's transitions as the replay stores them: ``rewards``, ``dones``, the policy's
-        fields, the observations and the next observations (``next_<field>``)."""
+        fields, the observations and the next observations (``next_<field>``).
+
+        An episode that ended is reached at its last observation where the environment sends it
+        (the modern protocol's terminal steps; API-2 sends the next episode's first, masked by
+        ``dones``); one cut by its max step is not terminal: ``dones`` is 0 there, so the target
+        bootstraps from that last observation.
+        """
         rows, next_rows, following = transitions.rows, transitions.next_rows, transitions.after
         stored: Dict[str, np.ndarray] = {
             "rewards": transitions.rewards.astype(np.float32),
@@ -151,7 +157,29 @@ class OffPolicyTrainer(RLTrainer):
             stored[key] = values[rows]
         for key, values in self.observation_fields(following).items():
             stored[f"next_{key}"] = values[next_rows]
+        last = self.last_observations(transitions)
+        if last is not None:
+            ended, terminal_rows = last
+            for key, values in self.observation_fields(following.terminal_info).items():
+                stored[f"next_{key}"][ended] = values[terminal_rows]
+            interrupted = np.asarray(following.max_reached, dtype=bool)[next_rows[ended]]
+            stored["dones"][ended] = (~interrupted).astype(np.float32)
         return stored
+
+    @staticmethod
+    def last_observations(transitions: Transitions) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+        """``(k, r)``: the transitions ``k`` that ended an episode whose last observation is row ``r``
+        of ``transitions.after.terminal_info``; None when there are none."""
+        terminal = transitions.after.terminal_info
+        dones = transitions.dones
+        if terminal is None or not dones.any():
+            return None
+        where = {agent: r for r, agent in enumerate(terminal.agents)}
+        found = [(k, where[agent]) for k, agent in enumerate(transitions.agents) if dones[k] and agent in where]
+        if not found:
+            return None
+        ended, rows = zip(*found)
+        return np.asarray(ended), np.asarray(rows)
 
     def process_experience(self, experience: Experience) -> None:
         """Store the step's transitions (all in one ``ReplayBuffer.add``) and record the ended episodes."""
