@@ -62,6 +62,7 @@ class EpisodeTally:
                 if agent in self.steps]
 
     def drop(self, agents: Optional[Iterable[Hashable]]) -> None:
+        """After an environment reset: the episodes of ``agents`` (None: all) end without a result."""
         if agents is None:
             self.rewards.clear()
             self.steps.clear()
