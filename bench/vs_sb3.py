@@ -10,7 +10,10 @@ start-up excluded) at which the mean reward of the episodes finished in the last
 summary window first reaches 90, and its agent-steps per second.
 
     pip install -r bench/requirements.txt
-    python bench/vs_sb3.py [--seeds 3] [--budget 150000]
+    python bench/vs_sb3.py [--seeds 3] [--budget 150000] [--threaded]
+
+``--threaded`` adds our runs with ``threaded: true``: the update runs on a background thread while
+the trainer keeps acting (each update's data partly from the policy one update old).
 
 or with SB3 in its own virtual environment (every run uses the Python that runs the script):
 
@@ -51,8 +54,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def ours(seed: int, target: float, num_envs: int, budget: int) -> Dict[str, Optional[float]]:
-    """``learn.py 3DBall --train`` in this process, timed from the trainers' build to each summary line.
+def ours(seed: int, target: float, num_envs: int, budget: int, threaded: bool = False) -> Dict[str, Optional[float]]:
+    """``learn.py 3DBall --train`` in this process, timed from the trainers' build to each summary line;
+    ``threaded``: the shipped settings with ``threaded: true`` (the update on a background thread).
 
     In-process only so that the log records carry exact times (the console prints whole seconds);
     the environments are the usual scene processes behind the socket.
@@ -75,7 +79,7 @@ def ours(seed: int, target: float, num_envs: int, budget: int) -> Dict[str, Opti
         config = os.path.join(scratch, "config.yaml")
         with open(os.path.join(ROOT, "trainer_configurations.yaml")) as f:
             shipped = yaml.safe_load(f)
-        shipped["Ball3DBrain"] = dict(shipped["Ball3DBrain"], max_steps=budget)
+        shipped["Ball3DBrain"] = dict(shipped["Ball3DBrain"], max_steps=budget, threaded=threaded)
         with open(config, "w") as f:
             yaml.safe_dump(shipped, f)
         os.chdir(scratch)
@@ -237,7 +241,11 @@ def main() -> None:
     if len(sys.argv) == 7 and sys.argv[1] == "--child":
         kind, extra = sys.argv[2], sys.argv[6]
         seed, target, budget = int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
-        result = ours(seed, target, int(extra), budget) if kind == "ours" else sb3(seed, target, budget, extra)
+        if kind == "ours":
+            num_envs, _, threaded = extra.partition(":")
+            result = ours(seed, target, int(num_envs), budget, threaded == "threaded")
+        else:
+            result = sb3(seed, target, budget, extra)
         print(json.dumps(result))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -245,6 +253,8 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=90.0)
     parser.add_argument("--budget", type=int, default=150000, help="agent-step budget of each run")
     parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 2], help="our --num-envs to try")
+    parser.add_argument("--threaded", action="store_true",
+                        help="also run ours with threaded: true (the update on a background thread beside acting)")
     args = parser.parse_args()
     fmt = lambda x, f="{:.0f}": "-" if x is None else f.format(x)  # noqa: E731
     print("| seed | run | agent-steps to 90 | seconds to 90 | agent-steps/s |")
@@ -253,6 +263,9 @@ def main() -> None:
     for seed in range(args.seeds):
         # Each run in a fresh process: TensorFlow and PyTorch in one process crash on some machines.
         results = {f"ours, --num-envs {n}": _child("ours", seed, args.target, args.budget, n) for n in args.num_envs}
+        if args.threaded:
+            results.update({f"ours, --num-envs {n}, threaded": _child("ours", seed, args.target, args.budget,
+                                                                      f"{n}:threaded") for n in args.num_envs})
         results["SB3, our settings"] = _child("sb3", seed, args.target, args.budget, "same")
         results["SB3, its best settings"] = _child("sb3", seed, args.target, args.budget, "best")
         for name, r in results.items():

@@ -57,6 +57,7 @@ from trainers.stopping import Stop, shielded
 from trainers.tf_utils import tf
 from trainers.timers import Timers
 from trainers.trainer.agent_processor import AgentProcessor
+from trainers.trainer.background import BackgroundUpdates
 from trainers.trainer.base import Trainer, UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.collector import ExperienceCollector
@@ -127,6 +128,8 @@ class TrainerController:
         self.files: Optional[RunSaver] = None
         self.saver = None  # the files' tf.train.Saver, once built
         self._ready = False  # variables initialized or restored
+        #: The updates of ``threaded`` trainers that run beside acting.
+        self.background = BackgroundUpdates()
 
     # ---------------------------------------------------------------- set-up
     def _build(self) -> None:
@@ -162,12 +165,21 @@ class TrainerController:
 
     # ---------------------------------------------------------------- checkpoints and export
     def save_model(self) -> str:
-        """Write a checkpoint, its training state, an ONNX file per brain beside it, and ``timers.json``."""
+        """Write a checkpoint, its training state, an ONNX file per brain beside it, and ``timers.json``
+        (once every background update is done: never weights halfway through one)."""
+        self._settle()
         return self.files.save(self.trainers, self.env.curriculum, self.global_step)
 
     def export(self) -> str:
         """Freeze every exporting trainer into ``<env_name>.bytes`` (and ONNX beside it)."""
+        self._settle()
         return self.files.export(self.trainers, self.global_step)
+
+    def _settle(self) -> None:
+        """Wait for the background updates (raising their errors) and time them in ``timers.json``."""
+        self.background.wait()
+        if self.background.count:
+            self.timers.record("background_update", self.background.seconds, self.background.count)
 
     # ---------------------------------------------------------------- loop
     def _keep_going(self) -> bool:
@@ -213,6 +225,10 @@ class TrainerController:
                     stop.saved = True
                     raise
         finally:
+            try:
+                self.background.close()
+            except Exception:  # noqa: BLE001 - the run is already ending with the error that stopped it
+                logger.exception("A background update failed while the run was ending.")
             self.env.close()
             for t in self.trainers.values():
                 t.close()
@@ -274,9 +290,15 @@ class TrainerController:
         end_episodes(self.trainers, agents)
 
     def _update(self, t: Trainer) -> None:
+        """Update ``t`` if it is ready: a ``threaded`` trainer whose update splits
+        (``prepare_update``) in the background, while this thread goes on acting; else here."""
         if self.train and t.should_still_train and t.is_ready_update():
             with self.timers("update"):
-                t.update_model()
+                work = t.prepare_update() if threaded(t) else None
+                if work is None:
+                    t.update_model()
+                else:
+                    self.background.start(t, work)
 
     def _learn(self, lesson, deciding: Dict[str, int], threaded_too: bool = True) -> None:
         """After the experiences of a step: update the trainers that are ready (the ``threaded`` ones

@@ -34,7 +34,8 @@ __all__ = ["Timers", "TimerNode", "timers", "timed", "NAMES"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The names the trainer controller uses (so benchmarks can read them without guessing).
-NAMES = ("env_step", "env_wait", "inference", "buffer", "update", "summaries", "checkpoint", "export")
+NAMES = ("env_step", "env_wait", "inference", "buffer", "update", "background_update", "summaries", "checkpoint",
+         "export")
 
 
 class TimerNode:
@@ -114,6 +115,11 @@ class Timers:
 
     def __call__(self, name: str) -> _Scope:
         return _Scope(self, name)
+
+    def record(self, name: str, total: float, count: int) -> None:
+        """A timer kept elsewhere (another thread's): its totals so far, as a node under the root."""
+        node = self.root.child(name)
+        node.total, node.count = float(total), int(count)
 
     def set_gauge(self, name: str, value: float) -> None:
         """Record a level (buffer size, agents alive): its last value, min, max and how often it was set."""

@@ -5,6 +5,7 @@ that every action answers the observation its environment last sent, that every 
 equal the synchronous schedule's for a deterministic policy, and that a crash in flight restarts
 only that environment.
 """
+import threading
 import time
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from tests.unityagents.vector.test_environment_set import BRAIN, RecordingTrainer, ScriptedWorker
 from trainers.controller import TrainerController
 from trainers.trainer.collector import ExperienceCollector
+from trainers.trainer.on_policy import OnPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput
 from unityagents.base_env import ActionTuple, DecisionSteps, TerminalSteps
 from unityagents.brain import BrainParameters
@@ -171,7 +173,8 @@ def test_an_environment_in_flight_is_reset_only_once_it_has_answered():
 
 @pytest.mark.parametrize("threaded", [True, False])
 def test_a_threaded_trainer_updates_while_the_environment_simulates_the_step_just_sent(threaded):
-    """``threaded``: the update runs between the step's send and its answer; otherwise after it."""
+    """``threaded``, for a trainer whose update cannot run beside acting (``prepare_update`` gives
+    None, as SAC's): the update runs between the step's send and its answer; otherwise after it."""
     log = []
 
     def worker(i):
@@ -184,6 +187,7 @@ def test_a_threaded_trainer_updates_while_the_environment_simulates_the_step_jus
     trainer.hp["threaded"] = threaded
     trainer.is_ready_update = lambda: True
     trainer.update_model = lambda: log.append("update")
+    trainer.prepare_update = lambda: None
     controller = controller_of(envs, trainer)
     try:
         envs.reset()
@@ -193,3 +197,82 @@ def test_a_threaded_trainer_updates_while_the_environment_simulates_the_step_jus
         envs.close()
     send, receive = (0, "step_send"), (0, "receive")
     assert log == ([send, "update", receive] if threaded else [send, receive, "update"]) * 4  # 4 steps of 3 agents
+
+
+class GatedTrainer(OnPolicyTrainer):
+    """An on-policy trainer with no network whose update notes its thread and waits (up to
+    ``patience`` seconds) for the controller to act twice more: it ends early only if acting goes on
+    beside it."""
+
+    patience = 1.0
+
+    def __init__(self, brains, threaded: bool):
+        super().__init__(None, brains, "B", {"time_horizon": 2, "buffer_size": 24, "max_steps": 120,
+                                             "summary_freq": 10 ** 9, "threaded": threaded}, True)
+        self.update_fields = ["obs"]
+        self.acted = 0
+        self.batches, self.threads, self.acted_meanwhile = [], [], []
+
+    def act(self, info):
+        self.acted += 1
+        return PolicyOutput(actions=policy(np.asarray(info.states)), fields={"obs": np.asarray(info.states)})
+
+    def bootstrap_values(self, info, rows):
+        return np.zeros(len(rows), np.float32)
+
+    def process_trajectory(self, trajectory, value_next):
+        pass
+
+    def update(self, batch):
+        self.threads.append(threading.get_ident())
+        start, deadline = self.acted, time.monotonic() + self.patience
+        while self.acted < start + 2 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        self.acted_meanwhile.append(self.acted - start)
+        self.batches.append(batch["obs"].copy())
+        self.add_stat("policy_loss", 1.0)
+
+
+@pytest.mark.parametrize("schedule", ["sync", "overlapped"])
+def test_a_threaded_on_policy_trainer_updates_on_another_thread_while_acting_goes_on(schedule):
+    """The update of a ``threaded`` on-policy trainer runs on the background thread while the
+    controller keeps acting; each update takes the steps collected before it started, so every
+    agent-step lands in exactly one update (or in the buffer after the last), and its losses
+    reach the controller's summaries."""
+    envs = EnvironmentSet(lambda i: EchoWorker(i), 2 if schedule == "overlapped" else 1)
+    trainer = GatedTrainer(envs.brains, threaded=True)
+    controller = controller_of(envs, trainer)
+    try:
+        if schedule == "sync":
+            controller._loop_sync(controller.processor.infos(envs.reset()))
+        else:
+            envs.reset()
+            controller._loop_overlapped()
+        controller._settle()
+    finally:
+        controller.background.close()
+        envs.close()
+    assert len(trainer.batches) >= 3
+    assert threading.get_ident() not in trainer.threads
+    assert min(trainer.acted_meanwhile[:-1]) >= 2  # acting went on during every update but the one at the end
+    steps = [tuple(row[:3]) for batch in trainer.batches for row in batch]
+    steps += [tuple(row[:3]) for row in np.asarray(trainer.update_buffer["obs"])]
+    assert len(steps) == len(set(steps))  # (environment, step, agent): none twice
+    assert len(trainer.stats["policy_loss"]) == len(trainer.batches)
+    assert controller.timers.root.children["background_update"].count == len(trainer.batches)
+
+
+def test_without_threaded_the_update_runs_on_the_controllers_thread_and_acting_waits():
+    """The same trainer without ``threaded``: every update runs inline, so acting cannot go on
+    (each update waits out its patience for steps that never come)."""
+    envs = EnvironmentSet(lambda i: EchoWorker(i), 1)
+    trainer = GatedTrainer(envs.brains, threaded=False)
+    trainer.patience = 0.05
+    trainer.hp["max_steps"] = 60
+    controller = controller_of(envs, trainer)
+    try:
+        controller._loop_sync(controller.processor.infos(envs.reset()))
+    finally:
+        envs.close()
+    assert trainer.threads and set(trainer.threads) == {threading.get_ident()}
+    assert trainer.acted_meanwhile == [0] * len(trainer.batches)

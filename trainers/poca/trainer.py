@@ -305,10 +305,11 @@ class POCATrainer(PPOTrainer):
     def minibatch_fields(self, batch) -> List[str]:
         return []
 
-    def update_model(self) -> None:
-        """PPO's epochs over the member-steps with the POCA loss; the buffer is then emptied."""
-        self.update(self.update_arrays())
+    def take_update_batch(self) -> Dict[str, np.ndarray]:
+        """The member-steps collected since the last update, as arrays; they are then forgotten."""
+        batch = self.update_arrays()
         self.rows = []
+        return batch
 
     # ------------------------------------------------------------------ state beyond TF variables
     def get_state(self) -> Dict[str, Any]:

@@ -32,8 +32,9 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
+import threading
 import time
-from typing import Any, ClassVar, Deque, Dict, Hashable, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, ClassVar, Deque, Dict, Hashable, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -86,8 +87,10 @@ COMMON_HYPERPARAMETERS: Dict[str, Param] = {
     "is_imitation": Param(bool, False, doc="seed-compatible alias for trainer: imitation"),
     "max_steps": Param(float, 5.0e5, check=(positive, "> 0"), doc="agent steps to train for"),
     "summary_freq": Param(int, 10000, check=(positive, "> 0"), doc="agent steps between console/TensorBoard summaries"),
-    "threaded": Param(bool, False, doc="update while the environments simulate the step just sent (hides the update "
-                                       "behind a slow build's frames; the update sees data one step older)"),
+    "threaded": Param(bool, False, doc="update beside acting: on-policy trainers on a background thread while they "
+                                       "keep acting with the weights they have (experience gathered meanwhile is one "
+                                       "update old; runs are not bit-reproducible), others while the environments "
+                                       "simulate the step just sent (the update sees data one step older)"),
 }
 
 
@@ -167,6 +170,7 @@ class Trainer(TrainerSummaries):
         self.is_training = training
         self.rng = np.random.default_rng(seed)
         self.stats: Dict[str, List[float]] = {}
+        self._stats_lock = threading.Lock()
         #: The latest episodes' rewards (newest last) and how many episodes ended so far in this process.
         self.episode_rewards: Deque[float] = collections.deque(maxlen=EPISODE_REWARDS_KEPT)
         self.episodes_completed = 0
@@ -327,6 +331,15 @@ class Trainer(TrainerSummaries):
 
     def update_model(self) -> None:
         raise UnityTrainerException(f"{type(self).__name__} does not implement update_model")
+
+    def prepare_update(self) -> Optional[Callable[[], None]]:
+        """``update_model`` in two halves, for a ``threaded`` trainer: take what the update needs
+        out of the trainer's buffers now, on the controller's thread, and return the rest as work
+        that touches only the graph and what was taken, so that it can run on another thread while
+        this trainer keeps acting and collecting. None: the update cannot run beside acting, and
+        the controller calls ``update_model`` instead.
+        """
+        return None
 
     def export_nodes(self) -> List[str]:
         """Output node names (relative to ``graph_scope``) to keep in the frozen graph."""

@@ -5,7 +5,7 @@ See ``trainers.trainer.rl_trainer`` for how the bases divide the work, and
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Dict, List, Tuple, Union
+from typing import Any, Callable, ClassVar, Dict, List, Tuple, Union
 
 import numpy as np
 
@@ -131,10 +131,25 @@ class OnPolicyTrainer(RewardSignalFields, RLTrainer):
         update_buffer = self.update_buffer
         return {key: np.asarray(update_buffer[key]) for key in self.update_fields}
 
-    def update_model(self) -> None:
-        """``update`` on the whole update buffer, then empty it (on-policy data is used once)."""
-        self.update(self.update_arrays())
+    def take_update_batch(self) -> Dict[str, np.ndarray]:
+        """The update buffer as ``update`` reads it; the buffer is emptied (on-policy data is used once)."""
+        batch = self.update_arrays()
         self.update_buffer.reset_agent()
+        return batch
+
+    def update_model(self) -> None:
+        """``update`` on the whole update buffer, which is emptied."""
+        self.update(self.take_update_batch())
+
+    def prepare_update(self) -> Callable[[], None]:
+        """The batch is taken (and the buffer emptied) now; ``update`` on it is the work returned.
+
+        While it runs the trainer keeps acting with the weights it has, so the experience gathered
+        meanwhile comes from the policy before the update: an importance ratio against the stored
+        log-probabilities (PPO's) stays correct for it.
+        """
+        batch = self.take_update_batch()
+        return lambda: self.update(batch)
 
 
 __all__ = ["ON_POLICY_HYPERPARAMETERS", "OnPolicyTrainer"]

@@ -159,8 +159,10 @@ class RewardSignalFields:
         return feed, metrics + updates, names
 
     def add_signal_stat(self, key: str, value: float) -> None:
-        """A value for a summary tag written as it is (``Policy/...``, ``Losses/...``), not under ``Info/``."""
-        self._signal_stats.setdefault(key, []).append(float(value))
+        """A value for a summary tag written as it is (``Policy/...``, ``Losses/...``), not under ``Info/``;
+        safe from a background update, as ``add_stat`` is."""
+        with self._stats_lock:
+            self._signal_stats.setdefault(key, []).append(float(value))
 
     @property
     def writes_signal_rewards(self) -> bool:
@@ -173,8 +175,9 @@ class RewardSignalFields:
             self.stats.pop("value_estimate", None)  # the signal's own tag carries it
         super().write_summary(lesson)
         if due and self._signal_stats:
-            self.write_scalars({key: float(np.mean(v)) for key, v in self._signal_stats.items() if v})
-            self._signal_stats = {}
+            with self._stats_lock:
+                stats, self._signal_stats = self._signal_stats, {}
+            self.write_scalars({key: float(np.mean(v)) for key, v in stats.items() if v})
 
 
 __all__ = ["RewardSignalFields"]

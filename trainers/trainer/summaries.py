@@ -21,7 +21,7 @@ logger = logging.getLogger("unityagents")
 class TrainerSummaries:
     """Recording and writing summaries; the ``Trainer`` sets up the state it reads in ``__init__``.
 
-    It reads ``stats``, ``episode_rewards``, ``episodes_completed``, ``step``, ``brain_name``,
+    It reads ``stats`` (under ``_stats_lock``), ``episode_rewards``, ``episodes_completed``, ``step``, ``brain_name``,
     ``trainer_parameters`` (``summary_path``, ``summary_freq``), ``sess``, ``is_training`` and
     ``get_max_steps``.
     """
@@ -37,7 +37,10 @@ class TrainerSummaries:
         return self._stats_reporter
 
     def add_stat(self, key: str, value: float) -> None:
-        self.stats.setdefault(key, []).append(float(value))
+        """Record ``value`` under ``key`` for the next summary; safe from a ``threaded`` trainer's
+        background update, which records its losses while the controller's thread writes summaries."""
+        with self._stats_lock:
+            self.stats.setdefault(key, []).append(float(value))
         if key == "cumulative_reward":  # the episodes a curriculum's reward criteria look at
             self.episode_rewards.append(float(value))
             self.episodes_completed += 1
@@ -76,7 +79,9 @@ class TrainerSummaries:
         if not self.summary_due():
             return
         self._last_summary_step = self.step
-        rewards = self.stats.get("cumulative_reward", [])
+        with self._stats_lock:  # a background update may be adding its losses
+            stats, self.stats = self.stats, {}
+        rewards = stats.get("cumulative_reward", [])
         elapsed = time.time() - self._start_time
         rate = (self.step - self._start_step) / elapsed if elapsed > 0 else 0.0
         remaining = max(self.get_max_steps - self.step, 0)
@@ -84,7 +89,7 @@ class TrainerSummaries:
         from trainers.stats import Progress
 
         self.stats_reporter.write_progress(self.step, Progress(rewards, rate, elapsed, eta, self.is_training))
-        values = {summary_tag(k): float(np.mean(v)) for k, v in self.stats.items() if v}
+        values = {summary_tag(k): float(np.mean(v)) for k, v in stats.items() if v}
         if "Environment/Cumulative Reward" in values and not self.writes_signal_rewards:
             values["Policy/Extrinsic Reward"] = values["Environment/Cumulative Reward"]
         values.update(lesson_tags(lesson))
@@ -93,7 +98,6 @@ class TrainerSummaries:
         for key, (aggregation, entries) in self._environment_stats.items():
             values[key] = float(reduce.get(aggregation, np.mean)(entries))
         self.write_scalars(values)
-        self.stats = {}
         self._environment_stats = {}
 
     def close(self) -> None:
