@@ -119,4 +119,13 @@ def test_reset_forgets_everything_and_names_are_declared():
     t.set_gauge("g", 1)
     t.reset()
     assert t.to_dict()["total"] == 0.0 and "children" not in t.to_dict() and t.gauges == {}
-    assert set(NAMES) == {"env_step", "env_wait", "inference", "buffer", "update", "summaries", "checkpoint", "export"}
+    assert set(NAMES) == {"env_step", "env_wait", "inference", "buffer", "update", "background_update", "summaries",
+                          "checkpoint", "export"}
+
+
+def test_a_timer_kept_on_another_thread_is_recorded_under_the_root_with_its_totals():
+    t = Timers(clock=FakeClock())
+    t.record("background_update", 2.5, 3)
+    t.record("background_update", 4.0, 5)  # totals so far: the latest replaces the last
+    node = t.to_dict()["children"]["background_update"]
+    assert (node["total"], node["count"]) == (4.0, 5)
