@@ -17,7 +17,11 @@ Unity's trainer declares Python <= 3.10.12, so it lives in its own virtual envir
     /work/mla-venv/bin/pip install --no-deps --ignore-requires-python mlagents==1.1.0 mlagents-envs==1.1.0
     /work/mla-venv/bin/pip install protobuf==3.20.3 grpcio numpy==1.23.5 attrs "cattrs<1.7" h5py pyyaml \\
         tensorboard Pillow cloudpickle filelock gym pettingzoo six "setuptools<70"
-    python bench/vs_mlagents.py --mlagents /work/mla-venv/bin/mlagents-learn [--seeds 1] [--settings mlagents]
+    python bench/vs_mlagents.py --mlagents /work/mla-venv/bin/mlagents-learn [--seeds 1] [--settings mlagents] \
+        [--threaded]
+
+``--threaded`` gives both trainers ``threaded: true`` (Release 22: the trainer in a thread of its own;
+ours: the on-policy update on a background thread beside acting).
 """
 from __future__ import annotations
 
@@ -70,15 +74,15 @@ def make_build(folder: str, frame_time_ms: float) -> str:
     return path
 
 
-def ours_config(s: Dict, budget: int) -> Dict:
+def ours_config(s: Dict, budget: int, threaded: bool = False) -> Dict:
     keys = ("batch_size", "buffer_size", "learning_rate", "beta", "epsilon", "lambd", "num_epoch",
             "hidden_units", "num_layers", "normalize", "gamma", "time_horizon", "summary_freq")
     block = {k: s[k] for k in keys}
-    block.update(trainer="ppo", max_steps=budget, learning_rate_schedule="linear")
+    block.update(trainer="ppo", max_steps=budget, learning_rate_schedule="linear", threaded=threaded)
     return {f"{BEHAVIOR}?team=0": block}
 
 
-def mlagents_config(s: Dict, budget: int) -> Dict:
+def mlagents_config(s: Dict, budget: int, threaded: bool = False) -> Dict:
     hyper = {k: s[k] for k in ("batch_size", "buffer_size", "learning_rate", "beta", "epsilon", "lambd",
                                "num_epoch")}
     hyper["learning_rate_schedule"] = "linear"
@@ -87,7 +91,8 @@ def mlagents_config(s: Dict, budget: int) -> Dict:
         "network_settings": {"normalize": s["normalize"], "hidden_units": s["hidden_units"],
                              "num_layers": s["num_layers"]},
         "reward_signals": {"extrinsic": {"gamma": s["gamma"], "strength": 1.0}},
-        "max_steps": budget, "time_horizon": s["time_horizon"], "summary_freq": s["summary_freq"]}}}
+        "max_steps": budget, "time_horizon": s["time_horizon"], "summary_freq": s["summary_freq"],
+        "threaded": threaded}}}
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -138,20 +143,22 @@ def timed_run(cmd: List[str], cwd: str, pattern: re.Pattern, target: float,
             "last_mean": last[1], "last_step": last[0]}
 
 
-def run_ours(build: str, s: Dict, seed: int, target: float, budget: int, scratch: str) -> Dict:
+def run_ours(build: str, s: Dict, seed: int, target: float, budget: int, scratch: str,
+             threaded: bool = False) -> Dict:
     config = os.path.join(scratch, f"ours-{seed}.yaml")
     with open(config, "w") as f:
-        yaml.safe_dump(ours_config(s, budget), f)
+        yaml.safe_dump(ours_config(s, budget, threaded), f)
     cmd = [sys.executable, os.path.join(ROOT, "learn.py"), build, "--train", "--protocol", "grpc",
            "--no-graphics", "--seed", str(seed), "--trainer-config", config, "--run-path", f"ours-{seed}",
            "--base-port", str(free_port())]
     return timed_run(cmd, scratch, OURS_LINE, target, timeout=3600)
 
 
-def run_theirs(mlagents: str, build: str, s: Dict, seed: int, target: float, budget: int, scratch: str) -> Dict:
+def run_theirs(mlagents: str, build: str, s: Dict, seed: int, target: float, budget: int, scratch: str,
+               threaded: bool = False) -> Dict:
     config = os.path.join(scratch, f"theirs-{seed}.yaml")
     with open(config, "w") as f:
-        yaml.safe_dump(mlagents_config(s, budget), f)
+        yaml.safe_dump(mlagents_config(s, budget, threaded), f)
     cmd = [mlagents, config, f"--env={build}", f"--run-id=theirs-{seed}", "--results-dir", scratch, "--force",
            "--no-graphics", "--seed", str(seed), "--base-port", str(free_port()), "--torch-device", "cpu"]
     return timed_run(cmd, scratch, THEIRS_LINE, target, timeout=3600)
@@ -169,20 +176,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--target", type=float, default=90.0)
     p.add_argument("--budget", type=int, default=500000, help="max_steps of both runs")
     p.add_argument("--frame-time-ms", type=float, default=0.0, help="emulated engine frame per decision")
+    p.add_argument("--threaded", action="store_true",
+                   help="threaded: true for both trainers (each updates on a thread of its own beside acting)")
     args = p.parse_args(argv)
     if not os.access(args.mlagents, os.X_OK):
         raise SystemExit(f"mlagents-learn not found at {args.mlagents}: install it as this script's docstring says "
                          "and pass --mlagents PATH.")
     s = SETTINGS[args.settings]
-    print(f"3DBall over gRPC, {args.settings} settings, target {args.target}, frame {args.frame_time_ms} ms")
+    print(f"3DBall over gRPC, {args.settings} settings{', threaded' if args.threaded else ''}, target {args.target}, "
+          f"frame {args.frame_time_ms} ms")
     print("| seed | ours: steps to target | s | agent-steps/s | mlagents-learn: steps to target | s | "
           "agent-steps/s | rate ours / theirs | time ours / theirs |")
     print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as scratch:
         build = make_build(scratch, args.frame_time_ms)
         for seed in range(args.seeds):
-            a = run_ours(build, s, seed, args.target, args.budget, scratch)
-            b = run_theirs(args.mlagents, build, s, seed, args.target, args.budget, scratch)
+            a = run_ours(build, s, seed, args.target, args.budget, scratch, args.threaded)
+            b = run_theirs(args.mlagents, build, s, seed, args.target, args.budget, scratch, args.threaded)
             rate = a["rate"] / b["rate"] if a["rate"] and b["rate"] else None
             time_ratio = a["seconds"] / b["seconds"] if a["seconds"] and b["seconds"] else None
             print(f"| {seed} | {_fmt(a['steps'])} | {_fmt(a['seconds'], 1)} | {_fmt(a['rate'])} | "

@@ -50,12 +50,6 @@ class BackgroundUpdates:
             self.seconds += time.perf_counter() - start
             self.count += 1
 
-    def busy(self, brain: Optional[str] = None) -> bool:
-        """Whether an update (of ``brain``, or of any trainer) is still running or queued."""
-        futures = [self._in_flight[brain]] if brain in self._in_flight else \
-            ([] if brain is not None else list(self._in_flight.values()))
-        return any(not f.done() for f in futures)
-
     def wait(self, brain: Optional[str] = None) -> None:
         """Block until the update of ``brain`` (None: of every trainer) is done; raise its error."""
         names = [brain] if brain is not None else list(self._in_flight)
