@@ -111,11 +111,11 @@ class EnvironmentActor:
                 "host": socket.gethostname()}
 
     def reset(self, train_mode: bool, config: Optional[Dict[str, float]]):
-        infos = self.env.reset(train_mode=train_mode, config=config)
+        infos = self.env.reset_behaviors(train_mode=train_mode, config=config)
         return infos, self.env.global_done, self.env.stats
 
     def step(self, action: Any, memory: Any, value: Any):
-        infos = self.env.step(action=action, memory=memory, value=value)
+        infos = self.env.step_behaviors(action=action, memory=memory, value=value)
         return infos, self.env.global_done, self.env.stats
 
     def close(self) -> None:
