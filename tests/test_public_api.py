@@ -367,6 +367,9 @@ def test_low_level_api_bad_input_names_what_was_expected(ball):
     with pytest.raises(UnityActionException, match="one door per step"):
         ball.step(np.zeros((12, 2)))
     ball.step()  # the actions set above
+    ball.step(ActionTuple(np.zeros((12, 2))))  # the original door takes the step types too
+    with pytest.raises(UnityActionException, match=r"shape \(2, 2\).*expects \(12, 2\)"):
+        ball.step({"Ball3DBrain": ActionTuple(np.zeros((2, 2)))})
 
 
 def test_after_global_done_step_asks_for_a_reset(ball):
@@ -382,7 +385,7 @@ def test_after_global_done_step_asks_for_a_reset(ball):
 
 
 def test_a_positional_seed_in_the_curriculums_place_is_refused():
-    with pytest.raises(TypeError, match="curriculum .*4th positional.*seed=\\.\\.\\."):
+    with pytest.raises(TypeError, match="curriculum .*4th positional.*original.*seed=\\.\\.\\."):
         UnityEnvironment("3DBall", 0, free_port(), 42)
 
 

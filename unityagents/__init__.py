@@ -1,7 +1,7 @@
 """The Python side of the wire (API-2, or the modern gRPC protocol): launch or connect to an
 environment, reset it, step it.
 
-Two doors, one ``UnityEnvironment`` (``docs/python-api.md``): the seed's (``reset``/``step`` return
+Two doors, one ``UnityEnvironment`` (``docs/python-api.md``): the original API's (``reset``/``step`` return
 ``{brain name: BrainInfo}``) and mlagents_envs 1.1's low-level API (``unityagents.environment``,
 ``unityagents.base_env``, ``unityagents.side_channels``, ``unityagents.exception``).
 

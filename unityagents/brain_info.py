@@ -1,14 +1,14 @@
-"""``BrainInfo``: one brain's batch at one step, in the seed's terms, built from the step types.
+"""``BrainInfo``: one brain's batch at one step, in the original API's terms, built from the step types.
 
 The environment layer speaks per-sensor steps (``unityagents.base_env``); ``brain_info`` turns a
 behaviour's ``DecisionSteps``/``TerminalSteps`` into one ``BrainInfo``, whose vector sensors are
 joined into one state (the layout ``BrainParameters.sensors`` records) and whose rows are the
 deciding agents, then those that only report their episode's end. ``UnityEnvironment.reset`` and
-``step`` return it (the seed's door), and the trainers consume it (``trainers.trainer.agent_processor``):
+``step`` return it (the original API's door), and the trainers consume it (``trainers.trainer.agent_processor``):
 one conversion serves both.
 
 An API-2 brain reports every agent every step, so its rows are its agents in the environment's
-order, a done agent's state already the first of its next episode, as the seed documents.
+order, a done agent's state already the first of its next episode, as the original API documents.
 """
 from __future__ import annotations
 

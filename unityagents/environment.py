@@ -61,9 +61,10 @@ def _one_of(name: str, value: Any, alias: str, alias_value: Any) -> Any:
 class UnityEnvironment(SceneFacts, BaseEnv):
     """A running environment: a Unity build or a built-in ``academy`` scene, over a local socket.
 
-    It serves two doors (``docs/python-api.md``): the seed's, where ``reset`` and ``step`` return
-    ``{brain name: BrainInfo}`` and ``step`` takes plain arrays, and mlagents_envs 1.1's low-level
-    API (``behavior_specs``, ``get_steps``, ``set_actions``, ``set_action_for_agent``, ``step()``).
+    It serves two doors (``docs/python-api.md``): the original API's (ML-Agents 0.3), where
+    ``reset`` and ``step`` return ``{brain name: BrainInfo}`` and ``step`` takes plain arrays, and
+    mlagents_envs 1.1's low-level API (``behavior_specs``, ``get_steps``, ``set_actions``,
+    ``set_action_for_agent``, ``step()``).
     The environment set, the bridges and the trainers' tools speak the step types through
     ``reset_behaviors``/``step_behaviors`` (or their halves ``reset_send``/``step_send``/``receive``).
 
@@ -123,8 +124,8 @@ class UnityEnvironment(SceneFacts, BaseEnv):
     ):
         if curriculum is not None and not isinstance(curriculum, (str, os.PathLike)):
             raise TypeError(
-                f"curriculum (the 4th positional argument, as in the seed's UnityEnvironment) must be a path to a "
-                f"curriculum JSON file or None; got {type(curriculum).__name__} {curriculum!r}. Pass "
+                f"curriculum (the 4th positional argument, as in the original UnityEnvironment API) must be a "
+                f"path to a curriculum JSON file or None; got {type(curriculum).__name__} {curriculum!r}. Pass "
                 "mlagents_envs' seed by keyword: UnityEnvironment(file_name, seed=...).")
         env_args = _one_of("env_args", env_args or (), "additional_args", additional_args)
         log_dir = _one_of("log_dir", log_dir, "log_folder", log_folder)
@@ -279,7 +280,7 @@ class UnityEnvironment(SceneFacts, BaseEnv):
 
     def reset(self, train_mode: bool = True, config: Optional[Dict[str, float]] = None,
               lesson: Optional[int] = None) -> Dict[str, BrainInfo]:
-        """Reset the Academy and return the first ``BrainInfo`` of every brain (the seed's door).
+        """Reset the Academy and return the first ``BrainInfo`` of every brain (the original API's door).
 
         :param train_mode: the engine's training configuration (fast) or inference (slow).
         :param config: reset parameters to set; by default the curriculum's current lesson.
@@ -294,11 +295,12 @@ class UnityEnvironment(SceneFacts, BaseEnv):
 
         Two doors meet here:
 
-        * the seed's: ``action`` (and, for API-2's recurrent brains, ``memory`` and ``value``) is a
+        * the original API's: ``action`` (and, for API-2's recurrent brains, ``memory`` and ``value``) is a
           dict keyed by External brain name, or with exactly one External brain the bare value: a
           numpy array or list of ``action width`` floats per row of the brain's last ``BrainInfo``
           (continuous values, then one index per discrete branch; a discrete API-2 brain takes one
-          index per agent). An External brain with deciding agents needs its action;
+          index per agent), or an ``ActionTuple`` for its deciding agents. An External brain with
+          deciding agents needs its action;
         * the low-level API's: ``step()`` with no arguments sends the actions given to
           ``set_actions``/``set_action_for_agent`` since the last step, and zeros (every branch's
           first action) for the behaviours that were given none.
@@ -337,14 +339,14 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         self.step_send(action, memory, value)
         return self.receive()
 
-    # ------------------------------------------------------------------------ the seed's door
+    # ------------------------------------------------------------------------ the original API's door
     def _as_infos(self, steps: Dict[str, BehaviorSteps]) -> Dict[str, BrainInfo]:
         last = self._communicator.reports_last_observation
         self._last_infos = {b: brain_info(self._brains[b], s, last) for b, s in steps.items()}
         return dict(self._last_infos)
 
     def _seed_decisions(self, action: Any, memory: Any, value: Any) -> Tuple[Dict[str, Any], ...]:
-        """The seed's flat inputs as ``step_behaviors`` takes them: the rows of each brain's last
+        """The original API's flat inputs as ``step_behaviors`` takes them: the rows of each brain's last
         ``BrainInfo`` (or of its deciding agents) as an ``ActionTuple``, and the deciding rows of its
         memories and values."""
         self._require_idle()
@@ -357,6 +359,9 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         memories: Dict[str, Any] = {}
         values: Dict[str, Any] = {}
         for b, given in action.items():
+            if isinstance(given, ActionTuple):  # already in the step types: checked as step_behaviors checks it
+                actions[b] = given
+                continue
             params = self._brains[b]
             info = self._last_infos.get(b)
             rows = len(info.agents) if info is not None else self._n_deciding.get(b, 0)
