@@ -12,7 +12,7 @@ order, a done agent's state already the first of its next episode, as the origin
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 import numpy as np
 
@@ -198,4 +198,35 @@ def _by_environment(info: BrainInfo) -> BrainInfo:
                      rows(info.decision_requested))
 
 
-__all__ = ["BrainInfo", "brain_info"]
+class BrainInfos(Mapping):
+    """``{brain name: BrainInfo}`` of one answer, each brain's built when first read.
+
+    What ``UnityEnvironment.reset``/``step`` return: a script of the original API reads its
+    brains' infos, while a low-level-API script, which reads ``get_steps`` instead, pays nothing
+    for them.
+    """
+
+    def __init__(self, brains: Mapping[str, BrainParameters], steps: Mapping[str, BehaviorSteps],
+                 last_observation: bool):
+        self._brains = brains
+        self._steps = steps
+        self._last_observation = last_observation
+        self._built: Dict[str, BrainInfo] = {}
+
+    def __getitem__(self, name: str) -> BrainInfo:
+        info = self._built.get(name)
+        if info is None:
+            info = self._built[name] = brain_info(self._brains[name], self._steps[name], self._last_observation)
+        return info
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._steps)
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def __repr__(self) -> str:
+        return f"BrainInfos({list(self._steps)})"
+
+
+__all__ = ["BrainInfo", "BrainInfos", "brain_info"]

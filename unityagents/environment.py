@@ -24,12 +24,10 @@ import atexit
 import logging
 import os
 import subprocess
-from typing import Any, Dict, List, Optional, Sequence, Tuple
-
-import numpy as np
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from unityagents.base_env import ActionTuple, BaseEnv, BehaviorSpec, BehaviorSteps, DecisionSteps, TerminalSteps
-from unityagents.brain_info import BrainInfo, brain_info
+from unityagents.brain_info import BrainInfo, BrainInfos
 from unityagents.curriculum import AnyResetParameter, Curriculum
 from unityagents.decisions import ActionInput, Actions, DecisionChecker, checked_floats
 from unityagents.exception import (
@@ -47,6 +45,14 @@ logger = logging.getLogger("unityagents")
 PROTOCOLS = tuple(COMMUNICATORS)
 #: The first port an environment listens on when ``base_port`` is not given (plus ``worker_id``).
 BASE_ENVIRONMENT_PORT = 5005
+
+
+def _only_ended(steps: Optional[BehaviorSteps]) -> int:
+    """How many agents of a behaviour's steps ended their episode without asking for a decision."""
+    if steps is None or not len(steps[1]):
+        return 0
+    deciding = steps[0]
+    return sum(1 for a in steps[1] if a not in deciding)
 
 
 def _one_of(name: str, value: Any, alias: str, alias_value: Any) -> Any:
@@ -152,7 +158,6 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         #: Each behaviour's steps at the last answer (``get_steps``), and the actions set for the next step.
         self._last_steps: Dict[str, BehaviorSteps] = {}
         self._set_actions: Dict[str, ActionTuple] = {}
-        self._last_infos: Dict[str, BrainInfo] = {}
         self._awaiting = False  # a reset or step was sent; receive() reads its answer
         self.port = (BASE_ENVIRONMENT_PORT if base_port is None else int(base_port)) + int(worker_id)
         self.worker_id = int(worker_id)
@@ -279,7 +284,7 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         self._awaiting = True
 
     def reset(self, train_mode: bool = True, config: Optional[Dict[str, float]] = None,
-              lesson: Optional[int] = None) -> Dict[str, BrainInfo]:
+              lesson: Optional[int] = None) -> Mapping[str, BrainInfo]:
         """Reset the Academy and return the first ``BrainInfo`` of every brain (the original API's door).
 
         :param train_mode: the engine's training configuration (fast) or inference (slow).
@@ -290,7 +295,7 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         """
         return self._as_infos(self.reset_behaviors(train_mode, config, lesson))
 
-    def step(self, action: Any = None, memory: Any = None, value: Any = None) -> Dict[str, BrainInfo]:
+    def step(self, action: Any = None, memory: Any = None, value: Any = None) -> Mapping[str, BrainInfo]:
         """Send one decision per deciding agent and return the next ``BrainInfo`` of every brain.
 
         Two doors meet here:
@@ -340,15 +345,13 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         return self.receive()
 
     # ------------------------------------------------------------------------ the original API's door
-    def _as_infos(self, steps: Dict[str, BehaviorSteps]) -> Dict[str, BrainInfo]:
-        last = self._communicator.reports_last_observation
-        self._last_infos = {b: brain_info(self._brains[b], s, last) for b, s in steps.items()}
-        return dict(self._last_infos)
+    def _as_infos(self, steps: Dict[str, BehaviorSteps]) -> BrainInfos:
+        return BrainInfos(self._brains, steps, self._communicator.reports_last_observation)
 
     def _seed_decisions(self, action: Any, memory: Any, value: Any) -> Tuple[Dict[str, Any], ...]:
-        """The original API's flat inputs as ``step_behaviors`` takes them: the rows of each brain's last
-        ``BrainInfo`` (or of its deciding agents) as an ``ActionTuple``, and the deciding rows of its
-        memories and values."""
+        """The original API's inputs as ``step_behaviors`` takes them: each brain's action rows (one
+        per row of its last ``BrainInfo``, or per deciding agent) as an ``ActionTuple`` of its deciding
+        agents; memories and values as given."""
         self._require_idle()
         if self.global_done is None:
             raise UnityActionException(
@@ -356,16 +359,13 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         by_brain = self._decisions.by_brain
         action, memory, value = by_brain(action, "action"), by_brain(memory, "memory"), by_brain(value, "value")
         actions: Dict[str, ActionTuple] = {}
-        memories: Dict[str, Any] = {}
-        values: Dict[str, Any] = {}
         for b, given in action.items():
             if isinstance(given, ActionTuple):  # already in the step types: checked as step_behaviors checks it
                 actions[b] = given
                 continue
             params = self._brains[b]
-            info = self._last_infos.get(b)
-            rows = len(info.agents) if info is not None else self._n_deciding.get(b, 0)
             deciding = self._n_deciding.get(b, 0)
+            rows = deciding + _only_ended(self._last_steps.get(b))
             width = params.action_width
             flat = checked_floats(given, None, "action", b, "")
             if flat.size not in (rows * width, deciding * width):
@@ -373,16 +373,9 @@ class UnityEnvironment(SceneFacts, BaseEnv):
                     f"There was a mismatch between the provided action and environment's expectation: brain {b!r} "
                     f"expects {deciding * width} floats ({deciding} deciding agents x action width {width}) but got "
                     f"{flat.size}. Give one row of {width} per agent of its last BrainInfo.")
-            pick = (info.decision_requested if info is not None and flat.size != deciding * width else None)
-            matrix = flat.reshape(-1, width) if width else flat.reshape(-1, 0)
-            if pick is not None:
-                matrix = matrix[np.asarray(pick, bool)]
-            actions[b] = params.behavior_spec.action_spec.tuple_of(matrix)
-        for b, m in memory.items():
-            memories[b] = m
-        for b, v in value.items():
-            values[b] = v
-        return actions, memories, values
+            # a BrainInfo's rows are the deciding agents, then those that only ended their episode
+            actions[b] = params.behavior_spec.action_spec.tuple_of(flat.reshape(-1, width)[:deciding])
+        return actions, memory, value  # API-2 only, whose rows are its deciding agents; checked by step_send
 
     # ------------------------------------------------------------------------ the low-level API's door
     def get_steps(self, behavior_name: str) -> BehaviorSteps:
