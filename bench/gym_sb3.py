@@ -144,13 +144,13 @@ class _CannedEnv:
 
     def __init__(self, env: UnityEnvironment):
         self.brains, self.external_brain_names = env.brains, env.external_brain_names
-        self.infos = env.reset()
+        self.infos = env.reset_behaviors()
         self.global_done = False
 
-    def reset(self, train_mode: bool = True):
+    def reset_behaviors(self, train_mode: bool = True):
         return self.infos
 
-    def step(self, action):
+    def step_behaviors(self, action):
         return self.infos
 
 
@@ -169,8 +169,9 @@ def step_cost(steps: int = 3000, block: int = 250) -> Dict[str, float]:
             adapter.step_async(a)
             adapter.step_wait()
 
-        steppers = {"raw UnityEnvironment.step": lambda a: env.step(ActionTuple(a)), "UnityVectorEnv.step": vec.step,
-                    "UnityVectorEnv + SB3 adapter": sb3_step, "UnityVectorEnv alone (canned)": canned.step}
+        steppers = {"raw UnityEnvironment.step": lambda a: env.step_behaviors(ActionTuple(a)),
+                    "UnityVectorEnv.step": vec.step, "UnityVectorEnv + SB3 adapter": sb3_step,
+                    "UnityVectorEnv alone (canned)": canned.step}
         times: Dict[str, List[float]] = {name: [] for name in steppers}
         for b in range(steps // block):
             for name, fn in steppers.items():

@@ -83,9 +83,9 @@ def bench_wires(steps: int, rng: np.random.Generator) -> dict:
                 scene = env._peer.process.pid
                 start, used, scene_used = time.perf_counter(), time.process_time(), process_cpu(scene)
                 for i in range(b * (steps // 6), (b + 1) * (steps // 6)):
-                    env.step(ActionTuple(actions[i]))
+                    env.step_behaviors(ActionTuple(actions[i]))
                     if env.global_done:
-                        env.reset()
+                        env.reset_behaviors()
                 if b:
                     blocks[protocol].append((time.perf_counter() - start) / (steps // 6))
                     cpu[protocol].append((time.process_time() - used) / (steps // 6))

@@ -182,16 +182,16 @@ def profile(scene: str, brain: str, env_steps: int, overrides: Optional[Dict] = 
             graph.finalize()
             processor = AgentProcessor(env.brains, env.reports_last_observation)
             collector = ExperienceCollector.for_trainer(trainer)
-            info = processor.infos(env.reset())
+            info = processor.infos(env.reset_behaviors())
             updates = 0
             for _ in range(env_steps):
                 if env.global_done:
-                    info = processor.infos(env.reset())
+                    info = processor.infos(env.reset_behaviors())
                 t0 = time.perf_counter()
                 action, memory, value, outputs = trainer.take_action(info)
                 t1 = time.perf_counter()
-                new_info = processor.infos(env.step(*processor.decisions(info, {brain: action}, {brain: memory},
-                                                                         {brain: value})))
+                new_info = processor.infos(env.step_behaviors(*processor.decisions(
+                    info, {brain: action}, {brain: memory}, {brain: value})))
                 t2 = time.perf_counter()
                 trainer.process_experience(collector.collect(info, new_info, outputs))
                 t3 = time.perf_counter()

@@ -37,7 +37,8 @@ class InfoView:
         return self.infos
 
     def reset(self, *args: Any, **kwargs: Any) -> Dict[str, BrainInfo]:
-        return self._took(self.env.reset(*args, **kwargs))
+        # a UnityEnvironment's steps come from reset_behaviors (its reset() is the seed's door)
+        return self._took(getattr(self.env, "reset_behaviors", self.env.reset)(*args, **kwargs))
 
     def receive(self) -> Dict[str, BrainInfo]:
         return self._took(self.env.receive())

@@ -31,6 +31,7 @@ agents one by one, and the latter only to key them by environment.
 """
 from __future__ import annotations
 
+import abc
 import dataclasses
 import enum
 from typing import Any, Dict, Hashable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
@@ -107,6 +108,26 @@ class ActionSpec:
         """Zeros for ``n_agents``: every float 0, every branch its first action."""
         return ActionTuple(np.zeros((n_agents, self.continuous_size), np.float32),
                            np.zeros((n_agents, self.discrete_size), np.int32))
+
+    def random_action(self, n_agents: int, rng: Optional[np.random.Generator] = None) -> "ActionTuple":
+        """Uniform actions for ``n_agents``: floats in [-1, 1), each branch any of its actions."""
+        rng = rng if rng is not None else np.random.default_rng()
+        continuous = rng.uniform(-1.0, 1.0, (n_agents, self.continuous_size)).astype(np.float32)
+        discrete = np.column_stack([rng.integers(0, b, n_agents) for b in self.discrete_branches]).astype(np.int32) \
+            if self.discrete_branches else np.zeros((n_agents, 0), np.int32)
+        return ActionTuple(continuous, discrete)
+
+    @staticmethod
+    def create_continuous(continuous_size: int) -> "ActionSpec":
+        return ActionSpec(int(continuous_size), ())
+
+    @staticmethod
+    def create_discrete(discrete_branches: Sequence[int]) -> "ActionSpec":
+        return ActionSpec(0, tuple(int(b) for b in discrete_branches))
+
+    @staticmethod
+    def create_hybrid(continuous_size: int, discrete_branches: Sequence[int]) -> "ActionSpec":
+        return ActionSpec(int(continuous_size), tuple(int(b) for b in discrete_branches))
 
     def tuple_of(self, rows: Any) -> "ActionTuple":
         """``[n, continuous_size + discrete_size]`` rows (the continuous values, then one index per
@@ -206,6 +227,20 @@ class ActionTuple:
     def __len__(self) -> int:
         return self.continuous.shape[0]
 
+    def add_continuous(self, continuous: Any) -> None:
+        """Set the continuous part (the discrete part keeps its rows, or becomes ``[n, 0]``)."""
+        c = _as_rows(continuous, np.float32, "continuous")
+        self.continuous = c
+        if self.discrete.size == 0 and self.discrete.shape[0] != c.shape[0]:
+            self.discrete = np.zeros((c.shape[0], 0), np.int32)
+
+    def add_discrete(self, discrete: Any) -> None:
+        """Set the discrete part (the continuous part keeps its rows, or becomes ``[n, 0]``)."""
+        d = ActionTuple(discrete=discrete).discrete
+        self.discrete = d
+        if self.continuous.size == 0 and self.continuous.shape[0] != d.shape[0]:
+            self.continuous = np.zeros((d.shape[0], 0), np.float32)
+
     def rows(self, start: int, stop: int) -> "ActionTuple":
         """Agents ``start:stop`` (one environment's share of a merged batch)."""
         return ActionTuple(self.continuous[start:stop], self.discrete[start:stop])
@@ -223,6 +258,36 @@ def _as_rows(x: Any, dtype: Any, part: str) -> np.ndarray:
             f"The {part} actions must be a [n_agents, width] array; got shape {array.shape}. Stack one row per "
             "deciding agent.")
     return array
+
+
+class DecisionStep(NamedTuple):
+    """One deciding agent's row of a ``DecisionSteps`` (``steps[agent_id]``)."""
+
+    obs: List[np.ndarray]
+    reward: float
+    agent_id: Hashable
+    action_mask: Optional[List[np.ndarray]]
+    group_id: int
+    group_reward: float
+
+
+class TerminalStep(NamedTuple):
+    """One ended agent's row of a ``TerminalSteps`` (``steps[agent_id]``)."""
+
+    obs: List[np.ndarray]
+    reward: float
+    interrupted: bool
+    agent_id: Hashable
+    group_id: int
+    group_reward: float
+
+
+def _row_of(steps: Any, agent_id: Hashable) -> int:
+    row = steps.agent_id_to_index.get(agent_id)
+    if row is None:
+        raise KeyError(f"agent_id {agent_id!r} is not present in the {type(steps).__name__}; its agents are "
+                       f"{list(steps.agent_id_to_index)[:20]}.")
+    return row
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # arrays have no single truth value: compare fields
@@ -271,6 +336,16 @@ class DecisionSteps:
             object.__setattr__(self, "_index", cached)
         return cached
 
+    def __contains__(self, agent_id: object) -> bool:
+        return agent_id in self.agent_id_to_index
+
+    def __getitem__(self, agent_id: Hashable) -> DecisionStep:
+        """The row of ``agent_id`` (a ``KeyError`` naming the agents when it is not among them)."""
+        i = _row_of(self, agent_id)
+        mask = None if self.action_mask is None else [m[i] for m in self.action_mask]
+        return DecisionStep([o[i] for o in self.obs], self.reward[i], self.agent_id[i], mask, self.group_id[i],
+                            self.group_reward[i])
+
     @staticmethod
     def empty(spec: BehaviorSpec) -> "DecisionSteps":
         """No agents, shaped like the behaviour's (an environment that is down, a behaviour gone quiet)."""
@@ -308,6 +383,13 @@ class TerminalSteps:
     __len__ = DecisionSteps.__len__
     __iter__ = DecisionSteps.__iter__
     agent_id_to_index = DecisionSteps.agent_id_to_index
+    __contains__ = DecisionSteps.__contains__
+
+    def __getitem__(self, agent_id: Hashable) -> TerminalStep:
+        """The row of ``agent_id`` (a ``KeyError`` naming the agents when it is not among them)."""
+        i = _row_of(self, agent_id)
+        return TerminalStep([o[i] for o in self.obs], self.reward[i], bool(self.interrupted[i]), self.agent_id[i],
+                            self.group_id[i], self.group_reward[i])
 
     @staticmethod
     def empty(spec: BehaviorSpec) -> "TerminalSteps":
@@ -379,5 +461,48 @@ def behavior_specs_of(brains: Mapping[str, Any]) -> Dict[str, BehaviorSpec]:
     return {name: brain.behavior_spec for name, brain in brains.items()}
 
 
-__all__ = ["ActionSpec", "ActionTuple", "BehaviorSpec", "BehaviorSteps", "DecisionSteps", "DimensionProperty",
-           "ObservationSpec", "ObservationType", "TerminalSteps", "behavior_specs_of", "merge_steps"]
+#: mlagents_envs' aliases, for scripts that annotate with them.
+AgentId = int
+GroupId = int
+BehaviorName = str
+
+
+class BaseEnv(abc.ABC):
+    """What an environment offers a script through the low-level API (mlagents_envs' ``BaseEnv``).
+
+    ``UnityEnvironment`` implements it; a script typed against it runs on any implementation.
+    """
+
+    @abc.abstractmethod
+    def step(self) -> Any:
+        """Send the actions set since the last step (zeros for the others); simulate to the next decisions."""
+
+    @abc.abstractmethod
+    def reset(self) -> Any:
+        """Start new episodes; the next ``get_steps`` holds their first observations."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """End the environment and release its port."""
+
+    @property
+    @abc.abstractmethod
+    def behavior_specs(self) -> Mapping[str, BehaviorSpec]:
+        """Each behaviour's ``BehaviorSpec``, by name."""
+
+    @abc.abstractmethod
+    def set_actions(self, behavior_name: str, action: ActionTuple) -> None:
+        """The actions of every deciding agent of ``behavior_name`` for the next ``step()``."""
+
+    @abc.abstractmethod
+    def set_action_for_agent(self, behavior_name: str, agent_id: Hashable, action: ActionTuple) -> None:
+        """The action of one deciding agent for the next ``step()``."""
+
+    @abc.abstractmethod
+    def get_steps(self, behavior_name: str) -> BehaviorSteps:
+        """``(DecisionSteps, TerminalSteps)`` of ``behavior_name`` at the last reset or step."""
+
+
+__all__ = ["ActionSpec", "ActionTuple", "AgentId", "BaseEnv", "BehaviorName", "BehaviorSpec", "BehaviorSteps",
+           "DecisionStep", "DecisionSteps", "DimensionProperty", "GroupId", "ObservationSpec", "ObservationType",
+           "TerminalStep", "TerminalSteps", "behavior_specs_of", "merge_steps"]

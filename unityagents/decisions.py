@@ -8,7 +8,7 @@ the brain, the size expected and what arrived.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -21,14 +21,14 @@ ActionInput = Union[None, float, Sequence[float], np.ndarray, Dict[str, Any]]
 Actions = Union[None, ActionTuple, Dict[str, ActionTuple]]
 
 
-def checked_floats(x: Any, expected: int, kind: str, brain: str, layout: str) -> np.ndarray:
-    """``x`` as ``expected`` finite float64 values, or an error naming the brain and the layout."""
+def checked_floats(x: Any, expected: Optional[int], kind: str, brain: str, layout: str) -> np.ndarray:
+    """``x`` as ``expected`` (None: any number of) finite float64 values, or an error naming the brain."""
     try:
         flat = np.asarray(x, dtype=np.float64).ravel()
     except (TypeError, ValueError):
         raise UnityActionException(
             f"The {kind} for brain {brain!r} must be numbers; got {type(x).__name__}: {x!r:.100}.") from None
-    if flat.size != expected:
+    if expected is not None and flat.size != expected:
         raise UnityActionException(
             f"There was a mismatch between the provided {kind} and environment's expectation: "
             f"brain {brain!r} expects {expected} floats ({layout}) but got {flat.size}.")

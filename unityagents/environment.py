@@ -22,73 +22,129 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import subprocess
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from unityagents.base_env import BehaviorSpec, BehaviorSteps
+from unityagents.base_env import ActionTuple, BaseEnv, BehaviorSpec, BehaviorSteps, DecisionSteps, TerminalSteps
+from unityagents.brain_info import BrainInfo, BrainInfos
 from unityagents.curriculum import AnyResetParameter, Curriculum
-from unityagents.decisions import ActionInput, Actions, DecisionChecker
+from unityagents.decisions import ActionInput, Actions, DecisionChecker, checked_floats
 from unityagents.exception import (
     UnityActionException,
     UnityEnvironmentException,
     UnityException,
     is_own_log,
 )
-from unityagents.launcher import launch
+from unityagents.launcher import choose_protocol, launch
 from unityagents.scene_facts import SceneFacts
 from unityagents.wire.base import COMMUNICATORS, Communicator, Peer, Stat, communicator_class
 
 logger = logging.getLogger("unityagents")
 
 PROTOCOLS = tuple(COMMUNICATORS)
+#: The first port an environment listens on when ``base_port`` is not given (plus ``worker_id``).
+BASE_ENVIRONMENT_PORT = 5005
 
 
-class UnityEnvironment(SceneFacts):
+def _only_ended(steps: Optional[BehaviorSteps]) -> int:
+    """How many agents of a behaviour's steps ended their episode without asking for a decision."""
+    if steps is None or not len(steps[1]):
+        return 0
+    deciding = steps[0]
+    return sum(1 for a in steps[1] if a not in deciding)
+
+
+def _one_of(name: str, value: Any, alias: str, alias_value: Any) -> Any:
+    """``value``, or the same argument under its mlagents_envs name; both given is an error."""
+    if alias_value is None:
+        return value
+    if value:
+        raise TypeError(f"{name} and {alias} are the same argument (the second is mlagents_envs' name); give one.")
+    return alias_value
+
+
+class UnityEnvironment(SceneFacts, BaseEnv):
     """A running environment: a Unity build or a built-in ``academy`` scene, over a local socket.
+
+    It serves two doors (``docs/python-api.md``): the original API's (ML-Agents 0.3), where
+    ``reset`` and ``step`` return ``{brain name: BrainInfo}`` and ``step`` takes plain arrays, and
+    mlagents_envs 1.1's low-level API (``behavior_specs``, ``get_steps``, ``set_actions``,
+    ``set_action_for_agent``, ``step()``).
+    The environment set, the bridges and the trainers' tools speak the step types through
+    ``reset_behaviors``/``step_behaviors`` (or their halves ``reset_send``/``step_send``/``receive``).
 
     :param file_name: a Unity build (``3DBall``, ``3DBall.x86_64``, ``builds/3DBall.app``) or
         the name of a built-in scene (``3DBall``, ``Basic``, ``GridWorld``, ...). A Unity build
         next to the working directory wins over a built-in scene of the same name.
     :param worker_id: added to ``base_port``, so that several environments can run at once.
-    :param base_port: first port to listen on (127.0.0.1 only).
+    :param base_port: first port to listen on (127.0.0.1 only); None: 5005.
     :param curriculum: path of a curriculum JSON file (see ``Curriculum``), or None.
     :param seed: passed as ``--seed`` to built-in scenes (API-2 Unity builds take no seed); the
         modern protocol also sends it in its initialisation message.
     :param timeout_wait: seconds to wait for any single answer of the environment.
     :param start_timeout: seconds to wait for the environment to start and connect.
-    :param log_dir: where the environment's log goes. By default a private folder made for this
+    :param log_dir: where the environment's log goes (``log_folder`` is mlagents_envs' name for it).
+        By default a private folder made for this
         environment alone (``tempfile.mkdtemp``, mode 0700), never a shared predictable one where
         another user could plant a symlink; it is kept after ``close`` so that the log can be
         read. With gRPC a Unity build writes ``<log_dir>/Player-<worker_id>.log`` (its ``-logFile``).
     :param env_args: extra command-line arguments for the launched build or scene (e.g.
-        ``["--frame-time-ms", "5"]`` for a built-in scene that emulates a heavy engine).
+        ``["--frame-time-ms", "5"]`` for a built-in scene that emulates a heavy engine);
+        ``additional_args`` is mlagents_envs' name for it.
     :param protocol: ``"api2"`` (Unity builds of 2018, ML-Agents 0.3) or ``"grpc"`` (every
-        ML-Agents build since Release 19, communication API 1.5.0).
+        ML-Agents build since Release 19, communication API 1.5.0); None chooses
+        (``launcher.choose_protocol``): the modern protocol when side channels or ``num_areas``
+        ask for it, else what a Unity build's data folder shows it speaks, else (a built-in
+        scene, which speaks both) API-2.
     :param engine_config: gRPC only: the engine settings sent through the engine-configuration
         side channel (time scale 20 by default); see ``unityagents.wire.side_channels.EngineConfig``.
     :param no_graphics: gRPC only: launch the build with ``-nographics -batchmode``.
-    :param side_channels: gRPC only: the user's ``side_channels.SideChannel`` instances (their ids
-        must differ from each other and from the built-in channels'); see ``unityagents.wire.side_channels``.
+    :param side_channels: gRPC only: ``unityagents.side_channels.SideChannel`` instances (the user's own,
+        whose ids must differ from each other and from the built-in channels', or an
+        ``EngineConfigurationChannel``/``EnvironmentParametersChannel``).
+    :param no_graphics_monitor: as ``no_graphics``, for every worker but worker 0 (mlagents_envs').
+    :param num_areas: gRPC only: how many copies of its training area the scene should make.
     """
 
     def __init__(
         self,
         file_name: str,
         worker_id: int = 0,
-        base_port: int = 5005,
+        base_port: Optional[int] = None,
         curriculum: Optional[str] = None,
         seed: Optional[int] = None,
         timeout_wait: float = 30.0,
         start_timeout: float = 60.0,
         log_dir: Optional[str] = None,
         env_args: Sequence[str] = (),
-        protocol: str = "api2",
+        protocol: Optional[str] = None,
         engine_config: Optional[Any] = None,
         no_graphics: bool = False,
-        side_channels: Sequence[Any] = (),
+        side_channels: Optional[Sequence[Any]] = None,
+        *,
+        no_graphics_monitor: bool = False,
+        additional_args: Optional[Sequence[str]] = None,
+        log_folder: Optional[str] = None,
+        num_areas: int = 1,
     ):
-        atexit.register(self.close)
+        if curriculum is not None and not isinstance(curriculum, (str, os.PathLike)):
+            raise TypeError(
+                f"curriculum (the 4th positional argument, as in the original UnityEnvironment API) must be a "
+                f"path to a curriculum JSON file or None; got {type(curriculum).__name__} {curriculum!r}. Pass "
+                "mlagents_envs' seed by keyword: UnityEnvironment(file_name, seed=...).")
+        env_args = _one_of("env_args", env_args or (), "additional_args", additional_args)
+        log_dir = _one_of("log_dir", log_dir, "log_folder", log_folder)
+        side_channels = list(side_channels or ())
+        if not isinstance(num_areas, int) or isinstance(num_areas, bool) or num_areas < 1:
+            raise UnityEnvironmentException(f"num_areas must be a positive integer; got {num_areas!r}.")
+        protocol = choose_protocol(file_name, protocol, side_channels, num_areas)
+        if num_areas != 1 and protocol != "grpc":
+            raise UnityEnvironmentException(
+                f"num_areas={num_areas} travels in the modern protocol's handshake; API-2 has no such field. "
+                "Use protocol='grpc' (a modern build), or leave num_areas at 1.")
         communicator = communicator_class(protocol)
+        atexit.register(self.close)
         self.protocol = protocol
         self._env_args = [str(a) for a in env_args]
         self._loaded = False
@@ -99,14 +155,19 @@ class UnityEnvironment(SceneFacts):
         #: What the communicator knows of this environment (its process, its log, the answer timeout).
         self._peer = Peer(timeout_wait)
         self._n_deciding: Dict[str, int] = {}
+        #: Each behaviour's steps at the last answer (``get_steps``), and the actions set for the next step.
+        self._last_steps: Dict[str, BehaviorSteps] = {}
+        self._set_actions: Dict[str, ActionTuple] = {}
         self._awaiting = False  # a reset or step was sent; receive() reads its answer
-        self.port = int(base_port) + int(worker_id)
+        self.port = (BASE_ENVIRONMENT_PORT if base_port is None else int(base_port)) + int(worker_id)
         self.worker_id = int(worker_id)
+        extra = {"num_areas": num_areas} if num_areas != 1 else {}
         self._communicator = communicator(self._peer, self.port, self.worker_id, seed=seed,
-                                          engine_config=engine_config, side_channels=side_channels)
+                                          engine_config=engine_config, side_channels=side_channels, **extra)
+        graphics_off = bool(no_graphics) or (bool(no_graphics_monitor) and int(worker_id) != 0)
         try:
             self._peer.process, self._peer.log_path = launch(
-                file_name, protocol, self.port, self.worker_id, seed, log_dir, bool(no_graphics), self._env_args)
+                file_name, protocol, self.port, self.worker_id, seed, log_dir, graphics_off, self._env_args)
             self._communicator.connect(float(start_timeout), file_name)
             hello = self._communicator.handshake()
             self.academy_name: str = hello.academy_name  # the Academy's name (API-2), the build's (gRPC)
@@ -223,19 +284,57 @@ class UnityEnvironment(SceneFacts):
         self._awaiting = True
 
     def reset(self, train_mode: bool = True, config: Optional[Dict[str, float]] = None,
-              lesson: Optional[int] = None) -> Dict[str, BehaviorSteps]:
-        """Reset the Academy and return the first (``DecisionSteps``, ``TerminalSteps``) of every brain.
+              lesson: Optional[int] = None) -> Mapping[str, BrainInfo]:
+        """Reset the Academy and return the first ``BrainInfo`` of every brain (the original API's door).
 
         :param train_mode: the engine's training configuration (fast) or inference (slow).
         :param config: reset parameters to set; by default the curriculum's current lesson.
         :param lesson: take the reset parameters of this lesson instead of the current one.
+
+        A low-level-API script ignores the result and reads ``get_steps(name)`` instead.
+        """
+        return self._as_infos(self.reset_behaviors(train_mode, config, lesson))
+
+    def step(self, action: Any = None, memory: Any = None, value: Any = None) -> Mapping[str, BrainInfo]:
+        """Send one decision per deciding agent and return the next ``BrainInfo`` of every brain.
+
+        Two doors meet here:
+
+        * the original API's: ``action`` (and, for API-2's recurrent brains, ``memory`` and ``value``) is a
+          dict keyed by External brain name, or with exactly one External brain the bare value: a
+          numpy array or list of ``action width`` floats per row of the brain's last ``BrainInfo``
+          (continuous values, then one index per discrete branch; a discrete API-2 brain takes one
+          index per agent), or an ``ActionTuple`` for its deciding agents. An External brain with
+          deciding agents needs its action;
+        * the low-level API's: ``step()`` with no arguments sends the actions given to
+          ``set_actions``/``set_action_for_agent`` since the last step, and zeros (every branch's
+          first action) for the behaviours that were given none.
+        """
+        if action is None and memory is None and value is None:
+            actions: Dict[str, ActionTuple] = {}
+            for b in self._external_brain_names:
+                given = self._set_actions.get(b)
+                actions[b] = given if given is not None else \
+                    self._brains[b].behavior_spec.action_spec.empty_action(self._n_deciding.get(b, 0))
+            return self._as_infos(self.step_behaviors(actions))
+        if self._set_actions:
+            raise UnityActionException(
+                f"set_actions() was called for {sorted(self._set_actions)} and step() was given actions too; use "
+                "one door per step: step() after set_actions(), or step(action) alone.")
+        return self._as_infos(self.step_behaviors(*self._seed_decisions(action, memory, value)))
+
+    def reset_behaviors(self, train_mode: bool = True, config: Optional[Dict[str, float]] = None,
+                        lesson: Optional[int] = None) -> Dict[str, BehaviorSteps]:
+        """``reset`` in the step types: the first (``DecisionSteps``, ``TerminalSteps``) of every brain.
+
+        What the environment set, the bridges and the trainers' tools drive; the arguments are ``reset``'s.
         """
         self.reset_send(train_mode, config, lesson)
         return self.receive()
 
-    def step(self, action: Actions = None, memory: ActionInput = None,
-             value: ActionInput = None) -> Dict[str, BehaviorSteps]:
-        """Send one decision per External brain and return the next steps of every brain.
+    def step_behaviors(self, action: Actions = None, memory: ActionInput = None,
+                       value: ActionInput = None) -> Dict[str, BehaviorSteps]:
+        """``step`` in the step types: the next (``DecisionSteps``, ``TerminalSteps``) of every brain.
 
         Each argument is a dict keyed by External brain name, or (with exactly one External
         brain) the bare value. ``action`` is an ``ActionTuple`` per brain, one row per agent of
@@ -244,6 +343,101 @@ class UnityEnvironment(SceneFacts):
         """
         self.step_send(action, memory, value)
         return self.receive()
+
+    # ------------------------------------------------------------------------ the original API's door
+    def _as_infos(self, steps: Dict[str, BehaviorSteps]) -> BrainInfos:
+        return BrainInfos(self._brains, steps, self._communicator.reports_last_observation)
+
+    def _seed_decisions(self, action: Any, memory: Any, value: Any) -> Tuple[Dict[str, Any], ...]:
+        """The original API's inputs as ``step_behaviors`` takes them: each brain's action rows (one
+        per row of its last ``BrainInfo``, or per deciding agent) as an ``ActionTuple`` of its deciding
+        agents; memories and values as given."""
+        self._require_idle()
+        if self.global_done is None:
+            raise UnityActionException(
+                "You cannot conduct step without first calling reset. Reset the environment with 'reset()'")
+        by_brain = self._decisions.by_brain
+        action, memory, value = by_brain(action, "action"), by_brain(memory, "memory"), by_brain(value, "value")
+        actions: Dict[str, ActionTuple] = {}
+        for b, given in action.items():
+            if isinstance(given, ActionTuple):  # already in the step types: checked as step_behaviors checks it
+                actions[b] = given
+                continue
+            params = self._brains[b]
+            deciding = self._n_deciding.get(b, 0)
+            rows = deciding + _only_ended(self._last_steps.get(b))
+            width = params.action_width
+            flat = checked_floats(given, None, "action", b, "")
+            if flat.size not in (rows * width, deciding * width):
+                raise UnityActionException(
+                    f"There was a mismatch between the provided action and environment's expectation: brain {b!r} "
+                    f"expects {deciding * width} floats ({deciding} deciding agents x action width {width}) but got "
+                    f"{flat.size}. Give one row of {width} per agent of its last BrainInfo.")
+            # a BrainInfo's rows are the deciding agents, then those that only ended their episode
+            actions[b] = params.behavior_spec.action_spec.tuple_of(flat.reshape(-1, width)[:deciding])
+        return actions, memory, value  # API-2 only, whose rows are its deciding agents; checked by step_send
+
+    # ------------------------------------------------------------------------ the low-level API's door
+    def get_steps(self, behavior_name: str) -> BehaviorSteps:
+        """``(DecisionSteps, TerminalSteps)`` of ``behavior_name`` at the last ``reset`` or ``step``.
+
+        A behaviour that reported nothing in that answer gets empty steps.
+        """
+        self._check_behavior(behavior_name)
+        if self.global_done is None:
+            raise UnityEnvironmentException(
+                f"get_steps({behavior_name!r}) was called before the first reset(); call reset() first.")
+        steps = self._last_steps.get(behavior_name)
+        if steps is None:
+            spec = self._brains[behavior_name].behavior_spec
+            return DecisionSteps.empty(spec), TerminalSteps.empty(spec)
+        return steps
+
+    def set_actions(self, behavior_name: str, action: ActionTuple) -> None:
+        """The actions of every agent of ``behavior_name``'s last ``DecisionSteps``, for the next ``step()``.
+
+        ``action`` is an ``ActionTuple`` with one row per deciding agent, in ``DecisionSteps`` order:
+        ``continuous`` ``[n, continuous_size]``, ``discrete`` ``[n, len(discrete_branches)]``.
+        """
+        self._check_external(behavior_name)
+        n = len(self.get_steps(behavior_name)[0])
+        self._set_actions[behavior_name] = self._brains[behavior_name].behavior_spec.action_spec.validate(
+            action, n, behavior_name)
+
+    def set_action_for_agent(self, behavior_name: str, agent_id: Any, action: ActionTuple) -> None:
+        """The action of one agent of ``behavior_name``'s last ``DecisionSteps`` (an ``ActionTuple`` of one
+        row), for the next ``step()``; the behaviour's other agents keep theirs (zeros if none was set)."""
+        self._check_external(behavior_name)
+        decisions = self.get_steps(behavior_name)[0]
+        spec = self._brains[behavior_name].behavior_spec.action_spec
+        row = decisions.agent_id_to_index.get(agent_id)
+        if row is None:
+            raise UnityActionException(
+                f"agent_id {agent_id!r} did not request a decision at the last step of behaviour {behavior_name!r}: "
+                f"its deciding agents are {list(decisions.agent_id_to_index)[:20]}. Set actions only for the "
+                "agents of the last get_steps(...)[0].")
+        spec.validate(action, 1, behavior_name)
+        current = self._set_actions.get(behavior_name)
+        if current is None:
+            current = spec.empty_action(len(decisions))
+        else:
+            current = ActionTuple(current.continuous.copy(), current.discrete.copy())
+        current.continuous[row] = action.continuous[0]
+        current.discrete[row] = action.discrete[0]
+        self._set_actions[behavior_name] = current
+
+    def _check_behavior(self, behavior_name: str) -> None:
+        if behavior_name not in self._brains:
+            raise UnityActionException(
+                f"The behaviour {behavior_name!r} does not correspond to an existing behaviour of this environment; "
+                f"its behaviours are {sorted(self._brains)} (read them from behavior_specs).")
+
+    def _check_external(self, behavior_name: str) -> None:
+        self._check_behavior(behavior_name)
+        if behavior_name not in self._external_brain_names:
+            raise UnityActionException(
+                f"The behaviour {behavior_name!r} is a broadcasting brain, whose actions its scene decides; only "
+                f"External brains take actions: {self._external_brain_names}.")
 
     def step_send(self, action: Actions = None, memory: ActionInput = None,
                   value: ActionInput = None) -> None:
@@ -295,6 +489,8 @@ class UnityEnvironment(SceneFacts):
                 self._external_brain_names.append(b)
         for b, (decisions, _) in infos.items():
             self._n_deciding[b] = len(decisions)
+        self._last_steps = infos
+        self._set_actions = {}
 
     # ------------------------------------------------------------------------ close
     def close(self) -> None:

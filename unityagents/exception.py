@@ -84,6 +84,29 @@ class UnityObservationException(UnityMessageException):
     frame does not decode."""
 
 
+class UnityCommunicatorStoppedException(UnityCommunicationException):
+    """The environment ended the exchange itself: the build quit, or the Editor left play mode."""
+
+
+class UnityWorkerInUseException(UnityEnvironmentException):
+    """The port of this worker id is taken (another environment or run listens on it).
+
+    :param worker_id: the worker id whose port (base port + worker id) could not be listened on.
+    """
+
+    def __init__(self, message: str, worker_id: int = 0):
+        self.worker_id = worker_id
+        super().__init__(message)
+
+
+class UnitySideChannelException(UnityEnvironmentException):
+    """A side channel's message cannot be written or read (mlagents_envs' name, for its scripts)."""
+
+
+class UnityPolicyException(UnityException):
+    """A policy cannot act on what it was given (mlagents_envs' name, for its scripts)."""
+
+
 # Logs that this process created itself (a built-in scene's log in our log folder, the -logFile
 # we passed to a modern build). Only these are ever read into a message: a path the environment
 # names (its AcademyParameters' logPath, the gRPC initialisation's log_path) is only shown, or an

@@ -82,6 +82,73 @@ def find_unity_binary(file_name: str, protocol: str = "api2") -> Optional[str]:
     return None
 
 
+#: What a modern ML-Agents player ships in its data folder and a 2018 one does not: the gRPC
+#: runtime (managed ``Grpc.Core.dll``, native ``grpc_csharp_ext``) and the ``Unity.ML-Agents``
+#: assemblies of the C# package (a 2018 build compiles its ML-Agents scripts into
+#: ``Assembly-CSharp.dll``).
+_MODERN_MARKERS = ("grpc", "unity.ml-agents")
+
+
+def _data_folders(binary: str) -> List[str]:
+    """Where a player's data lives: ``<name>_Data`` beside it (Linux, Windows) or the bundle's ``Resources/Data``."""
+    root, _ = os.path.splitext(binary)
+    folders = [root + "_Data"]
+    parts = os.path.normpath(binary).split(os.sep)
+    if "Contents" in parts:  # macOS: <name>.app/Contents/MacOS/<name>
+        contents = os.sep.join(parts[:len(parts) - 1 - parts[::-1].index("Contents")])
+        folders.append(os.path.join(contents, "Resources", "Data"))
+    folders += [os.path.join(os.path.dirname(binary), e) for e in _listdir(os.path.dirname(binary) or ".")
+                if e.endswith("_Data")]
+    return folders
+
+
+def build_protocol(binary: str) -> Optional[str]:
+    """The protocol a Unity build speaks, told from the files of its data folder: ``"grpc"`` when it
+    ships the gRPC runtime or the ML-Agents package's assemblies, ``"api2"`` when its data folder has
+    neither, None when no data folder is found."""
+    found = False
+    for folder in _data_folders(binary):
+        if not os.path.isdir(folder):
+            continue
+        found = True
+        for _, _, files in _walk(folder, depth=3):
+            if any(f.lower().startswith(_MODERN_MARKERS) or "grpc" in f.lower() for f in files):
+                return "grpc"
+    return "api2" if found else None
+
+
+def _walk(folder: str, depth: int):
+    """``os.walk`` down to ``depth`` folders below ``folder`` (a data folder's assemblies sit at most
+    in ``Managed``, ``Plugins/<arch>``)."""
+    base = folder.rstrip(os.sep).count(os.sep)
+    for here, dirs, files in os.walk(folder):
+        if here.count(os.sep) - base >= depth:
+            dirs[:] = []
+        yield here, dirs, files
+
+
+def choose_protocol(file_name: Optional[str], protocol: Optional[str], side_channels: Sequence[object] = (),
+                    num_areas: int = 1) -> str:
+    """The protocol to speak with ``file_name`` when the caller named none (``protocol=None``).
+
+    Side channels and ``num_areas`` exist only in the modern protocol; a Unity build speaks what its
+    files say (``build_protocol``); a built-in scene speaks both, and API-2 unless one of the former
+    asks for the modern one.
+    """
+    if protocol is not None:
+        return protocol
+    if side_channels or num_areas != 1:
+        return "grpc"
+    binary = find_unity_binary(file_name, "grpc") if file_name else None
+    if binary is not None:
+        told = build_protocol(binary)
+        if told is None:
+            logger.warning("Could not tell which protocol the Unity build %s speaks (no data folder found "
+                           "beside it); assuming API-2. Pass protocol='grpc' for a modern build.", binary)
+        return told or "api2"
+    return "api2"
+
+
 def launch(file_name: str, protocol: str, port: int, worker_id: int, seed: Optional[int], log_dir: Optional[str],
            no_graphics: bool, env_args: Sequence[str]) -> Tuple[subprocess.Popen, str]:
     """Start the build or built-in scene ``file_name`` for ``protocol`` on ``port``; return its process and log path.

@@ -146,7 +146,7 @@ def test_over_grpc_each_agent_gets_an_action_tuple_and_a_wrong_width_is_refused(
             info = env.step(sent)
         n = len(env._communicator._behaviours[NAME].decision_ids)
         with pytest.raises(UnityActionException) as error:
-            env.env.step({NAME: ActionTuple(np.zeros((n, 2)))})  # continuous only: the branch is missing
+            env.env.step_behaviors({NAME: ActionTuple(np.zeros((n, 2)))})  # continuous only: the branch is missing
         message = str(error.value)
         assert NAME in message and f"the discrete actions have shape ({n}, 0)" in message, message
         assert f"expects ({n}, 1)" in message and "discrete branches [2]" in message, message

@@ -213,7 +213,7 @@ def test_bad_step_input_is_a_clear_error(fake, kwargs, match):
     env = fake.launch(ops[:4] + unity_sends_states(0, b"False"))
     env.reset(config={"gravity": 3.0})
     with pytest.raises(UnityActionException, match=match):
-        env.env.step(**kwargs)  # the environment's own checks, not the test view's
+        env.env.step_behaviors(**kwargs)  # the environment's own checks, not the test view's
     env.close()
 
 

@@ -220,7 +220,7 @@ class _Driver:
         self.agents: List[Any] = []
 
     def reset(self) -> Rows:
-        infos = self.env.reset(train_mode=self.train_mode)
+        infos = self.env.reset_behaviors(train_mode=self.train_mode)
         self.info = self._take(infos, first=True)
         return self.info
 
@@ -233,7 +233,7 @@ class _Driver:
             else:
                 rows = len(self._last_infos[name][0]) if name in self._last_infos else 0
                 action[name] = spec.empty_action(rows)
-        infos = self.env.step(action)
+        infos = self.env.step_behaviors(action)
         self.info = self._take(infos, first=False)
         return self.info
 

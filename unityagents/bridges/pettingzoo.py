@@ -65,7 +65,7 @@ class UnityParallelEnv(ParallelEnv):
         self.brains: Dict[str, BrainParameters] = {b: env.brains[b] for b in env.external_brain_names}
         if not self.brains:
             raise UnityEnvironmentException("The environment has no External brain, so there is no agent to control.")
-        infos = self._view(self.env.reset(train_mode=train_mode))
+        infos = self._view(self.env.reset_behaviors(train_mode=train_mode))
         self._rows = self._agent_rows(infos)
         self.possible_agents: List[str] = list(self._rows)
         self._observation_spaces = {a: observation_space(self.brains[b]) for a, (b, _) in self._rows.items()}
@@ -110,7 +110,7 @@ class UnityParallelEnv(ParallelEnv):
             for k, agent in enumerate(self.possible_agents):
                 self.action_space(agent).seed(seed + k)
         infos, self._pending = (self._pending, None) if self._pending is not None else (
-            self._view(self.env.reset(train_mode=self.train_mode)), None)
+            self._view(self.env.reset_behaviors(train_mode=self.train_mode)), None)
         if self._agent_rows(infos) != self._rows:
             raise UnityEnvironmentException(
                 f"The External brains' agents changed across resets (now {sorted(self._agent_rows(infos))}); "
@@ -138,7 +138,7 @@ class UnityParallelEnv(ParallelEnv):
                 if agent in actions:
                     batch[k] = encode_actions(params, actions[agent], 1)[0]
             wire[brain] = params.behavior_spec.action_spec.tuple_of(batch[:self._infos[brain].deciding])
-        infos = self._view(self.env.step(wire))
+        infos = self._view(self.env.step_behaviors(wire))
         self._infos = infos
         self._cycles += 1
         live = list(self.agents)

@@ -106,16 +106,16 @@ class EnvironmentActor:
                 "external_brain_names": list(env.external_brain_names),
                 "reset_parameters": env.reset_parameters, "academy_name": env.academy_name,
                 "logfile_path": env.logfile_path, "resets_by_itself": env.resets_by_itself,
-                "reports_last_observation": env.reports_last_observation,
+                "reports_last_observation": env.reports_last_observation, "protocol": env.protocol,
                 "node_id": ray.get_runtime_context().get_node_id(),
                 "host": socket.gethostname()}
 
     def reset(self, train_mode: bool, config: Optional[Dict[str, float]]):
-        infos = self.env.reset(train_mode=train_mode, config=config)
+        infos = self.env.reset_behaviors(train_mode=train_mode, config=config)
         return infos, self.env.global_done, self.env.stats
 
     def step(self, action: Any, memory: Any, value: Any):
-        infos = self.env.step(action=action, memory=memory, value=value)
+        infos = self.env.step_behaviors(action=action, memory=memory, value=value)
         return infos, self.env.global_done, self.env.stats
 
     def close(self) -> None:
@@ -136,7 +136,7 @@ class RayEnvironmentWorker:
                  start_timeout: float = 120.0):
         ray = _ray()
         self.index = index
-        self.protocol = env_kwargs.get("protocol", "api2")
+        self.protocol = env_kwargs.get("protocol")  # None until the actor's environment has chosen
         self._timeout = float(env_kwargs.get("timeout_wait", 30.0)) + _MARGIN_S
         self._pending = None
         self.global_done: Optional[bool] = None
@@ -161,6 +161,7 @@ class RayEnvironmentWorker:
         self.logfile_path = info["logfile_path"]
         self.resets_by_itself: bool = info["resets_by_itself"]
         self.reports_last_observation: bool = info["reports_last_observation"]
+        self.protocol = info["protocol"]
         self.node_id, self.host = info["node_id"], info["host"]
         logger.info("Environment %d runs in a Ray actor on node %s (%s); its log there: %s", index, self.node_id,
                     self.host, self.logfile_path)

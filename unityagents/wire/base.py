@@ -33,7 +33,12 @@ import numpy as np
 
 from unityagents.base_env import ActionTuple, BehaviorSteps
 from unityagents.brain import BrainParameters
-from unityagents.exception import UnityCommunicationException, UnityEnvironmentException, UnityTimeOutException
+from unityagents.exception import (
+    UnityCommunicationException,
+    UnityEnvironmentException,
+    UnityTimeOutException,
+    UnityWorkerInUseException,
+)
 
 #: A stat the environment sent: (value, aggregation), aggregation one of STATS_AGGREGATIONS.
 Stat = Tuple[float, str]
@@ -50,12 +55,12 @@ F32_MAX = float(np.finfo(np.float32).max)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def port_in_use(port: int, worker_id: int, why: str) -> UnityEnvironmentException:
+def port_in_use(port: int, worker_id: int, why: str) -> UnityWorkerInUseException:
     """The error for a port this environment cannot listen on, with the way to another one."""
-    return UnityEnvironmentException(
+    return UnityWorkerInUseException(
         f"Couldn't listen on 127.0.0.1:{port} (base port {port - worker_id} + worker id {worker_id}): "
         f"{why}. Another environment or training run probably uses that port. Close it, or pick a "
-        "free port with a different --worker-id (or --base-port).")
+        "free port with a different --worker-id (or --base-port).", worker_id)
 
 
 def png_size(data: bytes) -> Optional[Tuple[int, int]]:

@@ -98,8 +98,9 @@ class GrpcCommunicator(Communicator):
     resets_by_itself = False
 
     def __init__(self, peer: Peer, port: int, worker_id: int, seed: Optional[int] = None,
-                 engine_config: Optional[EngineConfig] = None, side_channels: Sequence[Any] = ()):
+                 engine_config: Optional[EngineConfig] = None, side_channels: Sequence[Any] = (), num_areas: int = 1):
         super().__init__(peer)
+        self.num_areas = int(num_areas)
         self._user_channels = check_side_channels(side_channels)
         self.port = port
         self.seed = int(seed or 0)
@@ -186,7 +187,7 @@ class GrpcCommunicator(Communicator):
         caps.trainingAnalytics = False  # we send no analytics
         caps.variableLengthObservation = True  # BufferSensors: wire/variable_length.py, trainers/attention.py
         caps.multiAgentGroups = True
-        ri.num_areas = 1
+        ri.num_areas = self.num_areas
         self._reply(reply)
         self._next_message("the second handshake message", self.peer.timeout)
         if not _compatible(version):

@@ -26,10 +26,10 @@ import struct
 import uuid
 from typing import Dict, Iterable, List, Optional
 
-from unityagents.exception import UnityEnvironmentException
+from unityagents.exception import UnityEnvironmentException, UnitySideChannelException
 
 __all__ = ["SideChannel", "IncomingMessage", "OutgoingMessage", "BUILT_IN_CHANNELS", "EngineConfig",
-           "check_side_channels"]
+           "EngineConfigurationChannel", "EnvironmentParametersChannel", "check_side_channels"]
 
 #: The ids of the channels the gRPC communicator speaks itself (their values as ML-Agents defines them).
 ENGINE_CONFIGURATION_CHANNEL = uuid.UUID("e951342c-4f7e-11ea-b238-784f4387d1f7")
@@ -161,7 +161,7 @@ def check_side_channels(channels: Iterable[SideChannel]) -> Dict[uuid.UUID, Side
                 f"side_channels takes unityagents.wire.side_channels.SideChannel instances, got "
                 f"{type(channel).__name__} {channel!r}; subclass SideChannel and pass an instance.")
         cid = channel.channel_id
-        if cid in BUILT_IN_CHANNELS:
+        if cid in BUILT_IN_CHANNELS and not isinstance(channel, _BuiltInChannel):
             raise UnityEnvironmentException(
                 f"Side channel {type(channel).__name__} uses id {cid}, which is the built-in "
                 f"{BUILT_IN_CHANNELS[cid]} channel; give your channel its own uuid (uuid.uuid4() once, then "
@@ -190,10 +190,16 @@ class EngineConfig:
     target_frame_rate: Optional[int] = None
     capture_frame_rate: Optional[int] = None
 
+    @staticmethod
+    def default_config() -> "EngineConfig":
+        """The settings of mlagents_envs' ``EngineConfig.default_config()``: 80x80, quality 1, time scale
+        20, no target frame rate, capture frame rate 60."""
+        return EngineConfig(80, 80, 1, 20.0, -1, 60)
+
     def messages(self) -> List[bytes]:
         """One payload per setting, as ``EngineConfigurationChannel`` reads them."""
         if (self.width is None) != (self.height is None):
-            raise UnityEnvironmentException(
+            raise UnitySideChannelException(
                 f"The engine configuration needs width and height together (got width={self.width}, "
                 f"height={self.height}); pass both --width and --height, or neither.")
         out = []
@@ -228,3 +234,74 @@ def float_parameter_payload(key: str, value: float) -> bytes:
         raise UnityEnvironmentException(
             f"The environment parameter name {key!r} is not ASCII; the side channel carries ASCII only.") from None
 
+
+
+# ------------------------------------------------------------------------------- mlagents_envs' channel classes
+class _BuiltInChannel(SideChannel):
+    """A channel with a built-in id that a script creates itself (as with mlagents_envs) and passes in
+    ``side_channels``: its messages travel with the next reset or step like any user channel's."""
+
+    ID: uuid.UUID
+
+    def __init__(self) -> None:
+        super().__init__(self.ID)
+
+    def on_message_received(self, msg: IncomingMessage) -> None:
+        raise UnitySideChannelException(
+            f"The environment wrote to the {BUILT_IN_CHANNELS[self.ID]} channel ({self.ID}), which only Python "
+            "writes to; check the scene's side channels.")
+
+
+class EngineConfigurationChannel(_BuiltInChannel):
+    """The engine settings (resolution, quality, time scale, frame rates), sent with the next reset or step.
+
+    The environment's own ``engine_config`` goes first; settings queued here follow it, so they win.
+    """
+
+    ID = ENGINE_CONFIGURATION_CHANNEL
+
+    def set_configuration_parameters(self, width: Optional[int] = None, height: Optional[int] = None,
+                                     quality_level: Optional[int] = None, time_scale: Optional[float] = None,
+                                     target_frame_rate: Optional[int] = None,
+                                     capture_frame_rate: Optional[int] = None) -> None:
+        """Queue one message per setting that is not None (``width`` and ``height`` go together)."""
+        self.set_configuration(EngineConfig(width, height, quality_level, time_scale, target_frame_rate,
+                                            capture_frame_rate))
+
+    def set_configuration(self, config: EngineConfig) -> None:
+        """Queue every setting of ``config`` that is not None."""
+        for payload in config.messages():
+            self._queued.append(payload)
+
+
+class EnvironmentParametersChannel(_BuiltInChannel):
+    """Environment parameters (the scene reads them with ``GetWithDefault``), sent with the next reset or step.
+
+    A constant, or a sampler the scene draws from with its own seeded generator at each read.
+    """
+
+    ID = ENVIRONMENT_PARAMETERS_CHANNEL
+
+    def set_float_parameter(self, key: str, value: float) -> None:
+        self._queued.append(float_parameter_payload(key, value))
+
+    def set_uniform_sampler_parameters(self, key: str, min_value: float, max_value: float, seed: int) -> None:
+        self._queued.append(_key(key) + struct.pack("<iiiff", 1, int(seed), 0, float(min_value), float(max_value)))
+
+    def set_gaussian_sampler_parameters(self, key: str, mean: float, st_dev: float, seed: int) -> None:
+        self._queued.append(_key(key) + struct.pack("<iiiff", 1, int(seed), 1, float(mean), float(st_dev)))
+
+    def set_multirangeuniform_sampler_parameters(self, key: str, intervals: Iterable[Iterable[float]],
+                                                 seed: int) -> None:
+        """``intervals``: ``[(min, max), ...]``; the scene picks one by its length, then a value inside it."""
+        flat = [float(v) for pair in intervals for v in pair]
+        self._queued.append(_key(key) + struct.pack("<iii", 1, int(seed), 2)
+                            + struct.pack(f"<i{len(flat)}f", len(flat), *flat))
+
+
+def _key(key: str) -> bytes:
+    try:
+        return _string(key)
+    except UnicodeEncodeError:
+        raise UnitySideChannelException(
+            f"The environment parameter name {key!r} is not ASCII; the side channel carries ASCII only.") from None

@@ -81,9 +81,9 @@ def check_status(message: "pb.UnityMessageProto", what: str, log_path: Optional[
     if status == _STATUS_OK:
         return
     if status == 400:
-        from unityagents.exception import UnityCommunicationException
+        from unityagents.exception import UnityCommunicatorStoppedException
 
-        raise UnityCommunicationException(
+        raise UnityCommunicatorStoppedException(
             f"The environment closed the connection (status 400 where {what} with status 200 was expected): "
             "it is quitting, or its Editor left play mode.", log_path)
     raise bad(f"the message has status {status} where {what} was expected.", log_path,

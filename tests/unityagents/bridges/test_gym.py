@@ -121,13 +121,13 @@ def test_vector_env_is_a_faithful_view_of_the_environment():
     try:
         with UnityVectorEnv(open_env("3DBall", seed=3)) as vec:
             obs, _ = vec.reset()
-            decisions, _ = raw.reset()["Ball3DBrain"]
+            decisions, _ = raw.reset_behaviors()["Ball3DBrain"]
             np.testing.assert_array_equal(obs, decisions.obs[0])
             saw_done = False
             for _ in range(60):
                 action = rng.uniform(-1, 1, (12, 2)).astype(np.float32)
                 obs, rewards, terminations, _, _ = vec.step(action)
-                decisions, terminals = raw.step(ActionTuple(action))["Ball3DBrain"]
+                decisions, terminals = raw.step_behaviors(ActionTuple(action))["Ball3DBrain"]
                 np.testing.assert_array_equal(obs, decisions.obs[0])
                 done = np.isin(decisions.agent_id, terminals.agent_id)
                 rewards_sent = decisions.reward.copy()

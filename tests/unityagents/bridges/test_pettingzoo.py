@@ -117,8 +117,8 @@ def test_aec_steps_the_scene_once_every_live_agent_has_acted():
         env.reset(seed=0)
         steps = []
         unity = env.unwrapped.env
-        original = unity.step
-        unity.step = lambda *a, **k: steps.append(1) or original(*a, **k)
+        original = unity.step_behaviors
+        unity.step_behaviors = lambda *a, **k: steps.append(1) or original(*a, **k)
         for k, agent in enumerate(env.agent_iter(max_iter=32)):
             assert len(steps) == k // 16, (agent, k, len(steps))
             _, _, terminated, truncated, _ = env.last()

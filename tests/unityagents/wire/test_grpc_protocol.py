@@ -286,10 +286,10 @@ def test_an_observation_of_the_wrong_size_and_actions_of_the_wrong_size(fake_bui
     try:
         env.reset()
         with pytest.raises(UnityActionException) as e:
-            env.step(ActionTuple([[0.5, 0.5, 0.5]]))
+            env.step_behaviors(ActionTuple([[0.5, 0.5, 0.5]]))
         assert "shape (1, 3)" in str(e.value) and "expects (2, 2)" in str(e.value)
         with pytest.raises(UnityObservationException) as e:
-            env.step(ActionTuple([[0.5, 0.5], [0.1, 0.1]]))
+            env.step_behaviors(ActionTuple([[0.5, 0.5], [0.1, 0.1]]))
         assert "has 9 values; expected 8" in str(e.value)
     finally:
         env.close()

@@ -69,7 +69,7 @@ def test_channel_ids_are_uuids_of_their_own():
     with pytest.raises(UnityEnvironmentException, match="share the id"):
         UnityEnvironment("3DBall", base_port=free_port(), protocol="grpc", side_channels=[Recorder(), Recorder()])
     with pytest.raises(UnityEnvironmentException, match="API-2.*no side channels"):
-        UnityEnvironment("3DBall", base_port=free_port(), side_channels=[Recorder()])
+        UnityEnvironment("3DBall", base_port=free_port(), protocol="api2", side_channels=[Recorder()])
 
 
 def test_queued_messages_travel_with_the_next_reset_and_step():
@@ -84,8 +84,8 @@ def test_queued_messages_travel_with_the_next_reset_and_step():
         channel.queue_message_to_send(hello)
         channel.queue_message_to_send(hello)
         zeros = {env.external_brain_names[0]: ActionTuple([[0.0, 0.0]] * 12)}
-        env.step(zeros)
-        env.step(zeros)
+        env.step_behaviors(zeros)
+        env.step_behaviors(zeros)
     finally:
         env.close()
     with open(env.logfile_path) as log:

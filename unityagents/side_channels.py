@@ -1,0 +1,23 @@
+"""Side channels, under the names a script written for mlagents_envs 1.1 imports.
+
+``mlagents_envs.side_channel.*`` -> ``unityagents.side_channels``: create a channel, pass it in
+``UnityEnvironment(..., side_channels=[...])`` (the environment then speaks the modern protocol),
+and queue messages; they travel with the next ``reset()`` or ``step()``::
+
+    channel = EngineConfigurationChannel()
+    env = UnityEnvironment("3DBall", side_channels=[channel])
+    channel.set_configuration_parameters(time_scale=2.0)
+
+The classes live in ``unityagents.wire.side_channels``, with the message format.
+"""
+from unityagents.wire.side_channels import (
+    EngineConfig,
+    EngineConfigurationChannel,
+    EnvironmentParametersChannel,
+    IncomingMessage,
+    OutgoingMessage,
+    SideChannel,
+)
+
+__all__ = ["EngineConfig", "EngineConfigurationChannel", "EnvironmentParametersChannel", "IncomingMessage",
+           "OutgoingMessage", "SideChannel"]
