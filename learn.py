@@ -145,11 +145,27 @@ def protocol_options(protocol: str, time_scale: float = 20.0, engine: Optional[D
             "no_graphics": bool(no_graphics)}
 
 
-def _trainer_config_path(value: str) -> str:
-    """The given file; for the default name, fall back to the file shipped next to learn.py."""
-    if value == "trainer_configurations.yaml" and not os.path.exists(value):
-        return os.path.join(HERE, value)
-    return value
+#: The files shipped with the code (the default hyperparameters, the Release 22 run configs, the curricula):
+#: beside learn.py in a clone; in an installed package under this folder beside learn.py (setup.py's build_py).
+SHIPPED = ("trainer_configurations.yaml", "config", "curricula")
+SHIPPED_DIR = "unityagents_shipped"
+
+
+def shipped_file(path: str) -> str:
+    """``path`` itself when it exists (or is absolute); else, for a relative path that names a shipped file
+    (``trainer_configurations.yaml``, ``config/...``, ``curricula/...``), the copy shipped with the code, so
+    the documented commands work from any folder, from a clone or an installed package alike."""
+    if os.path.isabs(path) or os.path.exists(path):
+        return path
+    relative = os.path.normpath(path)
+    if relative.split(os.sep)[0] not in SHIPPED:
+        return path
+    for base in (HERE, os.path.join(HERE, SHIPPED_DIR)):
+        candidate = os.path.join(base, relative)
+        if os.path.exists(candidate):
+            logger.info("%s is not in this folder: using the shipped %s", path, candidate)
+            return candidate
+    return path
 
 
 @dataclass(frozen=True)
@@ -278,11 +294,11 @@ def _run_options(options) -> RunOptions:
     except ValueError as e:
         raise UnityEnvironmentException(f"--env-args {options['--env-args']!r} is not a valid argument "
                                         f"string ({e}).") from None
-    curriculum = None if options["--curriculum"] in (None, "None") else options["--curriculum"]
+    curriculum = None if options["--curriculum"] in (None, "None") else shipped_file(options["--curriculum"])
     run_path = _run_path(options["--run-path"])
     model_path = os.path.join("models", run_path)
 
-    config = load_trainer_config(_trainer_config_path(options["--trainer-config"]), load_registry())
+    config = load_trainer_config(shipped_file(options["--trainer-config"]), load_registry())
     if curriculum is not None:
         from unityagents.curriculum import load_curriculum_file
 

@@ -1,19 +1,48 @@
-"""Installs the three packages (unityagents, trainers, academy), learn.py and the `learn` command.
+"""Installs the three packages (unityagents, trainers, academy), learn.py, learn_hub.py and their commands.
 
 The built-in trainers and stats writers register under the same entry-point groups as plugins do
 (``unityagents.trainers``, ``unityagents.stats_writers``), so a plugin package is discovered
 exactly like them.
 """
+import os
+import shutil
+
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+#: learn.SHIPPED and learn.SHIPPED_DIR: the clone's files beside learn.py that an installed package needs.
+SHIPPED = ("trainer_configurations.yaml", "config", "curricula")
+SHIPPED_DIR = "unityagents_shipped"
+
+
+class BuildWithShippedFiles(build_py):
+    """Builds the packages, then copies the shipped files into ``unityagents_shipped/`` beside ``learn.py``,
+    where ``learn.shipped_file`` finds them when the project is installed rather than cloned."""
+
+    def run(self):
+        super().run()
+        if getattr(self, "editable_mode", False):  # an editable install reads them from the clone
+            return
+        here = os.path.dirname(os.path.abspath(__file__))
+        target = os.path.join(self.build_lib, SHIPPED_DIR)
+        for name in SHIPPED:
+            source = os.path.join(here, name)
+            if os.path.isdir(source):
+                shutil.copytree(source, os.path.join(target, name), dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            else:
+                os.makedirs(target, exist_ok=True)
+                shutil.copy2(source, os.path.join(target, name))
 
 setup(
+    cmdclass={"build_py": BuildWithShippedFiles},
     name="unityagents",
     version="0.3.0",
     description="Multi-brain RL training for Unity-protocol (API-2) environments, with built-in scenes",
     python_requires=">=3.9",
     packages=find_packages(include=["unityagents", "unityagents.*", "trainers", "trainers.*",
                                     "academy", "academy.*"]),
-    py_modules=["learn"],
+    py_modules=["learn", "learn_hub"],
     install_requires=[
         "numpy>=1.24",
         "pyyaml>=6.0",
@@ -32,9 +61,16 @@ setup(
     extras_require={
         # Environments as Ray actors on a cluster (learn.py --ray-address; docs/cluster.md).
         "ray": ["ray>=2.40"],
+        # Sharing trained runs on the Hugging Face Hub (unityagents-push-to-hf, unityagents-load-from-hf).
+        "hub": ["huggingface_hub>=0.23"],
     },
     entry_points={
-        "console_scripts": ["learn = learn:cli", "unityagents-learn = trainers.learn_r22:cli"],
+        "console_scripts": [
+            "learn = learn:cli",
+            "unityagents-learn = trainers.learn_r22:cli",
+            "unityagents-push-to-hf = learn_hub:push_cli",
+            "unityagents-load-from-hf = learn_hub:load_cli",
+        ],
         "unityagents.trainers": [
             "ppo = trainers.ppo.trainer:PPOTrainer",
             "ghost = trainers.ghost.trainer:GhostTrainer",

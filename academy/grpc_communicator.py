@@ -2,7 +2,7 @@
 
 ``python -m academy <Scene> --mlagents-port N`` serves a built-in scene the way a Unity build
 made with the C# package 3.0.0 would (the Python end and its messages are described in
-``unityagents/wire/grpc.py`` and the README's "Modern Unity builds (gRPC)"; the
+``unityagents/wire/grpc.py`` and docs/getting-started.md's "Modern Unity builds (gRPC)"; the
 ``--package-version 2.3.0`` flag gives the 2.x camera layout [H,W,C] instead of [C,H,W]):
 
 * handshake: call #1 carries the initialisation output ("AcademySingleton", "1.5.0", the

@@ -16,7 +16,7 @@ The final brain plays the left court (``TennisBrain``'s side), the opponent the 
 result is scored like the ghost's ELO games (``GhostTrainer.episode_scores``): the side with the
 higher rally reward wins, equal rewards are a draw.
 
-    python bench/selfplay.py /tmp/mb-runs/tennis/models/tennis --rallies 200
+    python bench/selfplay.py models/tennis --rallies 200
 
 prints one line per opponent: ``vs <opponent>: won W, lost L, drawn D (win rate ...)``.
 """

@@ -33,6 +33,7 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Dict, Hashable, List, Tuple
@@ -201,7 +202,7 @@ def main() -> None:
     parser.add_argument("--envs", type=int, default=8)
     parser.add_argument("--kill-every", type=float, default=180.0, help="seconds between kills (+-30%%)")
     parser.add_argument("--base-port", type=int, default=6200)
-    parser.add_argument("--workdir", default="/tmp/soak")
+    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "soak"))
     parser.add_argument("--rss-every", type=float, default=60.0, help="seconds between RSS samples")
     parser.add_argument("--max-steps", type=float, default=1e9,
                         help="3DBall's max_steps (agent steps): high, so that the trainer learns until the deadline "

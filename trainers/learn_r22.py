@@ -248,7 +248,8 @@ def run_options(argv: List[str]):
 
     rest, env_args = split_env_args(argv)
     options = docopt(__doc__, argv=rest)
-    run, config, params, run_seed, given_keys = load(options["<trainer_config_path>"], options, env_args,
+    config_path = options["<trainer_config_path>"] and learn.shipped_file(options["<trainer_config_path>"])
+    run, config, params, run_seed, given_keys = load(config_path, options, env_args,
                                                      load_registry())
     if options["--dry-run"]:
         check_results_folder(run, create=False)

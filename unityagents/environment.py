@@ -6,7 +6,7 @@ is the client, in either protocol:
 * ``protocol="api2"`` (default): the raw-socket protocol of ML-Agents #166
   (its bytes are described in ``unityagents.wire.api2``);
 * ``protocol="grpc"``: the modern ML-Agents protocol, communication API 1.5.0, which every
-  Unity build since 2021 speaks (described in ``unityagents.wire.grpc`` and the README's "Modern
+  Unity build since 2021 speaks (described in ``unityagents.wire.grpc`` and docs/getting-started.md's "Modern
   Unity builds" section).
 
 This module has the process launched (``launcher``, by the rules of the chosen protocol), validates

@@ -1,7 +1,8 @@
 """TensorBoard reads what a run writes: every tag, through its own event reader and its own server.
 
-The README promises ``tensorboard --logdir summaries`` after the set-up command and documents the
-summary tags; a short ``learn.py Basic --train`` must produce exactly tags that TensorBoard shows.
+The README promises ``tensorboard --logdir summaries`` after the set-up command, and
+docs/getting-started.md documents the summary tags; a short ``learn.py Basic --train`` must produce
+exactly tags that TensorBoard shows.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from tests.conftest import copy_run, free_port
 from trainers.tf_utils import tf
 
 ROOT = __file__.rsplit("/tests/", 1)[0]
-#: What every PPO brain writes at each summary (README, "TensorBoard").
+#: What every PPO brain writes at each summary (docs/getting-started.md, "TensorBoard").
 #: ML-Agents Release 22's names where it has the same quantity.
 PPO_TAGS = {"Environment/Cumulative Reward", "Environment/Episode Length", "Policy/Extrinsic Value Estimate",
             "Policy/Extrinsic Reward", "Policy/Entropy", "Losses/Policy Loss", "Losses/Value Loss",
@@ -56,9 +57,9 @@ def test_tensorboard_reads_every_tag_the_run_wrote(tmp_path, basic_short_run):
         assert len(reader.Scalars(tag)) == written[tag], tag
     assert "Hyperparameters" in tags["tensors"]  # the text tab's table
 
-    readme = open(os.path.join(ROOT, "README.md")).read()
-    undocumented = sorted(t for t in written if f"`{t}`" not in readme)
-    assert not undocumented, f"tags missing from the README's TensorBoard section: {undocumented}"
+    guide = open(os.path.join(ROOT, "docs", "getting-started.md")).read()
+    undocumented = sorted(t for t in written if f"`{t}`" not in guide)
+    assert not undocumented, f"tags missing from docs/getting-started.md's TensorBoard section: {undocumented}"
 
     # The README's command, as a user runs it: the server lists the run and its tags.
     assert shutil.which("tensorboard"), "requirements.txt must install the tensorboard command"
