@@ -304,6 +304,46 @@ def test_discrete_actions_and_one_agent_at_a_time_over_the_low_level_api():
         env.close()
 
 
+@pytest.mark.parametrize("protocol", ["api2", "grpc"])
+def test_each_door_has_its_camera_layout(protocol):
+    """GridWorld's camera: the low-level API gives it channels first, as mlagents_envs does (spec
+    ``(C, H, W)``, obs ``[n, C, H, W]``); the seed's ``BrainInfo.observations`` and the step types the
+    trainers and bridges read (``reset_behaviors``/``step_behaviors``) keep ``[n, H, W, C]``; all
+    three hold the same pixels, in [0, 1]."""
+    from unityagents.base_env import ActionTuple, DimensionProperty
+
+    env = UnityEnvironment("GridWorld", base_port=free_port(), seed=0, protocol=protocol)
+    try:
+        name = env.external_brain_names[0]
+        camera = env.brains[name].camera_resolutions[0]
+        h, w = camera["height"], camera["width"]
+        c = 1 if camera.get("blackAndWhite") else 3
+        assert (c, h, w) != (h, w, c)  # a layout swap shows in the shape
+        specs = env.behavior_specs[name].observation_specs
+        k = next(i for i, o in enumerate(specs) if len(o.shape) == 3)
+        assert specs[k].shape == (c, h, w)
+        assert specs[k].dimension_property == (
+            DimensionProperty.NONE, DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,
+            DimensionProperty.TRANSLATIONAL_EQUIVARIANCE)
+        info = env.reset()[name]
+        for _answer in range(2):  # the reset's, then a step's
+            decisions, _ = env.get_steps(name)
+            n = len(decisions)
+            seed_frames = info.observations[0]
+            assert seed_frames.shape == (len(info.agents), h, w, c)
+            assert 0.0 <= seed_frames.min() and seed_frames.max() <= 1.0 and seed_frames.max() > 0.0
+            assert decisions.obs[k].shape == (n, c, h, w)
+            np.testing.assert_array_equal(decisions.obs[k], np.moveaxis(seed_frames[:n], -1, 1))
+            if n:
+                assert decisions[decisions.agent_id[0]].obs[k].shape == (c, h, w)
+            env.set_actions(name, ActionTuple(discrete=np.ones((n, 1), np.int32)))
+            info = env.step()[name]
+        internal, _ = env.reset_behaviors()[name]
+        assert internal.obs[k].shape == (len(internal), h, w, c)
+    finally:
+        env.close()
+
+
 # ------------------------------------------------------------------------------------- bad input
 @pytest.fixture(scope="module")
 def ball():

@@ -62,8 +62,10 @@ class ObservationSpec:
     """One sensor of a behaviour.
 
     :param shape: one agent's observation, the trailing shape of its ``obs`` array: ``(n,)`` for a
-        vector, ``(N_max, F)`` for a variable-length sensor, ``(H, W, C)`` for a camera (channels
-        last whatever the wire layout; the ONNX export's inputs are channels first).
+        vector, ``(N_max, F)`` for a variable-length sensor, and for a camera ``(C, H, W)`` through
+        the low-level API (``UnityEnvironment.behavior_specs``/``get_steps``, as mlagents_envs) but
+        ``(H, W, C)`` in the steps the environment set, the bridges and the trainers read
+        (``reset_behaviors``/``step_behaviors``), whatever the wire layout.
     :param dimension_property: one ``DimensionProperty`` per dimension.
     :param observation_type: an ``ObservationType``.
     :param name: the sensor's name (Unity's ``ISensor.GetName()``; made up for API-2).

@@ -21,12 +21,23 @@ and what to do. This module knows nothing of learning and never imports TensorFl
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import logging
 import os
 import subprocess
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from unityagents.base_env import ActionTuple, BaseEnv, BehaviorSpec, BehaviorSteps, DecisionSteps, TerminalSteps
+import numpy as np
+
+from unityagents.base_env import (
+    ActionTuple,
+    BaseEnv,
+    BehaviorSpec,
+    BehaviorSteps,
+    DecisionSteps,
+    ObservationSpec,
+    TerminalSteps,
+)
 from unityagents.brain_info import BrainInfo, BrainInfos
 from unityagents.curriculum import AnyResetParameter, Curriculum
 from unityagents.decisions import ActionInput, Actions, DecisionChecker, checked_floats
@@ -64,15 +75,39 @@ def _one_of(name: str, value: Any, alias: str, alias_value: Any) -> Any:
     return alias_value
 
 
+def _channels_first_spec(spec: BehaviorSpec, cameras: Sequence[bool]) -> BehaviorSpec:
+    """``spec`` as mlagents_envs describes it: each camera's shape ``(C, H, W)`` and its dimension
+    properties in that order; the other sensors and the actions as they are."""
+    def one(o: ObservationSpec, camera: bool) -> ObservationSpec:
+        if not camera:
+            return o
+        h, w, c = o.shape
+        dims = o.dimension_property
+        return dataclasses.replace(o, shape=(c, h, w), dimension_property=(dims[2], dims[0], dims[1]) if dims else ())
+    return BehaviorSpec([one(o, camera) for o, camera in zip(spec.observation_specs, cameras)], spec.action_spec)
+
+
+def _channels_first_steps(steps: BehaviorSteps, cameras: Sequence[bool]) -> BehaviorSteps:
+    """``steps`` with each camera's ``obs`` ``[n, C, H, W]``: a view of the ``[n, H, W, C]`` arrays, no copy."""
+    def obs(arrays: List[np.ndarray]) -> List[np.ndarray]:
+        return [np.moveaxis(a, -1, 1) if camera else a for a, camera in zip(arrays, cameras)]
+    decisions, terminals = steps
+    return (dataclasses.replace(decisions, obs=obs(decisions.obs)),
+            dataclasses.replace(terminals, obs=obs(terminals.obs)))
+
+
 class UnityEnvironment(SceneFacts, BaseEnv):
     """A running environment: a Unity build or a built-in ``academy`` scene, over a local socket.
 
     It serves two doors (``docs/python-api.md``): the original API's (ML-Agents 0.3), where
     ``reset`` and ``step`` return ``{brain name: BrainInfo}`` and ``step`` takes plain arrays, and
     mlagents_envs 1.1's low-level API (``behavior_specs``, ``get_steps``, ``set_actions``,
-    ``set_action_for_agent``, ``step()``).
+    ``set_action_for_agent``, ``step()``), whose cameras are channels first as in mlagents_envs
+    (``ObservationSpec.shape`` ``(C, H, W)``, ``obs`` ``[n, C, H, W]``).
     The environment set, the bridges and the trainers' tools speak the step types through
-    ``reset_behaviors``/``step_behaviors`` (or their halves ``reset_send``/``step_send``/``receive``).
+    ``reset_behaviors``/``step_behaviors`` (or their halves ``reset_send``/``step_send``/``receive``),
+    whose cameras are channels last (``[n, H, W, C]``), the layout the trainers and the ONNX export's
+    feeds read.
 
     :param file_name: a Unity build (``3DBall``, ``3DBall.x86_64``, ``builds/3DBall.app``) or
         the name of a built-in scene (``3DBall``, ``Basic``, ``GridWorld``, ...). A Unity build
@@ -158,6 +193,9 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         #: Each behaviour's steps at the last answer (``get_steps``), and the actions set for the next step.
         self._last_steps: Dict[str, BehaviorSteps] = {}
         self._set_actions: Dict[str, ActionTuple] = {}
+        #: The low-level API's channels-first face of each brain's spec, and of its last steps (built when read).
+        self._public_specs: Dict[str, BehaviorSpec] = {}
+        self._public_steps: Dict[str, BehaviorSteps] = {}
         self._awaiting = False  # a reset or step was sent; receive() reads its answer
         self.port = (BASE_ENVIRONMENT_PORT if base_port is None else int(base_port)) + int(worker_id)
         self.worker_id = int(worker_id)
@@ -207,8 +245,18 @@ class UnityEnvironment(SceneFacts, BaseEnv):
 
     @property
     def behavior_specs(self) -> Dict[str, BehaviorSpec]:
-        """Each brain's sensors (in ``DecisionSteps.obs`` order) and actions."""
-        return {name: params.behavior_spec for name, params in self._brains.items()}
+        """Each brain's sensors (in ``DecisionSteps.obs`` order, cameras ``(C, H, W)``) and actions."""
+        return {name: self._public_spec(name) for name in self._brains}
+
+    def _cameras(self, behavior_name: str) -> List[bool]:
+        return [s.is_camera for s in self._brains[behavior_name].sensors]
+
+    def _public_spec(self, behavior_name: str) -> BehaviorSpec:
+        spec = self._public_specs.get(behavior_name)
+        if spec is None:
+            spec = self._public_specs[behavior_name] = _channels_first_spec(
+                self._brains[behavior_name].behavior_spec, self._cameras(behavior_name))
+        return spec
 
     @property
     def reports_last_observation(self) -> bool:
@@ -381,8 +429,17 @@ class UnityEnvironment(SceneFacts, BaseEnv):
     def get_steps(self, behavior_name: str) -> BehaviorSteps:
         """``(DecisionSteps, TerminalSteps)`` of ``behavior_name`` at the last ``reset`` or ``step``.
 
-        A behaviour that reported nothing in that answer gets empty steps.
+        A behaviour that reported nothing in that answer gets empty steps. Cameras are
+        ``[n, C, H, W]``, as ``behavior_specs`` describes them.
         """
+        steps = self._public_steps.get(behavior_name)
+        if steps is None:
+            internal = self._steps_of(behavior_name)
+            steps = self._public_steps[behavior_name] = _channels_first_steps(internal, self._cameras(behavior_name))
+        return steps
+
+    def _steps_of(self, behavior_name: str) -> BehaviorSteps:
+        """``behavior_name``'s last steps as the environment keeps them (cameras channels last)."""
         self._check_behavior(behavior_name)
         if self.global_done is None:
             raise UnityEnvironmentException(
@@ -400,7 +457,7 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         ``continuous`` ``[n, continuous_size]``, ``discrete`` ``[n, len(discrete_branches)]``.
         """
         self._check_external(behavior_name)
-        n = len(self.get_steps(behavior_name)[0])
+        n = len(self._steps_of(behavior_name)[0])
         self._set_actions[behavior_name] = self._brains[behavior_name].behavior_spec.action_spec.validate(
             action, n, behavior_name)
 
@@ -408,7 +465,7 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         """The action of one agent of ``behavior_name``'s last ``DecisionSteps`` (an ``ActionTuple`` of one
         row), for the next ``step()``; the behaviour's other agents keep theirs (zeros if none was set)."""
         self._check_external(behavior_name)
-        decisions = self.get_steps(behavior_name)[0]
+        decisions = self._steps_of(behavior_name)[0]
         spec = self._brains[behavior_name].behavior_spec.action_spec
         row = decisions.agent_id_to_index.get(agent_id)
         if row is None:
@@ -490,6 +547,7 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         for b, (decisions, _) in infos.items():
             self._n_deciding[b] = len(decisions)
         self._last_steps = infos
+        self._public_steps = {}
         self._set_actions = {}
 
     # ------------------------------------------------------------------------ close

@@ -54,6 +54,10 @@ def test_the_low_level_door_sends_the_same_bytes(fake):  # noqa: F811
     decisions, terminals = env.get_steps("Ext")
     assert list(decisions) == [-12, 40] and 40 in decisions and 7 not in decisions and len(terminals) == 0
     assert decisions[40].obs[1].tolist() == pytest.approx([10.5, 11, 12])
+    # cameras are channels first through this door, as in mlagents_envs: (C, H, W) of the 3x4 RGB frames
+    assert env.behavior_specs["Ext"].observation_specs[0].shape == (3, 3, 4)
+    assert decisions.obs[0].shape == (2, 3, 3, 4)
+    np.testing.assert_allclose(decisions[-12].obs[0], np.moveaxis(FRAME_A, -1, 0) / 255.0, atol=1e-6)
     env.set_actions("Ext", ActionTuple(np.array([[0.25, -1.0], [9.0, 9.0]])))
     env.set_action_for_agent("Ext", 40, ActionTuple(np.array([[1.0, 0.5]])))
     env.step()
