@@ -32,6 +32,10 @@ setup(
     extras_require={
         # Environments as Ray actors on a cluster (learn.py --ray-address; docs/cluster.md).
         "ray": ["ray>=2.40"],
+        # TensorFlow's GPU build with its CUDA libraries (Linux, NVIDIA driver), for --torch-device cuda /
+        # torch_settings.device (trainers/devices.py). It shares its package folder with tensorflow-cpu: after
+        # installing it, `pip uninstall -y tensorflow-cpu` and reinstall tensorflow (--force-reinstall --no-deps).
+        "gpu": ['tensorflow[and-cuda]>=2.15,<2.22; platform_system == "Linux"'],
     },
     entry_points={
         "console_scripts": ["learn = learn:cli", "unityagents-learn = trainers.learn_r22:cli"],
