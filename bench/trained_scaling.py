@@ -237,6 +237,10 @@ def run_one(cmd: List[str], cwd: str, seconds: float, timeout: float, profile: O
     return result
 
 
+#: Leaf frames of the main loop that wait for the environments (blocked in C, seen as the caller's frame).
+WAITS = ("Condition.wait (", "OverlappedStepping.collect (", "ExchangeServer.next_call (")
+
+
 def split_profile(path: str) -> Dict[str, float]:
     """Share of each part in the main loop's samples (py-spy's raw output; a thread waiting to
     run counts as busy, so the shares, not the sample counts, are what is used)."""
@@ -246,8 +250,9 @@ def split_profile(path: str) -> Dict[str, float]:
             stack, _, n = line.rstrip("\n").rpartition(" ")
             if not n.isdigit() or "MainThread" not in stack.split(";", 1)[0]:
                 continue
-            if stack.endswith(("Condition.wait (threading.py:327)", "Condition.wait (threading.py:331)")):
-                continue  # collect() waiting for an answer
+            leaf = stack.rsplit(";", 1)[-1]
+            if leaf.startswith(WAITS):
+                continue  # collect() waiting for an answer (a woken thread waiting for a core is sampled there)
             part = next((name for name, marks in PARTS if any(m in stack for m in marks)), "other")
             counts[part] += int(n)
     total = sum(counts.values()) or 1.0

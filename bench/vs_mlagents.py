@@ -12,13 +12,15 @@ and the first summary whose mean reward reaches the target (start-up excluded).
 
 Unity's trainer declares Python <= 3.10.12, so it lives in its own virtual environment:
 
-    python -m venv /work/mla-venv
-    /work/mla-venv/bin/pip install torch==2.13.0
-    /work/mla-venv/bin/pip install --no-deps --ignore-requires-python mlagents==1.1.0 mlagents-envs==1.1.0
-    /work/mla-venv/bin/pip install protobuf==3.20.3 grpcio numpy==1.23.5 attrs "cattrs<1.7" h5py pyyaml \\
+    python -m venv <venv>
+    <venv>/bin/pip install torch==2.13.0   # the CPU build
+    <venv>/bin/pip install --no-deps --ignore-requires-python mlagents==1.1.0 mlagents-envs==1.1.0
+    <venv>/bin/pip install protobuf==3.20.3 grpcio numpy==1.23.5 attrs "cattrs<1.7" h5py pyyaml \\
         tensorboard Pillow cloudpickle filelock gym pettingzoo six "setuptools<70"
-    python bench/vs_mlagents.py --mlagents /work/mla-venv/bin/mlagents-learn [--seeds 1] [--settings mlagents] \
+    python bench/vs_mlagents.py --mlagents <venv>/bin/mlagents-learn [--seeds 1] [--settings mlagents] \
         [--threaded]
+
+(``--mlagents`` defaults to the ``mlagents-learn`` on PATH.)
 
 ``--threaded`` gives both trainers ``threaded: true`` (Release 22: the trainer in a thread of its own;
 ours: the on-policy update on a background thread beside acting).
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import signal
 import socket
 import stat
@@ -170,7 +173,8 @@ def _fmt(x: Optional[float], digits: int = 0) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--mlagents", default="/work/mla-venv/bin/mlagents-learn", help="Unity's mlagents-learn")
+    p.add_argument("--mlagents", default=shutil.which("mlagents-learn"),
+                   help="Unity's mlagents-learn (default: the one on PATH)")
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--settings", choices=sorted(SETTINGS), default="mlagents")
     p.add_argument("--target", type=float, default=90.0)
@@ -179,7 +183,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--threaded", action="store_true",
                    help="threaded: true for both trainers (each updates on a thread of its own beside acting)")
     args = p.parse_args(argv)
-    if not os.access(args.mlagents, os.X_OK):
+    if not args.mlagents or not os.access(args.mlagents, os.X_OK):
         raise SystemExit(f"mlagents-learn not found at {args.mlagents}: install it as this script's docstring says "
                          "and pass --mlagents PATH.")
     s = SETTINGS[args.settings]
