@@ -142,26 +142,23 @@ def thread_cpu(pid: int) -> Dict[int, Tuple[str, float]]:
     return out
 
 
-#: A thread's role, from its Python name or a frame py-spy saw in it (first match wins).
+#: A thread's role, from its Python name (first match wins); py-spy's dump lists every Python thread.
 ROLES = (
     ("main loop", ("MainThread",)),
     ("environment threads (receive, decode)", ("unityagents-env",)),
     ("gRPC handler threads", ("unityagents-grpc",)),
-    ("gRPC serve threads", ("_serve (grpc/_server.py",)),
+    ("gRPC serve threads", ("(_serve)",)),
 )
 
 
-def thread_roles(path: str) -> Dict[int, str]:
-    """OS thread id -> role, from py-spy's raw samples (``thread (TID): name;frames``)."""
+def thread_roles(pid: int) -> Dict[int, str]:
+    """OS thread id -> role of every Python thread of ``pid`` (``py-spy dump``: ``Thread TID (state): "name"``)."""
+    out = subprocess.run(["py-spy", "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=60).stdout
     roles: Dict[int, str] = {}
-    with open(path) as f:
-        for line in f:
-            m = re.match(r"thread \((\d+)\)", line)
-            if not m or int(m[1]) in roles:
-                continue
-            role = next((name for name, marks in ROLES if any(k in line for k in marks)), None)
-            if role:
-                roles[int(m[1])] = role
+    for tid, name in re.findall(r'^Thread (\d+) \([^)]*\): "(.*)"$', out, re.M):
+        role = next((r for r, marks in ROLES if any(k in name for k in marks)), None)
+        if role:
+            roles[int(tid)] = role
     return roles
 
 
@@ -186,6 +183,7 @@ def run_one(cmd: List[str], cwd: str, seconds: float, timeout: float, profile: O
     tail: List[str] = []
     spy = None
     threads_at: List[Dict[int, Tuple[str, float]]] = []
+    roles: Dict[int, str] = {}
     try:
         for line in proc.stdout:
             tail = (tail + [line])[-30:]
@@ -203,6 +201,7 @@ def run_one(cmd: List[str], cwd: str, seconds: float, timeout: float, profile: O
                 if now - rows[0][1] >= seconds and len(rows) >= 3:
                     if profile:
                         threads_at.append(thread_cpu(proc.pid))
+                        roles = thread_roles(proc.pid)
                     break
             if now - start > timeout:
                 break
@@ -232,7 +231,7 @@ def run_one(cmd: List[str], cwd: str, seconds: float, timeout: float, profile: O
         "rss_trainer": sampler.rss_trainer, "rss_all": sampler.rss_all,
     }
     if profile and len(threads_at) == 2 and os.path.exists(profile):
-        result["threads"] = role_cpu(threads_at[0], threads_at[1], thread_roles(profile))
+        result["threads"] = role_cpu(threads_at[0], threads_at[1], roles)
         result["parts"] = split_profile(profile)
     return result
 
