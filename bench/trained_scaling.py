@@ -15,10 +15,12 @@ stopped. Printed per N and trainer, side by side in one run: agent-steps/s betwe
 lines, the ratio to N = 1 and to the frame-time limit, the CPU of the trainer side (every process
 the trainer starts except the scenes) per agent-step and as a share of one core, the scenes' CPU
 share, the resident memory of the trainer side and of everything (scenes included), and ours
-over theirs. ``--profile`` also samples our trainer process with py-spy (``pip install py-spy``)
-over the same window and splits its CPU per agent-step into parts (gRPC exchange, decode, encode,
-agent processor, inference, update, the environment set's scheduling) and lists the process's
-CPU by thread (main loop, environment threads, gRPC's threads) from ``/proc``::
+over theirs. ``--profile DIR`` also splits our trainer process's CPU per agent-step by thread
+(``/proc/<pid>/task`` over the same window, each Python thread named by ``py-spy dump``: the main
+loop, the environment threads that receive and decode, gRPC's handler and serve threads, gRPC's
+own native threads), and the main loop's share by part (update, inference, encode, agent
+processor, the environment set) from py-spy's samples of it (``pip install py-spy``; the raw
+samples stay in DIR)::
 
     python bench/trained_scaling.py [--envs 1 4 16 32] [--seconds 30] [--frame-time-ms 20]
         [--mlagents PATH | --ours-only] [--profile DIR]
