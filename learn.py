@@ -190,6 +190,7 @@ class RunOptions:
     keep_checkpoints: int = 5
     save_freq: int = 50000
     checkpoint_interval: Optional[int] = None  # also save every this many agent steps of the first learner
+    device: Optional[str] = None  # the graph's device: cpu, cuda, cuda:N (trainers.devices); None: TensorFlow's choice
     # The environments.
     worker_id: int = 0
     base_port: int = 5005
@@ -226,6 +227,9 @@ def run(make_options: Callable[[], RunOptions]) -> int:
 def train(opts: RunOptions) -> None:
     """Launch the environments of ``opts`` and run the trainer controller until it ends."""
     from trainers.controller import TrainerController
+    from trainers.devices import placement
+
+    device = placement(opts.device)  # a GPU that is not there is refused before any environment starts
 
     log_dir = opts.log_dir or os.path.abspath(os.path.join(opts.checkpoint_dir(), "logs"))
 
@@ -254,7 +258,7 @@ def train(opts: RunOptions) -> None:
             env, opts.config, env_name=opts.env, run_path=opts.run_path, load=opts.load,
             train=opts.train, keep_checkpoints=opts.keep_checkpoints, save_freq=opts.save_freq, lesson=opts.lesson,
             fast_simulation=not opts.slow, seed=opts.seed, paths=opts.paths, init_from=opts.init_from,
-            checkpoint_interval=opts.checkpoint_interval)
+            checkpoint_interval=opts.checkpoint_interval, device=device)
     except BaseException:
         env.close()
         raise

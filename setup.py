@@ -63,6 +63,10 @@ setup(
         "ray": ["ray>=2.40"],
         # Sharing trained runs on the Hugging Face Hub (unityagents-push-to-hf, unityagents-load-from-hf).
         "hub": ["huggingface_hub>=0.23"],
+        # TensorFlow's GPU build with its CUDA libraries (Linux, NVIDIA driver), for --torch-device cuda /
+        # torch_settings.device (trainers/devices.py). It shares its package folder with tensorflow-cpu: after
+        # installing it, `pip uninstall -y tensorflow-cpu` and reinstall tensorflow (--force-reinstall --no-deps).
+        "gpu": ['tensorflow[and-cuda]>=2.15,<2.22; platform_system == "Linux"'],
     },
     entry_points={
         "console_scripts": [

@@ -49,6 +49,7 @@ import numpy as np
 
 from trainers.build import build_trainers, write_resolved_parameters
 from trainers.checkpoints import SaveFailedError, StepInterval
+from trainers.devices import placement
 from trainers.lessons import advance_curriculum, check_curriculum_between_resets, lesson_numbers
 from trainers.run_paths import RunPaths
 from trainers.saver import PoisonedModelError, RunSaver
@@ -88,13 +89,17 @@ class TrainerController:
     :param init_from: a checkpoint folder whose weights start this run (step counters from 0).
     :param checkpoint_interval: also save each time the first learner's agent steps pass a multiple
         of this (Release 22 counts ``checkpoint_interval`` in trainer steps); None: ``save_freq`` only.
+    :param device: where the graph runs: a Release 22 device name (``cpu``, ``cuda``, ``cuda:N``), a
+        ``trainers.devices.Placement``, or None for TensorFlow's choice (``trainers.devices``).
     """
 
     def __init__(self, env, config: TrainerConfig, env_name: str, run_path: str = "ppo",
                  model_dir: str = "models", summary_dir: str = "summaries", load: bool = False,
                  train: bool = True, keep_checkpoints: int = 5, save_freq: int = 50000, lesson: int = 0,
                  fast_simulation: bool = True, seed: int = 0, paths: Optional[RunPaths] = None,
-                 init_from: Optional[str] = None, checkpoint_interval: Optional[int] = None):
+                 init_from: Optional[str] = None, checkpoint_interval: Optional[int] = None,
+                 device: Any = None):
+        self.placement = placement(device)
         self.env: EnvironmentSet = env if isinstance(env, EnvironmentSet) else EnvironmentSet.of(env)
         #: Steps -> the trainers' ``BrainInfo``; their action rows -> ``ActionTuple``.
         self.processor = AgentProcessor(self.env.brains, self.env.reports_last_observation)
@@ -138,9 +143,10 @@ class TrainerController:
         random.seed(self.seed)
         np.random.seed(self.seed)
         tf.set_random_seed(self.seed)
-        self.sess = tf.Session(graph=self.graph)
-        self.trainers = build_trainers(self.sess, self.env.brains, self.env.external_brain_names, settings,
-                                       self.paths, self.train, self.seed, built=self.trainers)
+        self.sess = tf.Session(graph=self.graph, config=self.placement.session_config())
+        with self.placement.scope(self.graph):
+            self.trainers = build_trainers(self.sess, self.env.brains, self.env.external_brain_names, settings,
+                                           self.paths, self.train, self.seed, built=self.trainers)
         self._reads = brains_read(self.trainers, self.env.brains)
         self.collectors = {name: ExperienceCollector.for_trainer(t) for name, t in self.trainers.items()}
         self.files = RunSaver(self.sess, self.paths, self.env_name, self.keep_checkpoints, self.timers, self.seed)

@@ -32,7 +32,7 @@ Options:
   --capture-frame-rate=<n>          Engine: capture frame rate.
   --no-graphics                     Engine: launch without rendering.
   --no-graphics-monitor             Engine: render on worker 0 only (not built here).
-  --torch-device=<device>           Accepted; this trainer runs TensorFlow, so it has no effect.
+  --torch-device=<device>           Where the graph runs: cpu, cuda or cuda:N (TensorFlow placement).
   --debug                           Debug logging.
   --deterministic                   Mean/argmax actions (not built here).
 
@@ -58,6 +58,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import yaml
 from docopt import docopt
 
+from trainers.devices import Placement
 from trainers.run_paths import RunPaths
 from trainers.settings.environment_parameters import EnvironmentParameters, parse_environment_parameters
 from trainers.settings.run_config import RunConfig, RunConfigError, resolve
@@ -251,13 +252,11 @@ def run_options(argv: List[str]):
     config_path = options["<trainer_config_path>"] and learn.shipped_file(options["<trainer_config_path>"])
     run, config, params, run_seed, given_keys = load(config_path, options, env_args,
                                                      load_registry())
+    Placement.of(run.sections["torch_settings"]["device"])  # a name that is no device is refused here
     if options["--dry-run"]:
         check_results_folder(run, create=False)
         return None, resolved_yaml(run, params)
     env_s, eng, cp = (run.sections[k] for k in ("env_settings", "engine_settings", "checkpoint_settings"))
-    if run.sections["torch_settings"]["device"]:
-        logger.info("torch_settings.device %r: this trainer runs TensorFlow, so it has no effect.",
-                    run.sections["torch_settings"]["device"])
     if not env_s["env_path"]:
         raise RunConfigError("env_settings.env_path: missing; this trainer does not connect to the Unity Editor. "
                              "Pass --env=<build or built-in scene>.")
@@ -288,7 +287,8 @@ def run_options(argv: List[str]):
                                float(env_s["restarts_rate_limit_period_s"])),
         curriculum=params if params.tracks else None, ray_address=options["--ray-address"],
         ray_resource=options["--ray-resource"], paths=paths, init_from=init,
-        log_dir=os.path.abspath(os.path.join(folder, "run_logs")), checkpoint_interval=min(intervals))
+        log_dir=os.path.abspath(os.path.join(folder, "run_logs")), checkpoint_interval=min(intervals),
+        device=run.sections["torch_settings"]["device"])
     if cp["resume"] and not os.path.isdir(paths.checkpoint_dir):
         raise RunConfigError(f"--resume: {folder} has no checkpoint to resume from ({paths.checkpoint_dir} is "
                              "missing). Start it again with --force.")

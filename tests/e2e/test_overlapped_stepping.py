@@ -171,6 +171,22 @@ def test_an_environment_in_flight_is_reset_only_once_it_has_answered():
     envs.close()
 
 
+def test_collect_takes_every_answer_that_arrived_in_index_order_and_leaves_the_rest_in_flight():
+    envs = EnvironmentSet(lambda i: EchoWorker(i, delay=1.5 if i == 0 else 0.0), 3, schedule="overlapped")
+    try:
+        envs.reset()
+        envs.send([2, 1, 0], action={"B": ActionTuple(policy(envs.merged([2, 1, 0])["B"][0].obs[0]))})
+        deadline = time.monotonic() + 30
+        while envs._answers.qsize() < 2 and time.monotonic() < deadline:  # environments 2 and 1 answer at once
+            time.sleep(0.01)
+        assert envs.collect() == [1, 2]
+        assert envs.collect(timeout=0.01) == [] and envs.in_flight == [0]
+        assert envs.collect() == [0] and envs.in_flight == [] and envs.collect() == []
+        assert all(all(w.answered_own) for w in envs._workers)  # each got the actions of its own observation
+    finally:
+        envs.close()
+
+
 @pytest.mark.parametrize("threaded", [True, False])
 def test_a_threaded_trainer_updates_while_the_environment_simulates_the_step_just_sent(threaded):
     """``threaded``, for a trainer whose update cannot run beside acting (``prepare_update`` gives

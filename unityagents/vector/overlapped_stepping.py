@@ -10,7 +10,9 @@ num_envs``):
   a thread per environment waits for its answer (``receive`` blocks on a socket, which releases
   the GIL, so the waits overlap with the trainer's inference);
 * ``collect()`` blocks until at least one environment in flight has answered and returns every
-  one that has, so the trainer infers once over all of them while the others still simulate;
+  one that has, so the trainer infers once over all of them while the others still simulate.
+  Each waiting thread puts its environment's answer on one queue as it arrives, so a collect
+  costs the answers it takes, not the number of environments in flight;
 * ``reset_idle()`` resets the environments that are due a reset (their Academy is done, they
   were lost, or a new lesson asks for it) among those not in flight; one that is in flight is
   reset when it has answered, so its last transition is kept, as with the synchronous schedule.
@@ -23,6 +25,7 @@ exploration noise each one draws).
 from __future__ import annotations
 
 import concurrent.futures
+import queue
 import time
 from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple
 
@@ -34,6 +37,27 @@ def timed(receive: Callable[[], Dict[str, BehaviorSteps]]) -> Tuple[Dict[str, Be
     """``receive()`` and the monotonic time its answer arrived."""
     return receive(), time.monotonic()
 
+
+#: One environment's answer on the answer queue: (index, (steps, arrival time) or None, its failure or None).
+Answer = Tuple[int, Optional[Tuple[Dict[str, BehaviorSteps], float]], Optional[BaseException]]
+
+
+def _wait_and_post(index: int, receive: Callable[[], Dict[str, BehaviorSteps]],
+                   answers: "queue.SimpleQueue[Answer]") -> None:
+    """A pool thread's job: wait for environment ``index``'s answer and post it (or its failure)."""
+    try:
+        answers.put((index, timed(receive), None))
+    except BaseException as e:  # handed to the trainer's thread, which restarts or raises
+        answers.put((index, None, e))
+
+
+def _answer_of(answer: Answer) -> Callable[[], Tuple[Dict[str, BehaviorSteps], float]]:
+    def get() -> Tuple[Dict[str, BehaviorSteps], float]:
+        if answer[2] is not None:
+            raise answer[2]
+        return answer[1]
+    return get
+
 #: The schedules an ``EnvironmentSet`` can be driven with (``TrainerController`` reads ``schedule``).
 SCHEDULES = ("overlapped", "sync")
 
@@ -43,6 +67,8 @@ class OverlappedStepping:
 
     _inflight: Dict[int, Tuple["concurrent.futures.Future[Any]", float]]
     _pool: Optional[concurrent.futures.ThreadPoolExecutor]
+    #: Answers of the environments in flight, in the order they arrived (their pool threads post them).
+    _answers: "queue.SimpleQueue[Answer]"
 
     def _init_overlap(self, schedule: str) -> None:
         if schedule not in SCHEDULES:
@@ -52,6 +78,7 @@ class OverlappedStepping:
         self.schedule = schedule
         self._inflight = {}
         self._pool = None
+        self._answers = queue.SimpleQueue()
 
     @property
     def in_flight(self) -> List[int]:
@@ -90,7 +117,8 @@ class OverlappedStepping:
         for i, slices in self._slices(indices, action, memory, value):
             if not self._send_one(i, slices):
                 continue
-            self._inflight[i] = (self._pool.submit(timed, self._workers[i].receive), time.monotonic())
+            self._inflight[i] = (self._pool.submit(_wait_and_post, i, self._workers[i].receive, self._answers),
+                                 time.monotonic())
 
     def collect(self, timeout: Optional[float] = None) -> List[int]:
         """Wait until at least one environment in flight has answered; the ones that did, in order.
@@ -103,13 +131,20 @@ class OverlappedStepping:
             return []
         self.stats = {}
         with self.timer("env_wait"):
-            futures = {f: i for i, (f, _) in self._inflight.items()}
-            done, _ = concurrent.futures.wait(futures, timeout=timeout,
-                                              return_when=concurrent.futures.FIRST_COMPLETED)
+            try:
+                arrived = [self._answers.get(timeout=timeout)]
+            except queue.Empty:
+                return []
+        while True:  # and every other answer already there
+            try:
+                arrived.append(self._answers.get_nowait())
+            except queue.Empty:
+                break
         answered = []
-        for i in sorted(futures[f] for f in done):
-            future, began = self._inflight.pop(i)
-            if self._take_answer(i, future.result, began):
+        for answer in sorted(arrived, key=lambda a: a[0]):
+            i = answer[0]
+            _, began = self._inflight.pop(i)
+            if self._take_answer(i, _answer_of(answer), began):
                 answered.append(i)
         return answered
 
@@ -131,15 +166,13 @@ class OverlappedStepping:
 
     def _drain(self) -> None:
         """Wait for (and drop) every answer in flight, e.g. before a synchronous step or a close."""
-        for i, (future, _) in list(self._inflight.items()):
-            del self._inflight[i]
-            try:
-                future.result()
-            except Exception:  # a failing environment is closed or restarted by the caller
-                pass
+        while self._inflight:
+            index, _, _ = self._answers.get()  # a failing environment is closed or restarted by the caller
+            self._inflight.pop(index, None)
 
     def _stop_pool(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
         self._inflight = {}
+        self._answers = queue.SimpleQueue()  # answers still to come belong to no step

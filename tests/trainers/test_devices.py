@@ -1,0 +1,112 @@
+"""``--torch-device`` / ``torch_settings.device`` as TensorFlow placement (``trainers.devices``).
+
+Nothing here needs a GPU: the CPU placement runs for real, a GPU that is not there is refused
+(asked for one past the last GPU TensorFlow sees, so the refusal holds on a machine with GPUs too),
+and the refusal's wording is checked against given device lists.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import learn
+from tests.conftest import write
+from tests.unityagents.vector.test_environment_set import ScriptedWorker
+from trainers import learn_r22
+from trainers.controller import TrainerController
+from trainers.devices import DeviceError, Placement, placement
+from trainers.settings.trainer_config import load_trainer_config
+from trainers.tf_utils import tf
+from trainers.trainer.registry import load_registry
+from unityagents.vector.environment_set import EnvironmentSet
+
+
+@pytest.mark.parametrize("name, device", [
+    (None, None), ("", None), ("cpu", "/CPU:0"), ("CPU", "/CPU:0"), ("cuda", "/GPU:0"), ("cuda:0", "/GPU:0"),
+    ("cuda:3", "/GPU:3"), ("gpu", "/GPU:0"), ("gpu:1", "/GPU:1"),
+])
+def test_release_22_device_names_map_to_tensorflow_devices(name, device):
+    assert Placement.of(name).device == device
+
+
+@pytest.mark.parametrize("name", ["tpu", "cuda:x", "cuda:-1", "mps", "cpu:1"])
+def test_a_name_that_is_no_device_is_refused_naming_it_and_the_accepted_ones(name):
+    with pytest.raises(DeviceError) as e:
+        Placement.of(name)
+    assert repr(name) in str(e.value) and "cpu" in str(e.value)
+
+
+def visible_gpus():
+    return [d.name for d in tf.config.list_physical_devices("GPU")]
+
+
+def test_a_gpu_that_tensorflow_does_not_see_is_refused_on_this_machine():
+    index = len(visible_gpus())  # one past the last GPU TensorFlow sees (0 on a machine without one)
+    with pytest.raises(DeviceError) as e:
+        placement(f"cuda:{index}")
+    message = str(e.value)
+    assert f"'cuda:{index}'" in message and f"/GPU:{index}" in message
+    assert "--torch-device cpu" in message
+
+
+def test_the_refusal_says_what_was_asked_what_tensorflow_sees_and_what_to_do():
+    with pytest.raises(DeviceError) as e:
+        Placement.of("cuda").check(visible_gpus=[], built_with_cuda=False)
+    assert "'cuda'" in str(e.value) and "no GPU" in str(e.value)
+    assert "CPU-only build" in str(e.value) and "pip install -e .[gpu]" in str(e.value)
+    with pytest.raises(DeviceError) as e:
+        Placement.of("cuda:1").check(visible_gpus=["/physical_device:GPU:0"], built_with_cuda=True)
+    assert "1 GPU(s) (/physical_device:GPU:0)" in str(e.value) and "nvidia-smi" in str(e.value)
+    assert "CUDA_VISIBLE_DEVICES" in str(e.value)
+    seen = Placement.of("cuda:0")
+    assert seen.check(visible_gpus=["/physical_device:GPU:0"], built_with_cuda=True) is seen
+    cpu = Placement.of("cpu")
+    assert cpu.check(visible_gpus=[], built_with_cuda=False) is cpu
+
+
+def test_the_cpu_placement_puts_the_ops_on_the_cpu_and_hides_every_gpu_from_the_session():
+    p = placement("cpu")
+    graph = tf.Graph()
+    with graph.as_default(), p.scope(graph):
+        x = tf.constant(np.arange(4, dtype=np.float32))
+        y = tf.reduce_sum(x * x)
+    assert y.device.upper().endswith("CPU:0")
+    with tf.Session(graph=graph, config=p.session_config()) as sess:
+        assert float(sess.run(y)) == 14.0
+        assert not [d for d in sess.list_devices() if d.device_type == "GPU"]
+    assert Placement().session_config() is None  # TensorFlow's own choice: its defaults
+
+
+def test_the_controller_builds_its_trainers_on_the_placement_and_keeps_one_graph_and_session(tmp_path):
+    config = load_trainer_config(write(tmp_path / "c.yaml", "B:\n    normalize: true\n"), load_registry())
+    c = TrainerController(EnvironmentSet.of(ScriptedWorker(0)), config, env_name="Scripted", device="cpu",
+                          model_dir=str(tmp_path / "models"), summary_dir=str(tmp_path / "summaries"))
+    try:
+        with c.graph.as_default():
+            c._build()
+        variables = c.graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)
+        assert variables and all(v.op.device.upper().endswith("CPU:0") for v in variables)
+        assert c.sess.graph is c.graph
+        assert not [d for d in c.sess.list_devices() if d.device_type == "GPU"]
+    finally:
+        c.sess.close()
+        c.env.close()
+
+
+def test_unityagents_learn_refuses_a_missing_gpu_before_any_environment_starts(tmp_path, monkeypatch, caplog):
+    launched = []
+    monkeypatch.setattr(learn, "EnvironmentSet", lambda *a, **k: launched.append(a) or pytest.fail("launched"))
+    config = write(tmp_path / "3DBall.yaml", "behaviors:\n  Ball3DBrain:\n    max_steps: 100\n")
+    monkeypatch.chdir(tmp_path)
+    index = len(visible_gpus())
+    code = learn_r22.main([config, "--env=3DBall", "--run-id=gpu", f"--torch-device=cuda:{index}"])
+    assert code == 1 and not launched
+    assert f"asks for GPU {index}" in caplog.text and "DeviceError" in caplog.text
+
+
+def test_a_device_name_that_is_no_device_fails_the_dry_run(tmp_path, monkeypatch, capsys):
+    config = write(tmp_path / "3DBall.yaml", "behaviors:\n  Ball3DBrain:\n    max_steps: 100\n"
+                   "torch_settings:\n  device: tpu\n")
+    monkeypatch.chdir(tmp_path)
+    assert learn_r22.main([config, "--env=3DBall", "--dry-run"]) == 2
+    assert "'tpu' is not a device" in capsys.readouterr().err

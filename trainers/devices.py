@@ -1,0 +1,134 @@
+"""Where the run's graph runs: Release 22's ``--torch-device`` / ``torch_settings.device`` as TensorFlow placement.
+
+Release 22 names a PyTorch device; this trainer builds one TensorFlow graph in one session, so the
+name becomes the device its ops are placed on:
+
+* ``cpu`` -> ``/CPU:0``, and the session sees no GPU at all (nothing is copied to one);
+* ``cuda`` or ``gpu`` -> ``/GPU:0``; ``cuda:N`` or ``gpu:N`` -> ``/GPU:N``. Ops that have no GPU
+  kernel stay on the CPU (soft placement), and the session takes GPU memory as it needs it rather
+  than all of it up front;
+* not given -> TensorFlow's own choice: the first GPU where the installed build sees one, else
+  the CPU.
+
+A GPU asked for and not visible to TensorFlow is refused before any environment is launched
+(``Placement.check``): the message names the device asked for, the GPUs TensorFlow sees and
+whether the installed build can use one at all (``tensorflow-cpu``, the default install on
+x86-64, cannot: ``pip install -e .[gpu]`` installs the GPU build).
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass
+from typing import Any, ContextManager, Optional, Sequence
+
+from trainers.trainer.base import UnityTrainerException
+
+_NAME = re.compile(r"^(cpu|cuda|gpu)(?::(\d+))?$")
+
+
+class DeviceError(UnityTrainerException):
+    """The device asked for is not a device name, or not one this machine has."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The device the run's graph is placed on (``None``: TensorFlow's own choice).
+
+    :param requested: the name as the user gave it (``torch_settings.device``), for messages.
+    :param device: a TensorFlow device name (``/CPU:0``, ``/GPU:N``) or None.
+    """
+
+    requested: Optional[str] = None
+    device: Optional[str] = None
+
+    @classmethod
+    def of(cls, name: Optional[str]) -> "Placement":
+        """The placement of a Release 22 device name (``cpu``, ``cuda``, ``cuda:N``; ``gpu`` too), unchecked."""
+        if name is None or str(name).strip() == "":
+            return cls()
+        m = _NAME.match(str(name).strip().lower())
+        if m is None:
+            raise DeviceError(
+                f"torch_settings.device / --torch-device {name!r} is not a device this trainer knows: expected "
+                "cpu, cuda or cuda:N (gpu and gpu:N are accepted too), or nothing for TensorFlow's own choice.")
+        if m[1] == "cpu":
+            if m[2] not in (None, "0"):
+                raise DeviceError(f"torch_settings.device {name!r}: there is one CPU device; use cpu.")
+            return cls(str(name), "/CPU:0")
+        return cls(str(name), f"/GPU:{int(m[2] or 0)}")
+
+    @property
+    def gpu_index(self) -> Optional[int]:
+        """The GPU asked for, or None (the CPU, or TensorFlow's choice)."""
+        if self.device is None or not self.device.startswith("/GPU:"):
+            return None
+        return int(self.device.split(":")[1])
+
+    def check(self, visible_gpus: Optional[Sequence[str]] = None,
+              built_with_cuda: Optional[bool] = None) -> "Placement":
+        """Refuse a GPU that TensorFlow does not see; ``self`` otherwise.
+
+        :param visible_gpus: the GPUs TensorFlow sees (default: ``tf.config.list_physical_devices("GPU")``).
+        :param built_with_cuda: whether the installed TensorFlow can use a GPU (default: asks it).
+        """
+        index = self.gpu_index
+        if index is None:
+            return self
+        if visible_gpus is None or built_with_cuda is None:
+            from trainers.tf_utils import tf
+
+            if visible_gpus is None:
+                visible_gpus = [d.name for d in tf.config.list_physical_devices("GPU")]
+            if built_with_cuda is None:
+                built_with_cuda = bool(tf.test.is_built_with_cuda())
+        if index < len(visible_gpus):
+            return self
+        sees = f"{len(visible_gpus)} GPU(s) ({', '.join(visible_gpus)})" if visible_gpus else "no GPU"
+        if not built_with_cuda:
+            why = ("the installed TensorFlow is a CPU-only build (tensorflow-cpu, the default install on x86-64): "
+                   "install the GPU build with `pip install -e .[gpu]` (Linux, NVIDIA driver)"
+                   + (f"{_both_builds()}, or" if _both_builds() else ", or"))
+        else:
+            why = ("the installed TensorFlow can use GPUs: check that the NVIDIA driver works (nvidia-smi) and that "
+                   "CUDA_VISIBLE_DEVICES does not hide the GPU, or")
+        raise DeviceError(
+            f"torch_settings.device / --torch-device {self.requested!r} asks for GPU {index} ({self.device}), but "
+            f"TensorFlow sees {sees}: {why} train on the CPU with --torch-device cpu (or leave the device out).")
+
+    def scope(self, graph: Any) -> ContextManager[Any]:
+        """Builds the ops made inside it on this device (nothing when TensorFlow chooses)."""
+        return graph.device(self.device) if self.device is not None else contextlib.nullcontext()
+
+    def session_config(self) -> Optional[Any]:
+        """The ``tf.ConfigProto`` of the run's session, or None for TensorFlow's defaults."""
+        if self.device is None:
+            return None
+        from trainers.tf_utils import tf
+
+        if self.gpu_index is None:  # the CPU: the session does not see any GPU
+            return tf.ConfigProto(device_count={"GPU": 0})
+        config = tf.ConfigProto(allow_soft_placement=True)
+        config.gpu_options.allow_growth = True
+        return config
+
+    def describe(self) -> str:
+        return "TensorFlow's choice" if self.device is None else f"{self.device} (asked: {self.requested})"
+
+
+def _both_builds() -> str:
+    """A hint when both TensorFlow builds are installed (they share one package folder: the one installed last wins)."""
+    from importlib import metadata
+
+    try:
+        gpu, cpu = metadata.version("tensorflow"), metadata.version("tensorflow-cpu")
+    except metadata.PackageNotFoundError:
+        return ""
+    return (f"; tensorflow {gpu} and tensorflow-cpu {cpu} are both installed and the CPU build's files are the ones "
+            f"in place: `pip uninstall -y tensorflow-cpu` then `pip install --force-reinstall --no-deps "
+            f"tensorflow=={gpu}`")
+
+
+def placement(device: Any) -> Placement:
+    """A ``Placement`` as given, or the checked placement of a device name (None: TensorFlow's choice)."""
+    return device if isinstance(device, Placement) else Placement.of(device).check()
