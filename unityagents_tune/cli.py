@@ -47,7 +47,7 @@ import yaml
 from docopt import docopt
 
 from unityagents_tune import outputs
-from unityagents_tune.sweep import Sweep, SweepError, apply, read, stages
+from unityagents_tune.sweep import Sweep, SweepError, apply, lookup, read, stages
 from unityagents_tune.trial import TrialContext, trial_name
 
 logger = logging.getLogger("unityagents")
@@ -68,6 +68,8 @@ class Plan:
     max_steps: int
     seed: int
     options: Dict[str, Any]
+    #: The run config as unityagents-learn resolves it (defaults filled in).
+    resolved: Dict[str, Any]
 
     @property
     def trials_dir(self) -> str:
@@ -137,7 +139,7 @@ def prepare(options: Dict[str, Any]) -> Plan:
                          "--force to start it over.")
     if sweep.scheduler.name == "pbt":  # a member copies the newest checkpoint: one per perturbation interval
         raw = with_checkpoint_interval(raw, run.as_dict(), stages(sweep, max_steps)[1])
-    return Plan(sweep, config_path, raw, env, run_dir, max_steps, seed, options)
+    return Plan(sweep, config_path, raw, env, run_dir, max_steps, seed, options, run.as_dict())
 
 
 def with_checkpoint_interval(raw: Dict[str, Any], resolved: Dict[str, Any], interval: int) -> Dict[str, Any]:
@@ -167,7 +169,7 @@ def dry_run_text(plan: Plan) -> str:
              "# The values are drawn at random from the search space; TPE draws later trials from the results."]
     context = plan.context()
     for index in range(sweep.budget.trials):
-        values = sweep.sample(rng)
+        values = sweep.sample(rng, plan.resolved)
         config = apply(plan.raw_config, values, plan.max_steps)
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "trial.yaml")
@@ -278,7 +280,10 @@ def tuner_for(plan: Plan):
                                   trial_dirname_creator=TrialNamer(plan.trials_dir))
     run_config = tune.RunConfig(name="ray", storage_path=plan.run_dir, verbose=1,
                                 failure_config=tune.FailureConfig(max_failures=0, fail_fast=False))
-    return tune.Tuner(trainable, param_space={k: d.to_ray() for k, d in sweep.search.items()},
+    space = {k: d.to_ray() for k, d in sweep.search.items()}
+    if sweep.scheduler.start == "config":
+        space.update({k: lookup(plan.resolved, k) for k in sweep.mutated})
+    return tune.Tuner(trainable, param_space=space,
                       tune_config=tune_config, run_config=run_config)
 
 

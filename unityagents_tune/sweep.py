@@ -147,6 +147,9 @@ class Scheduler:
     mutate: Optional[List[str]] = None
     quantile_fraction: float = 0.25
     resample_probability: float = 0.25
+    #: ``search`` (each member draws its values from the search space) or ``config`` (every member starts
+    #: from the run config's values; the search space bounds the mutations only): PBT only.
+    start: str = "search"
 
 
 @dataclass
@@ -165,8 +168,12 @@ class Sweep:
             return []
         return list(self.scheduler.mutate) if self.scheduler.mutate is not None else list(self.search)
 
-    def sample(self, rng: random.Random) -> Dict[str, Any]:
-        return {key: d.sample(rng) for key, d in self.search.items()}
+    def sample(self, rng: random.Random, config: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        """One trial's values; with ``start: config`` the mutated keys keep ``config``'s values."""
+        values = {key: d.sample(rng) for key, d in self.search.items()}
+        if self.scheduler.start == "config" and config is not None:
+            values.update({key: lookup(config, key, self.path) for key in self.mutated})
+        return values
 
     def check(self, raw_config: Mapping[str, Any], resolved: Mapping[str, Any], load=None) -> None:
         """Refuse what would fail or mean nothing once trials run; ``resolved`` is the run config as
@@ -345,7 +352,8 @@ def parse(path: str, raw: Any) -> Sweep:
             raise SweepError(f"{path}: budget.{key}: expected 1 or more, got {value}.")
     scheduler = _section(raw, "scheduler", Scheduler, path, {
         "name": str, "early_stopping": str, "grace_steps": int, "reduction_factor": float,
-        "perturbation_interval": int, "mutate": list, "quantile_fraction": float, "resample_probability": float})
+        "perturbation_interval": int, "mutate": list, "quantile_fraction": float, "resample_probability": float,
+        "start": str})
     if scheduler.name not in SCHEDULERS:
         raise SweepError(f"{path}: scheduler.name: {scheduler.name!r} is not one of {', '.join(SCHEDULERS)}.")
     if scheduler.early_stopping not in EARLY_STOPPING:
@@ -354,6 +362,11 @@ def parse(path: str, raw: Any) -> Sweep:
     if scheduler.name == "pbt" and scheduler.early_stopping != "none":
         raise SweepError(f"{path}: scheduler.early_stopping: population-based training replaces poor members "
                          "itself; drop early_stopping or pick another scheduler.")
+    if scheduler.start not in ("search", "config"):
+        raise SweepError(f"{path}: scheduler.start: expected search or config, got {scheduler.start!r}.")
+    if scheduler.start == "config" and scheduler.name != "pbt":
+        raise SweepError(f"{path}: scheduler.start: config starts every member from the same values, which only "
+                         "population-based training then varies; use it with name: pbt.")
     if scheduler.reduction_factor <= 1:
         raise SweepError(f"{path}: scheduler.reduction_factor: expected more than 1, got "
                          f"{scheduler.reduction_factor}.")

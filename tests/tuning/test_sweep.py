@@ -258,3 +258,17 @@ def test_members_csv_holds_each_members_settings_over_time(tmp_path):
 def test_read_names_a_missing_sweep_file(tmp_path):
     with pytest.raises(SweepError, match="does not exist"):
         read(str(tmp_path / "nope.yaml"))
+
+
+def test_pbt_members_may_all_start_from_the_run_configs_values(tmp_path, monkeypatch, capsys):
+    search = {f"{HP}.learning_rate": {"loguniform": [1.0e-5, 1.0e-3]}, f"{HP}.beta": {"loguniform": [1e-4, 1e-2]}}
+    code, out, err = check(sweep_text(search, scheduler={"name": "pbt", "start": "config"}), tmp_path, monkeypatch,
+                           capsys)
+    assert code == 0, err
+    configured = yaml.safe_load(open(CONFIG, encoding="utf-8"))["behaviors"][BEHAVIOR]["hyperparameters"]
+    for doc in out.split("--- # ")[1:]:
+        block = yaml.safe_load(doc.split("\n", 1)[1])["behaviors"][BEHAVIOR]["hyperparameters"]
+        assert block["learning_rate"] == configured["learning_rate"] and block["beta"] == configured["beta"]
+    code, _, err = check(sweep_text(search, scheduler={"name": "tpe", "start": "config"}), tmp_path, monkeypatch,
+                         capsys)
+    assert code == 2 and "use it with name: pbt" in err
