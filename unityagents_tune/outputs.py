@@ -1,6 +1,7 @@
 """What a sweep leaves under ``<results-dir>/<run-id>/``, written from the trials' own files.
 
-* ``trials.csv``: one row per trial: name, status, objective, agent-steps, then each searched key;
+* ``trials.csv``: one row per trial: name, status, objective, agent-steps, the Ray node(s) it ran on,
+  then each searched key;
 * ``best.yaml``: the best trial's whole run config, which ``unityagents-learn`` runs as it is;
 * ``<Behavior>.onnx``: the best trial's final exports;
 * ``members.csv``: every trial's settings at every summary, and each PBT exploit (the member it
@@ -108,9 +109,10 @@ def best(rows: List[TrialRow], mode: str) -> Optional[TrialRow]:
 def write_trials_csv(path: str, rows: List[TrialRow], keys: List[str]) -> None:
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["trial", "status", "objective", "agent_steps"] + keys)
+        writer.writerow(["trial", "status", "objective", "agent_steps", "node"] + keys)
         for r in rows:
-            writer.writerow([r.name, r.status, _num(r.objective), r.agent_steps] + [r.values.get(k) for k in keys])
+            writer.writerow([r.name, r.status, _num(r.objective), r.agent_steps, r.node]
+                            + [r.values.get(k) for k in keys])
 
 
 def write_members_csv(path: str, trials_dir: str, names: List[str], keys: List[str]) -> None:

@@ -228,7 +228,7 @@ def test_outputs_account_for_every_trial_and_best_yaml_runs_as_is(tmp_path, monk
     assert outputs.best(rows, "min").name == "trial_002"
     outputs.write_trials_csv(str(tmp_path / "tune" / "trials.csv"), rows, [key])
     lines = (tmp_path / "tune" / "trials.csv").read_text().splitlines()
-    assert lines[0] == f"trial,status,objective,agent_steps,{key}" and len(lines) == 7
+    assert lines[0] == f"trial,status,objective,agent_steps,node,{key}" and len(lines) == 7
     written = outputs.write_best(str(tmp_path / "tune"), str(trials), top)
     assert os.path.exists(tmp_path / "tune" / f"{BEHAVIOR}.onnx") and len(written) == 2
     best = yaml.safe_load((tmp_path / "tune" / "best.yaml").read_text())
