@@ -225,8 +225,23 @@ class TrialRun:
             yaml.safe_dump({"trial": self.name, "agent_steps": self.agent_steps, "values": self.values}, f)
 
     def load_from(self, source: str) -> None:
-        """Replace the run's checkpoints with ``source``'s; the next ``start`` resumes from them."""
+        """Replace the run's checkpoints with ``source``'s; the next ``start`` resumes from them.
+
+        A copy of this trial's own checkpoints (Ray Tune pauses and resumes members to share the
+        CPUs) is not put back: the run saved a newer checkpoint when it stopped, and resumes from that.
+        """
         self.stop()
+        try:
+            with open(os.path.join(source, "member.yaml"), encoding="utf-8") as f:
+                member = yaml.safe_load(f) or {}
+        except OSError:
+            member = {}
+        source_name = str(member.get("trial", ""))
+        self.resume = True
+        if source_name == self.name and has_checkpoint(self.folder):
+            self.poll()
+            self.record("restore", source=source_name)
+            return
         target = os.path.join(self.folder, "checkpoints")
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(os.path.join(source, "checkpoints"), target)
@@ -236,15 +251,7 @@ class TrialRun:
             shutil.copy2(status, os.path.join(self.folder, "run_logs", "training_status.json"))
         self.reader.skip_existing()
         self.history = []
-        self.resume = True
-        try:
-            with open(os.path.join(source, "member.yaml"), encoding="utf-8") as f:
-                member = yaml.safe_load(f) or {}
-        except OSError:
-            member = {}
-        source_name = str(member.get("trial", ""))
-        self.record("exploit" if source_name != self.name else "restore", steps=int(member.get("agent_steps", 0)),
-                    source=source_name)
+        self.record("exploit", steps=int(member.get("agent_steps", 0)), source=source_name)
 
     def record(self, event: str, steps: Optional[int] = None, source: str = "") -> None:
         """Append to the trial's history (outputs.members.csv and trials.csv are built from it)."""

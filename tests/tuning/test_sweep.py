@@ -272,3 +272,31 @@ def test_pbt_members_may_all_start_from_the_run_configs_values(tmp_path, monkeyp
     code, _, err = check(sweep_text(search, scheduler={"name": "tpe", "start": "config"}), tmp_path, monkeypatch,
                          capsys)
     assert code == 2 and "use it with name: pbt" in err
+
+
+def _fake_run(trials, index, step):
+    context = TrialContext(str(trials), {}, None, "Environment/Cumulative Reward", 1, 5005, 1)
+    run = TrialRun(context, index, {"k": index})
+    (trials / run.name / "checkpoints").mkdir(parents=True)
+    for suffix in (".index", ".data-00000-of-00001", ".state.json"):
+        (trials / run.name / "checkpoints" / f"model-{step}.cptk{suffix}").write_text(run.name)
+    (trials / run.name / "checkpoints" / "checkpoint").write_text(f'model_checkpoint_path: "{trials}/{run.name}"')
+    return run
+
+
+def test_an_exploit_copies_the_better_members_checkpoints_and_a_pause_keeps_its_own(tmp_path):
+    good, poor = _fake_run(tmp_path, 0, 3000), _fake_run(tmp_path, 1, 2000)
+    good.save_to(str(tmp_path / "copy"))
+    assert not (tmp_path / "copy" / "checkpoints" / "checkpoint").exists()  # it names the other trial's folder
+    poor.load_from(str(tmp_path / "copy"))
+    assert sorted(os.listdir(tmp_path / "trial_001" / "checkpoints")) == sorted(
+        os.listdir(tmp_path / "copy" / "checkpoints"))
+    assert (tmp_path / "trial_001" / "checkpoints" / "model-3000.cptk.index").read_text() == "trial_000"
+    assert poor.resume and "--resume" in poor.command(6000)
+    [row] = outputs.read_history(str(tmp_path), "trial_001")
+    assert (row["event"], row["source"]) == ("exploit", "trial_000")
+    # Ray Tune pausing a member and resuming it from its own copy: the run's newer checkpoint stays
+    (tmp_path / "trial_000" / "checkpoints" / "model-4000.cptk.index").write_text("newer")
+    good.load_from(str(tmp_path / "copy"))
+    assert (tmp_path / "trial_000" / "checkpoints" / "model-4000.cptk.index").exists()
+    assert outputs.read_history(str(tmp_path), "trial_000")[-1]["event"] == "restore"
