@@ -49,18 +49,24 @@ def main() -> None:
     tune(folder, raw, sweep, "tpe", args.port + 100)
     seconds = time.time() - start
     trials = rows(os.path.join(folder, "tpe", "trials.csv"))
-    best = max(trials, key=lambda r: float(r["objective"] or "-inf"))
+    members = rows(os.path.join(folder, "tpe", "members.csv"))
+    passed = {}
+    for m in members:
+        if m["event"] == "summary" and m["last_value"] and float(m["last_value"]) >= 90:
+            passed.setdefault(m["trial"], int(m["agent_steps"]))
+    best = max(trials, key=lambda r: (float(r["objective"] or "-inf"), -passed.get(r["trial"], 10 ** 9)))
     run = sum(int(r["agent_steps"]) for r in trials)
     full = args.max_steps * len(trials)
     statuses = {s: sum(1 for r in trials if r["status"] == s) for s in sorted({r["status"] for r in trials})}
     print(f"TPE + ASHA, {len(trials)} trials: best {best['trial']} objective {float(best['objective']):7.2f} "
-          f"({seconds:.0f} s); {statuses}")
+          f"first >= 90: {passed.get(best['trial'], 'never')} ({seconds:.0f} s); {statuses}")
     print(f"  agent-steps run {run} of {full}: early stopping saved {full - run} ({100 * (full - run) / full:.1f}%)")
     keys = [k for k in trials[0] if k.startswith("behaviors.")]
     print("  best settings: " + ", ".join(f"{k.split('.')[-1]}={best[k]}" for k in keys))
     for r in sorted(trials, key=lambda r: r["trial"]):
         print(f"  {r['trial']}: {r['status']:<13} objective {float(r['objective'] or 'nan'):7.2f} at "
-              f"{r['agent_steps']:>6}  " + ", ".join(f"{k.split('.')[-1]}={float(r[k]):.3g}" for k in keys))
+              f"{r['agent_steps']:>6}  first >= 90: {passed.get(r['trial'], '-'):>6}  "
+              + ", ".join(f"{k.split('.')[-1]}={float(r[k]):.3g}" for k in keys))
 
 
 if __name__ == "__main__":
