@@ -1,4 +1,4 @@
-"""Installs the three packages (unityagents, trainers, academy), learn.py, learn_hub.py and their commands.
+"""Installs the packages (unityagents, trainers, academy, unityagents_tune), learn.py, learn_hub.py and their commands.
 
 The built-in trainers and stats writers register under the same entry-point groups as plugins do
 (``unityagents.trainers``, ``unityagents.stats_writers``), so a plugin package is discovered
@@ -41,7 +41,7 @@ setup(
     description="Multi-brain RL training for Unity-protocol (API-2) environments, with built-in scenes",
     python_requires=">=3.9",
     packages=find_packages(include=["unityagents", "unityagents.*", "trainers", "trainers.*",
-                                    "academy", "academy.*"]),
+                                    "academy", "academy.*", "unityagents_tune", "unityagents_tune.*"]),
     py_modules=["learn", "learn_hub"],
     install_requires=[
         "numpy>=1.24",
@@ -61,6 +61,9 @@ setup(
     extras_require={
         # Environments as Ray actors on a cluster (learn.py --ray-address; docs/cluster.md).
         "ray": ["ray>=2.40"],
+        # Hyperparameter sweeps and population-based training (unityagents-tune; docs/tuning.md): Ray Tune drives
+        # the trials, Optuna's TPE sampler draws them for `scheduler: {name: tpe}`.
+        "tune": ["ray[tune]>=2.40", "optuna>=3.0"],
         # Sharing trained runs on the Hugging Face Hub (unityagents-push-to-hf, unityagents-load-from-hf).
         "hub": ["huggingface_hub>=0.23"],
         # TensorFlow's GPU build with its CUDA libraries (Linux, NVIDIA driver), for --torch-device cuda /
@@ -72,6 +75,7 @@ setup(
         "console_scripts": [
             "learn = learn:cli",
             "unityagents-learn = trainers.learn_r22:cli",
+            "unityagents-tune = unityagents_tune.cli:cli",
             "unityagents-push-to-hf = learn_hub:push_cli",
             "unityagents-load-from-hf = learn_hub:load_cli",
         ],

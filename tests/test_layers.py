@@ -4,6 +4,7 @@
 - the Unity side (``academy``) imports nothing of the trainers, and of ``unityagents`` only the
   generated protocol messages (``unityagents.wire.protos``) that both ends of the wire share;
 - the wire (``unityagents``) imports nothing of the trainers and never TensorFlow;
+- the tuner (``unityagents_tune``) sits on top: nothing else imports it;
 - the protocols (``unityagents.wire``) import nothing of the environment or the set above them:
   a communicator sees the environment only through its ``Peer``;
 - the algorithms (``trainers`` but the controller, which drives the environment set, and the
@@ -17,7 +18,7 @@ import os
 from typing import Dict, List, Set
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ("unityagents", "trainers", "academy")
+PACKAGES = ("unityagents", "trainers", "academy", "unityagents_tune")
 #: What an algorithm may import of ``unityagents``.
 TRAINER_MAY_USE = ("unityagents.brain", "unityagents.base_env", "unityagents.exception", "unityagents.demo")
 #: The modules of ``trainers`` that drive environments rather than learn.
@@ -114,7 +115,14 @@ def test_the_unity_side_imports_only_the_shared_messages():
 
 def test_the_wire_knows_nothing_of_learning():
     bad = {m: sorted(d for d in deps if d.split(".")[0] in ("trainers", "tensorflow"))
-           for m, deps in graph().items() if m.startswith("unityagents")}
+           for m, deps in graph().items() if m.split(".")[0] == "unityagents"}
+    assert {m: d for m, d in bad.items() if d} == {}
+
+
+def test_only_the_command_line_knows_the_tuner():
+    """The tuner drives whole runs from outside (subprocesses, Ray Tune); nothing it drives imports it."""
+    bad = {m: sorted(d for d in deps if d.split(".")[0] == "unityagents_tune")
+           for m, deps in graph().items() if m.split(".")[0] != "unityagents_tune"}
     assert {m: d for m, d in bad.items() if d} == {}
 
 
