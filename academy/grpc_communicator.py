@@ -28,7 +28,9 @@ made with the C# package 3.0.0 would (the Python end and its messages are descri
   rate); environment parameters become the reset parameters of the next reset; one stat per
   finished episode, ``Academy/<brain> Episode Reward``, goes to the stats channel (frames read and
   written by ``side_channels.py``);
-* status 400 or QUIT from Python ends the run (exit 0); on an error we send a status-400 call.
+* status 400 or QUIT from Python ends the run (exit 0); on an error we send a status-400 call;
+* SIGINT or SIGTERM (the Editor leaving play mode, a player quitting) sends a status-400 call, as
+  Unity's ``RpcCommunicator.Dispose`` does, waits briefly for the answer, and exits 0.
 
 Written independently of ``unityagents``: it shares only the message classes generated from the
 same ``.proto`` (``unityagents.wire.protos``, which loads nothing else of ``unityagents``).
@@ -38,8 +40,10 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import signal
 import struct
 import sys
+import threading
 from typing import Any
 
 import numpy as np
@@ -435,9 +439,15 @@ def serve_modern(academy: Academy, port: int, package_version: str = DEFAULT_PAC
     call fails, 3 when its reply breaks the protocol (after telling it with a status-400 call).
     """
     client = GrpcClient(port)
+    previous = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() \
+        else None
     try:
         reason = ModernUnity(academy, client, package_version, decision_period, log_path).run()
         log.info("%s: quitting", reason)
+        return 0
+    except KeyboardInterrupt:  # SIGINT or SIGTERM: the Editor leaving play mode, or the player quitting
+        log.info("interrupted: closing the connection with a status-400 call (Unity's RpcCommunicator.Dispose)")
+        client.say_goodbye()
         return 0
     except TrainerGone as exc:
         log.error("%s; exiting", exc)
@@ -447,4 +457,11 @@ def serve_modern(academy: Academy, port: int, package_version: str = DEFAULT_PAC
         client.say_goodbye()
         return 3
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         client.close()
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM ends the run as SIGINT does: with Unity's goodbye (``serve_modern``)."""
+    raise KeyboardInterrupt(signal.Signals(signum).name)

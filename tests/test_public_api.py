@@ -100,7 +100,7 @@ def _resolve(path: str):
 SIGNATURES = {
     # the seed's door (api2-facts §2, §6) and mlagents_envs' constructor keywords after it
     "unityagents:UnityEnvironment.__init__": [
-        "file_name", "worker_id=0", "base_port=None", "curriculum=None", "seed=None", "timeout_wait=30.0",
+        "file_name=None", "worker_id=0", "base_port=None", "curriculum=None", "seed=None", "timeout_wait=30.0",
         "start_timeout=60.0", "log_dir=None", "env_args=()", "protocol=None", "engine_config=None",
         "no_graphics=False", "side_channels=None", "*", "no_graphics_monitor=False", "additional_args=None",
         "log_folder=None", "num_areas=1"],
