@@ -9,8 +9,10 @@ made with the C# package 3.0.0 would (the Python end and its messages are descri
   package version, seven capabilities); call #2 is a bare header; its reply is the first command;
 * every later call is the answer to Python's last reply: it runs the Academy until an agent has
   something to report (a decision request, or the end of its episode), then sends that;
-* behaviours are the scene's External brains, named ``<brain>?team=0`` (or the scene's
-  ``behaviour_names``: Tennis' two sides are ``Tennis?team=0`` and ``Tennis?team=1``); each behaviour's
+* behaviours are the scene's External brains, named as in Unity's example project
+  (``academy.UNITY_NAMES``: ``3DBall?team=0``, ``Basic?team=0``, ...; a brain Unity has no example for
+  keeps its name), or the scene's ``behaviour_names`` (Tennis' two sides are ``Tennis?team=0`` and
+  ``Tennis?team=1``, SoccerTwos' ``SoccerTwos?team=0`` and ``SoccerTwos?team=1``); each behaviour's
   ``BrainParameters`` go out once, with its first agents;
 * observations per agent, sorted by sensor name like Unity's: a scene's declared sensors
   (``BrainSpec.sensors``: Pyramids' rays and its vector, GridWorld's goal and its camera), by
@@ -48,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from academy import UNITY_NAMES
 from academy.academy import Academy
 from academy.brain import BrainRuntime
 from academy.buffer_sensor import BUFFER_DIMENSION_PROPERTIES, BufferSensor
@@ -146,7 +149,7 @@ class ModernUnity:
         self.log_path = log_path
         self.brains = [b for b in academy.brains if b.config.kind == "external"]
         names = getattr(academy.scene, "behaviour_names", {})
-        self.names = {b.name: names.get(b.name, f"{b.name}?team=0") for b in self.brains}
+        self.names = {b.name: names.get(b.name, f"{UNITY_NAMES.get(b.name, b.name)}?team=0") for b in self.brains}
         academy.scene.modern_protocol = True
         self.period = {b.name: max(1, int(decision_period or b.spec.decision_period)) for b in self.brains}
         offsets, total = {}, 0

@@ -67,7 +67,7 @@ from trainers.settings.environment_parameters import EnvironmentParameters, pars
 from trainers.settings.run_config import RunConfig, RunConfigError, resolve
 from trainers.settings.schema import coerce_value
 from trainers.settings.trainer_config import StrictLoader, TrainerConfig, _DuplicateKeyError, trainer_config_from_dict
-from unityagents.brain import team_base
+from unityagents.brain import former_names, team_base
 from unityagents.editor import EDITOR_PORT
 
 logger = logging.getLogger("unityagents")
@@ -100,22 +100,26 @@ ENGINE_KEYS = ("width", "height", "quality_level", "target_frame_rate", "capture
 
 class R22TrainerConfig(TrainerConfig):
     """The translated config, with Release 22's rules for the scene's behaviours: one the config
-    does not list trains with ``default_settings``, or is an error without them; a listed one the
-    scene lacks is a warning."""
+    does not list trains with ``default_settings``, or without them with Release 22's defaults (and
+    a warning naming it); a listed one the scene lacks is a warning."""
 
     has_default_settings: bool = False
 
     def settings_for_environment(self, brains, external_brain_names):
         bases = {team_base(b) for b in brains}
+        known = bases | {old for b in bases for old in former_names(b)}
         for name in self.blocks:
-            if name not in bases and name not in brains:
+            if name not in known and name not in brains:
                 logger.warning("%s: behaviors.%s: the environment has no behaviour of that name (it has: %s); its "
                                "settings are unused.", self.path, name, ", ".join(sorted(bases)))
+        warned = set()
         for name in external_brain_names:
-            if name not in self.blocks and team_base(name) not in self.blocks and not self.has_default_settings:
-                raise RunConfigError(
-                    f"{self.path}: behaviors.{team_base(name)}: the environment has this behaviour but the config "
-                    "lists no settings for it. Add it under behaviors:, or add default_settings:.")
+            base = team_base(name)
+            if self.block_of(name) is None and not self.has_default_settings and base not in warned:
+                warned.add(base)
+                logger.warning("%s: behaviors.%s: the environment has this behaviour but the config lists no "
+                               "settings for it; it trains with Release 22's defaults (PPO). Add it under "
+                               "behaviors: (or add default_settings:) to choose its settings.", self.path, base)
         return super().settings_for_environment(brains, external_brain_names)
 
 

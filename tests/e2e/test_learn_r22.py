@@ -244,7 +244,7 @@ def test_samplers_are_seeded_redrawn_per_reset_and_curricula_advance_per_paramet
     assert first.get_config()["size"] == 3.0 and first.get_config()["other"] == 5.0
 
 
-def test_scene_behaviours_missing_from_the_config_are_errors_and_extra_ones_warnings(tmp_path, caplog):
+def test_scene_behaviours_missing_from_the_config_train_with_defaults_and_extra_ones_warn(tmp_path, caplog):
     from unityagents.brain import BrainParameters
 
     brain = BrainParameters("Other?team=0", {
@@ -252,9 +252,11 @@ def test_scene_behaviours_missing_from_the_config_are_errors_and_extra_ones_warn
         "actionSpaceType": 1, "stateSpaceType": 1})
     options = {flag: None for flag in learn_r22.FLAGS}
     _, config, _, _, _ = learn_r22.load(write(tmp_path / "r22.yaml", R22_3DBALL), options, None, load_registry())
-    with pytest.raises(RunConfigError, match=r"behaviors\.Other: the environment has this behaviour but the config "
-                                             "lists no settings for it"):
-        config.settings_for_environment({brain.brain_name: brain}, [brain.brain_name])
+    settings = config.settings_for_environment({brain.brain_name: brain}, [brain.brain_name])
+    assert "behaviors.Other: the environment has this behaviour but the config lists no settings for it; it " \
+        "trains with Release 22's defaults" in caplog.text
+    defaults = settings[brain.brain_name].parameters
+    assert defaults["trainer"] == "ppo" and defaults["batch_size"] == 1024 and defaults["max_steps"] == 500000
     with_default = R22_3DBALL.replace("behaviors:", "default_settings: {max_steps: 1000}\nbehaviors:")
     _, config, _, _, _ = learn_r22.load(write(tmp_path / "d.yaml", with_default), options, None, load_registry())
     settings = config.settings_for_environment({brain.brain_name: brain}, [brain.brain_name])
@@ -308,4 +310,4 @@ environment_parameters:
     code, out = run("--resume", max_steps=3600)
     assert code == 0, out
     assert "Loading the model from results/ball/checkpoints/model-200.cptk" in out
-    assert "Ball3DBrain?team=0: Step: 3000." in out and "Step: 600." not in out  # continues, not from 0
+    assert "3DBall?team=0: Step: 3000." in out and "Step: 600." not in out  # continues, not from 0

@@ -21,7 +21,7 @@ from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainParameters
 
-MODERN = "HallwayBrain?team=0"
+MODERN = "Hallway?team=0"
 
 
 def modern_brain(name=MODERN, memory=0) -> BrainParameters:

@@ -117,8 +117,8 @@ def test_an_observation_unlike_its_spec_names_the_behaviour_and_the_sensor():
         served.handshake()
         del served.templates[1].shape[:]
         served.templates[1].shape.append(3)  # VectorSensor_size2 now claims 3 floats
-        text = served.refused_step("PyramidsBrain?team=0")
-    assert "'PyramidsBrain?team=0'" in text and "sensor 'VectorSensor_size2'" in text and "shape" in text
+        text = served.refused_step("Pyramids?team=0")
+    assert "'Pyramids?team=0'" in text and "sensor 'VectorSensor_size2'" in text and "shape" in text
 
 
 def test_sensor_lists_must_tile_the_state_and_name_every_camera():
@@ -162,7 +162,7 @@ def test_hallway_trained_over_grpc_plays_as_well_run_as_unity_runs_its_two_senso
     from tests.e2e.test_grpc_learn import mean_rewards, train
 
     code, out = train(tmp_path, "Hallway", """
-        "HallwayBrain?team=0":
+        "Hallway?team=0":
             normalize: true
             time_horizon: 64
             batch_size: 128
@@ -173,7 +173,7 @@ def test_hallway_trained_over_grpc_plays_as_well_run_as_unity_runs_its_two_senso
             summary_freq: 2000
         """, timeout=900)
     assert code == 0, out[-3000:]
-    rewards = mean_rewards(out, "HallwayBrain?team=0")
+    rewards = mean_rewards(out, "Hallway?team=0")
     assert rewards and rewards[-1] >= 0.0, rewards  # it learned something a wrong binding would lose
     onnx_path = tmp_path / "models" / "grpc" / "HallwayBrain.onnx"
     deployed = run_academy("Hallway", "--brain", f"HallwayBrain=internal:{onnx_path}", "--episodes", "60")

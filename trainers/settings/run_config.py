@@ -203,7 +203,7 @@ def resolve(path: str, raw: Any, registered: Tuple[str, ...]) -> RunConfig:
     if default is not None:
         config.default_settings = _trainer_settings(path, "default_settings", default, registered, config.warnings)
         config.default_block = translate(path, "default_settings", config.default_settings)
-    elif not raw.get("behaviors"):  # no file: every behaviour trains with Release 22's defaults
+    else:  # a behaviour the config does not list trains with Release 22's defaults
         config.default_block = translate(path, "default_settings",
                                          _trainer_settings(path, "default_settings", {}, registered, config.warnings))
     behaviors = top["behaviors"] or {}
