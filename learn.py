@@ -126,15 +126,19 @@ def _run_path(value: str) -> str:
 
 
 def protocol_options(protocol: str, time_scale: float = 20.0, engine: Optional[Dict[str, int]] = None,
-                     no_graphics: bool = False) -> Dict[str, Any]:
+                     no_graphics: bool = False, num_areas: int = 1, no_graphics_monitor: bool = False
+                     ) -> Dict[str, Any]:
     """``UnityEnvironment``'s protocol arguments; the engine settings exist in the modern protocol only.
 
     :param engine: the engine settings the user gave (``width``, ``quality_level``, ...), checked.
+    :param num_areas: training areas per environment, asked for in the modern protocol's handshake.
+    :param no_graphics_monitor: launch every environment but the first without graphics.
     """
     engine = dict(engine or {})
     if protocol == "api2":
         given = [f"--{k.replace('_', '-')}" for k in engine] + (["--no-graphics"] if no_graphics else []) + (
-            ["--time-scale"] if time_scale != 20.0 else [])
+            ["--time-scale"] if time_scale != 20.0 else []) + (["--num-areas"] if num_areas != 1 else []) + (
+            ["--no-graphics-monitor"] if no_graphics_monitor else [])
         if given:
             raise UnityEnvironmentException(
                 f"{', '.join(given)} set the engine of a modern build and need --protocol grpc; an API-2 build has "
@@ -142,8 +146,11 @@ def protocol_options(protocol: str, time_scale: float = 20.0, engine: Optional[D
         return {}
     from unityagents.wire.side_channels import EngineConfig
 
+    extra = {"num_areas": int(num_areas)} if num_areas != 1 else {}
+    if no_graphics_monitor:
+        extra["no_graphics_monitor"] = True
     return {"protocol": "grpc", "engine_config": EngineConfig(time_scale=time_scale, **engine),
-            "no_graphics": bool(no_graphics)}
+            "no_graphics": bool(no_graphics), **extra}
 
 
 #: The files shipped with the code (the default hyperparameters, the Release 22 run configs, the curricula):

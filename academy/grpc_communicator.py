@@ -46,7 +46,7 @@ import signal
 import struct
 import sys
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -141,12 +141,21 @@ class ModernUnity:
     """Runs an ``Academy`` behind the modern protocol (see the module docstring)."""
 
     def __init__(self, academy: Academy, client: GrpcClient, package_version: str = DEFAULT_PACKAGE_VERSION,
-                 decision_period: int | None = None, log_path: str = "") -> None:
-        self.academy = academy
+                 decision_period: int | None = None, log_path: str = "",
+                 replicate: Callable[[int], Academy] | None = None) -> None:
         self.client = client
         self.package_version = package_version
         self.channels_first = int(package_version.split(".")[0]) >= 3
         self.log_path = log_path
+        self.decision_period = decision_period
+        #: Builds the Academy over ``num_areas`` copies of the scene's training area (TrainingAreaReplicator).
+        self.replicate = replicate
+        self._adopt(academy)
+
+    def _adopt(self, academy: Academy) -> None:
+        """Serve ``academy``: its External brains become the behaviours, its agents get Unity's ids."""
+        decision_period = self.decision_period
+        self.academy = academy
         self.brains = [b for b in academy.brains if b.config.kind == "external"]
         names = getattr(academy.scene, "behaviour_names", {})
         self.names = {b.name: names.get(b.name, f"{UNITY_NAMES.get(b.name, b.name)}?team=0") for b in self.brains}
@@ -186,6 +195,13 @@ class ModernUnity:
         settings = reply.unity_input.rl_initialization_input
         log.info("trainer: communication version %r, package %r, seed %d", settings.communication_version,
                  settings.package_version, settings.seed)
+        areas = settings.num_areas
+        if areas > 1 and self.replicate is not None:  # TrainingAreaReplicator: the area, num_areas times
+            self._adopt(self.replicate(areas))
+            log.info("num_areas %d: the training area is replicated %d times (%s)", areas, areas,
+                     ", ".join(f"{self.names[b.name]}: {b.spec.n_agents} agents" for b in self.brains))
+        elif areas > 1:
+            log.warning("num_areas %d asked for, but this scene has no area to replicate; it keeps its agents", areas)
         self.academy.scene.rng = np.random.default_rng(settings.seed)  # Random.InitState(seed)
         self._check_trainer_capabilities(settings)
         second = pb.UnityMessageProto()
@@ -435,7 +451,8 @@ class ModernUnity:
 
 
 def serve_modern(academy: Academy, port: int, package_version: str = DEFAULT_PACKAGE_VERSION,
-                 decision_period: int | None = None, log_path: str = "") -> int:
+                 decision_period: int | None = None, log_path: str = "",
+                 replicate: Callable[[int], Academy] | None = None) -> int:
     """``python -m academy <Scene> --mlagents-port N``: connect, serve, return the exit status.
 
     0 when the trainer ends the run (status 400 or QUIT), 1 when the trainer is unreachable or the
@@ -445,7 +462,7 @@ def serve_modern(academy: Academy, port: int, package_version: str = DEFAULT_PAC
     previous = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() \
         else None
     try:
-        reason = ModernUnity(academy, client, package_version, decision_period, log_path).run()
+        reason = ModernUnity(academy, client, package_version, decision_period, log_path, replicate).run()
         log.info("%s: quitting", reason)
         return 0
     except KeyboardInterrupt:  # SIGINT or SIGTERM: the Editor leaving play mode, or the player quitting

@@ -21,7 +21,7 @@ Options:
   --base-port=<n>                   Port of environment 0; environment i uses base-port + i
                                     (the Editor's port: 5004).
   --num-envs=<n>                    Environments stepped at once.
-  --num-areas=<n>                   Training areas per instance (only 1 here).
+  --num-areas=<n>                   Training areas per instance (asked for in the handshake).
   --timeout-wait=<s>                Seconds to wait for an environment.
   --max-lifetime-restarts=<n>       Restarts of each crashed environment over the run; -1: no limit.
   --restarts-rate-limit-n=<n>       Restarts allowed per period; -1: no limit.
@@ -33,7 +33,7 @@ Options:
   --target-frame-rate=<n>           Engine: target frame rate.
   --capture-frame-rate=<n>          Engine: capture frame rate.
   --no-graphics                     Engine: launch without rendering.
-  --no-graphics-monitor             Engine: render on worker 0 only (not built here).
+  --no-graphics-monitor             Engine: render on worker 0 only.
   --torch-device=<device>           Where the graph runs: cpu, cuda or cuda:N (TensorFlow placement).
   --debug                           Debug logging.
   --deterministic                   Mean/argmax actions (not built here).
@@ -265,6 +265,9 @@ def run_options(argv: List[str]):
         check_results_folder(run, create=False)
         return None, resolved_yaml(run, params)
     env_s, eng, cp = (run.sections[k] for k in ("env_settings", "engine_settings", "checkpoint_settings"))
+    if env_s["num_areas"] < 1:
+        raise RunConfigError(f"env_settings.num_areas: {env_s['num_areas']}; num_areas must be set to a positive "
+                             "number >= 1 (the training areas of each environment).")
     editor = not env_s["env_path"]
     if editor and env_s["num_envs"] != 1:
         raise RunConfigError(f"env_settings.num_envs: {env_s['num_envs']} environments, but without --env the run "
@@ -294,7 +297,8 @@ def run_options(argv: List[str]):
         env=env_s["env_path"] or None, config=config, run_path=cp["run_id"], train=not cp["inference"],
         load=cp["resume"], keep_checkpoints=max(keep, 1), save_freq=0, seed=run_seed, base_port=base_port,
         timeout=env_s["timeout_wait"], num_envs=env_s["num_envs"], env_args=list(env_s["env_args"] or []),
-        protocol_options=learn.protocol_options(protocol, time_scale, engine, eng["no_graphics"]),
+        protocol_options=learn.protocol_options(protocol, time_scale, engine, eng["no_graphics"],
+                                                env_s["num_areas"], eng["no_graphics_monitor"]),
         restarts=RestartPolicy(env_s["max_lifetime_restarts"], env_s["restarts_rate_limit_n"],
                                float(env_s["restarts_rate_limit_period_s"])),
         curriculum=params if params.tracks else None, ray_address=options["--ray-address"],

@@ -246,6 +246,10 @@ class UnityEnvironment(SceneFacts, BaseEnv):
             self._decisions = DecisionChecker(self._brains, self._external_brain_names, communicator.carries_memories)
             if hello.first_infos is not None:
                 self._took(hello.first_infos)
+            if num_areas != 1:  # a build without a TrainingAreaReplicator ignores it: say what arrived
+                logger.info("Asked for %d training areas (num_areas); the environment has %s.", num_areas,
+                            ", ".join(f"{len(d) + _only_ended((d, t))} agents of {b}"
+                                      for b, (d, t) in (hello.first_infos or {}).items()) or "no agents yet")
             if not self._external_brain_names:
                 logger.warning("No External Brains found in the Unity Environment. "
                                "You will not be able to pass actions to your agent(s).")
