@@ -57,7 +57,7 @@ def test_3dball_learns_over_grpc(tmp_path):
     assert (tmp_path / "models" / "grpc" / "3DBall.bytes").is_file()
     # Deployed as modern Unity runs it: the .onnx's sampled continuous_actions copied into the
     # agents unchanged (the scene clamps to [-1, 1]), 24 episodes of up to 100 each.
-    onnx_path = tmp_path / "models" / "grpc" / "Ball3DBrain.onnx"
+    onnx_path = tmp_path / "models" / "grpc" / "3DBall.onnx"
     deployed = run_academy("3DBall", "--brain", f"Ball3DBrain=internal:{onnx_path}", "--episodes", "24")
     assert deployed >= min(rewards[-1], 100.0) - 10.0, (deployed, rewards)
 

@@ -270,7 +270,7 @@ def test_unityagents_learn_trains_3dball_lays_out_the_results_folder_and_resumes
 
     config = """
 behaviors:
-  Ball3DBrain:
+  3DBall:
     hyperparameters: {batch_size: 64, buffer_size: 480, num_epoch: 2, beta_schedule: constant,
                       epsilon_schedule: constant}
     network_settings: {normalize: true, hidden_units: 16, num_layers: 1}
@@ -290,16 +290,16 @@ environment_parameters:
     code, out = run(max_steps=2400)
     assert code == 0, out
     run_dir = tmp_path / "results" / "ball"
-    for name in ("configuration.yaml", "run_logs/timers.json", "run_logs/training_status.json", "Ball3DBrain.onnx",
-                 "Ball3DBrain/Ball3DBrain-100.onnx"):
+    for name in ("configuration.yaml", "run_logs/timers.json", "run_logs/training_status.json", "3DBall.onnx",
+                 "3DBall/3DBall-100.onnx"):
         assert (run_dir / name).is_file(), name
     resolved = yaml.safe_load((run_dir / "configuration.yaml").read_text())
-    assert resolved["behaviors"]["Ball3DBrain"]["max_steps"] == 2400
+    assert resolved["behaviors"]["3DBall"]["max_steps"] == 2400
     status = json.loads((run_dir / "run_logs" / "training_status.json").read_text())
     assert status["ball_scale"] == {"lesson_num": 0}
-    assert [c["steps"] for c in status["Ball3DBrain"]["checkpoints"]] == [1200, 2400]
-    assert status["Ball3DBrain"]["final_checkpoint"]["file_path"].endswith("results/ball/Ball3DBrain.onnx")
-    events = EventAccumulator(str(run_dir / "Ball3DBrain"))
+    assert [c["steps"] for c in status["3DBall"]["checkpoints"]] == [1200, 2400]
+    assert status["3DBall"]["final_checkpoint"]["file_path"].endswith("results/ball/3DBall.onnx")
+    events = EventAccumulator(str(run_dir / "3DBall"))
     events.Reload()
     tags = set(events.Tags()["scalars"])
     assert {"Environment/Cumulative Reward", "Environment/Episode Length", "Environment/Lesson Number/ball_scale",

@@ -62,6 +62,6 @@ def test_poca_learns_soccer_by_team_self_play_over_grpc(tmp_path):
     assert "Self-play: the learning team changes from SoccerTwos?team=0 to SoccerTwos?team=1" in out, out[-3000:]
     assert "Self-play: the learning team changes from SoccerTwos?team=1 to SoccerTwos?team=0" in out, out[-3000:]
     run = tmp_path / "results" / "s"
-    elo = [e.value for e in EventAccumulator(str(run / "Soccer")).Reload().Scalars("Self-play/ELO")]
+    elo = [e.value for e in EventAccumulator(str(run / "SoccerTwos")).Reload().Scalars("Self-play/ELO")]
     assert elo[-1] > 1200.0 + 50, elo  # it keeps beating its past selves
-    assert win_rate_against_random(str(run / "Soccer.onnx")) > 0.75
+    assert win_rate_against_random(str(run / "SoccerTwos.onnx")) > 0.75

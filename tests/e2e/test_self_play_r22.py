@@ -171,7 +171,7 @@ def test_self_play_is_refused_for_a_behaviour_without_team_variants_before_any_t
 
     config = trainer_config_from_dict("t.yaml", {"Tennis": {"self_play": {}}, "Ball3DBrain": {"self_play": {}}},
                                       load_registry())
-    one_team = {"3DBall?team=0": brain("3DBall?team=0")}
+    one_team = {"Ball3DBrain?team=0": brain("Ball3DBrain?team=0")}
     with pytest.raises(TrainerConfigError, match=r"t\.yaml: brain 'Ball3DBrain', key 'self_play': team self-play "
                                                  r"needs .* but the build has 'Ball3DBrain\?team=0' .*Remove the "
                                                  r"self_play block; for an API-2 scene, .*brain_to_copy"):

@@ -12,7 +12,7 @@ import numpy as np
 import onnxruntime
 import pytest
 
-from academy import SCENES, load_scene
+from academy import SCENES, UNITY_NAMES, load_scene
 from academy.academy import Academy
 from academy.internal import OnnxInternalBrain
 from academy.scene import BrainSpec, VectorSensor, modern_observations
@@ -30,7 +30,8 @@ def behaviours():
     for scene in SCENES:
         cls = load_scene(scene)
         brain = next(b for b in cls.brains if b.brain_type == "external")
-        out.append((scene, getattr(cls, "behaviour_names", {}).get(brain.name, f"{brain.name}?team=0")))
+        unity = UNITY_NAMES.get(brain.name, brain.name)
+        out.append((scene, getattr(cls, "behaviour_names", {}).get(brain.name, f"{unity}?team=0")))
     return out
 
 
@@ -175,6 +176,6 @@ def test_hallway_trained_over_grpc_plays_as_well_run_as_unity_runs_its_two_senso
     assert code == 0, out[-3000:]
     rewards = mean_rewards(out, "Hallway?team=0")
     assert rewards and rewards[-1] >= 0.0, rewards  # it learned something a wrong binding would lose
-    onnx_path = tmp_path / "models" / "grpc" / "HallwayBrain.onnx"
+    onnx_path = tmp_path / "models" / "grpc" / "Hallway.onnx"
     deployed = run_academy("Hallway", "--brain", f"HallwayBrain=internal:{onnx_path}", "--episodes", "60")
     assert deployed >= rewards[-1] - 0.2, (deployed, rewards)
