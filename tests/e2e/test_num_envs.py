@@ -220,7 +220,7 @@ def test_two_modern_protocol_environments_and_their_stats_reach_tensorboard(tmp_
     assert code == 0, out
     assert "Training finished after 1500 environment steps" in out, out
     model = tmp_path / "models" / "ppo"
-    assert (model / "BasicBrain.onnx").is_file() and (model / "Basic.bytes").is_file()
+    assert (model / "Basic.onnx").is_file() and (model / "Basic.bytes").is_file()  # the behaviour, Unity-named
     events = EventAccumulator(str(next((tmp_path / "summaries" / "ppo").glob("events*"))))
     events.Reload()
     stat = events.Scalars("Academy/BasicBrain Episode Reward")  # the scene's stat, averaged per summary
