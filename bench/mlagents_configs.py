@@ -77,7 +77,7 @@ PPO_BASIC = """behaviors:
     summary_freq: 2000
 """
 RUNS = {"3DBall": (PPO_3DBALL, 90.0), "Basic": (PPO_BASIC, 0.9)}
-LINE = re.compile(r"Step: (\d+)\. (?:Time Elapsed: [\d.]+ s\. )?Mean Reward: (-?[\d.]+)")
+LINE = re.compile(r"Step: (\d+)\. Mean Reward: (-?\d+(?:\.\d+)?)")
 
 
 def run(scene: str, seed: int, wall_limit: float) -> dict:
