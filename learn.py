@@ -137,8 +137,11 @@ def protocol_options(protocol: str, time_scale: float = 20.0, engine: Optional[D
     engine = dict(engine or {})
     if protocol == "api2":
         given = [f"--{k.replace('_', '-')}" for k in engine] + (["--no-graphics"] if no_graphics else []) + (
-            ["--time-scale"] if time_scale != 20.0 else []) + (["--num-areas"] if num_areas != 1 else []) + (
-            ["--no-graphics-monitor"] if no_graphics_monitor else [])
+            ["--time-scale"] if time_scale != 20.0 else []) + (["--no-graphics-monitor"] if no_graphics_monitor else [])
+        if num_areas != 1:
+            raise UnityEnvironmentException(
+                f"--num-areas {num_areas} travels in the modern protocol's handshake, which an API-2 build does not "
+                "read. Use --protocol grpc (a modern build), or drop --num-areas.")
         if given:
             raise UnityEnvironmentException(
                 f"{', '.join(given)} set the engine of a modern build and need --protocol grpc; an API-2 build has "

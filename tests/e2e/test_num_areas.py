@@ -37,3 +37,10 @@ def test_num_areas_below_one_is_refused(tmp_path):
     config = write(tmp_path / "c.yaml", CONFIG)
     code, out = in_process(learn_r22.main, tmp_path, [config, "--env=3DBall", "--run-id=b", "--num-areas=0"])
     assert code != 0 and "num_areas must be set to a positive number >= 1" in out, out[-2000:]
+
+
+def test_num_areas_needs_the_modern_protocol(tmp_path):
+    config = write(tmp_path / "c.yaml", CONFIG)
+    code, out = in_process(learn_r22.main, tmp_path, [config, "--env=3DBall", "--run-id=c", "--num-areas=2",
+                                                       "--protocol=api2"])
+    assert code == 1 and "--num-areas 2 travels in the modern protocol's handshake" in out, out[-2000:]
