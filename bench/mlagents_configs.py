@@ -15,6 +15,7 @@ import argparse
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -87,8 +88,11 @@ def run(scene: str, seed: int, wall_limit: float) -> dict:
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with socket.socket() as s:  # a free port: other runs may use the default 5005
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
     cmd = [sys.executable, "-m", "trainers.learn_r22", path, f"--env={scene}", "--run-id=r",
-           f"--results-dir={os.path.join(folder, 'results')}", f"--seed={seed}"]
+           f"--results-dir={os.path.join(folder, 'results')}", f"--seed={seed}", f"--base-port={port}"]
     started = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     reached, history = None, []

@@ -58,8 +58,14 @@ def training(scene: str, name: str, areas: int, max_steps: int) -> float:
     with open(path, "w", encoding="utf-8") as f:
         f.write(CONFIG.format(name=name, max_steps=max_steps, summary=max_steps // 4))
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
     out = subprocess.run([sys.executable, "-m", "trainers.learn_r22", path, f"--env={scene}", "--run-id=r",
-                          f"--results-dir={os.path.join(folder, 'results')}", f"--num-areas={areas}"],
+                          f"--results-dir={os.path.join(folder, 'results')}", f"--num-areas={areas}",
+                          f"--base-port={port}"],
                          env=env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          check=True).stdout
     rates = re.findall(r"(\d+) agent-steps/s", out)
