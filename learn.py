@@ -66,6 +66,7 @@ from docopt import docopt
 
 from trainers.settings.schema import Param, check_block, positive
 from unityagents import UnityEnvironment, UnityEnvironmentException, UnityException
+from unityagents.editor import EXPORT_NAME as EDITOR_EXPORT_NAME
 from unityagents.vector.environment_set import EnvironmentSet
 from unityagents.vector.overlapped_stepping import SCHEDULES
 from unityagents.vector.restart import RestartPolicy
@@ -125,15 +126,22 @@ def _run_path(value: str) -> str:
 
 
 def protocol_options(protocol: str, time_scale: float = 20.0, engine: Optional[Dict[str, int]] = None,
-                     no_graphics: bool = False) -> Dict[str, Any]:
+                     no_graphics: bool = False, num_areas: int = 1, no_graphics_monitor: bool = False
+                     ) -> Dict[str, Any]:
     """``UnityEnvironment``'s protocol arguments; the engine settings exist in the modern protocol only.
 
     :param engine: the engine settings the user gave (``width``, ``quality_level``, ...), checked.
+    :param num_areas: training areas per environment, asked for in the modern protocol's handshake.
+    :param no_graphics_monitor: launch every environment but the first without graphics.
     """
     engine = dict(engine or {})
     if protocol == "api2":
         given = [f"--{k.replace('_', '-')}" for k in engine] + (["--no-graphics"] if no_graphics else []) + (
-            ["--time-scale"] if time_scale != 20.0 else [])
+            ["--time-scale"] if time_scale != 20.0 else []) + (["--no-graphics-monitor"] if no_graphics_monitor else [])
+        if num_areas != 1:
+            raise UnityEnvironmentException(
+                f"--num-areas {num_areas} travels in the modern protocol's handshake, which an API-2 build does not "
+                "read. Use --protocol grpc (a modern build), or drop --num-areas.")
         if given:
             raise UnityEnvironmentException(
                 f"{', '.join(given)} set the engine of a modern build and need --protocol grpc; an API-2 build has "
@@ -141,8 +149,11 @@ def protocol_options(protocol: str, time_scale: float = 20.0, engine: Optional[D
         return {}
     from unityagents.wire.side_channels import EngineConfig
 
+    extra = {"num_areas": int(num_areas)} if num_areas != 1 else {}
+    if no_graphics_monitor:
+        extra["no_graphics_monitor"] = True
     return {"protocol": "grpc", "engine_config": EngineConfig(time_scale=time_scale, **engine),
-            "no_graphics": bool(no_graphics)}
+            "no_graphics": bool(no_graphics), **extra}
 
 
 #: The files shipped with the code (the default hyperparameters, the Release 22 run configs, the curricula):
@@ -174,7 +185,7 @@ class RunOptions:
     (``learn.py``'s docopt options; ``unityagents-learn``'s Release 22 run config and ``--`` options,
     ``trainers.learn_r22``), checked and typed; what starts the run reads only this."""
 
-    env: str
+    env: Optional[str]  # a build or built-in scene; None: the Unity Editor
     config: Any  # trainers.settings.trainer_config.TrainerConfig
     # What is trained, and from where.
     run_path: str = "ppo"
@@ -204,6 +215,7 @@ class RunOptions:
     ray_address: Optional[str] = None
     ray_resource: Optional[str] = None
     log_dir: Optional[str] = None  # the environments' logs; None: <checkpoints>/logs
+    resume_command: Optional[str] = None  # how the user continues this run (said when the Editor leaves for good)
 
     def checkpoint_dir(self) -> str:
         return self.paths.checkpoint_dir if self.paths is not None else os.path.join("models", self.run_path)
@@ -217,6 +229,9 @@ def run(make_options: Callable[[], RunOptions]) -> int:
     try:
         train(make_options())
     except UnityException as e:
+        if getattr(e, "ends_run", False):  # e.g. the Editor left play mode for good, after the run was saved
+            logger.info("%s", e)
+            return 0
         logger.error("%s: %s", type(e).__name__, e)
         return 1
     except KeyboardInterrupt as e:
@@ -237,7 +252,17 @@ def train(opts: RunOptions) -> None:
         return dict(file_name=opts.env, worker_id=opts.worker_id + i, base_port=opts.base_port, seed=opts.seed + i,
                     timeout_wait=opts.timeout, env_args=opts.env_args, log_dir=log_dir, **opts.protocol_options)
 
-    if opts.ray_address:
+    editor = None
+    if opts.env is None:  # the Unity Editor: one environment, waited for on its port
+        from unityagents.editor import EditorConnection
+
+        def connect_editor():
+            return UnityEnvironment(None, base_port=opts.base_port, seed=opts.seed, timeout_wait=opts.timeout,
+                                    start_timeout=opts.timeout, **opts.protocol_options)
+
+        editor = launch = EditorConnection(connect_editor, opts.restarts, opts.timeout, opts.resume_command or "")
+        restarts = RestartPolicy(-1, -1)  # each return to play mode is counted by the connection itself
+    elif opts.ray_address:
         from unityagents.vector.ray_backend import RayEnvironmentWorker, connect
 
         connect(opts.ray_address)
@@ -251,17 +276,22 @@ def train(opts: RunOptions) -> None:
         def launch(i: int):
             return UnityEnvironment(**env_kwargs(i))
 
-    env = EnvironmentSet(launch, opts.num_envs, curriculum=opts.curriculum, restart_policy=opts.restarts,
+    if editor is None:
+        restarts = opts.restarts
+    env = EnvironmentSet(launch, opts.num_envs, curriculum=opts.curriculum, restart_policy=restarts,
                          no_decision_seconds=opts.timeout, schedule=opts.schedule)
     try:
         controller = TrainerController(
-            env, opts.config, env_name=opts.env, run_path=opts.run_path, load=opts.load,
+            env, opts.config, env_name=opts.env if opts.env is not None else EDITOR_EXPORT_NAME,
+            run_path=opts.run_path, load=opts.load,
             train=opts.train, keep_checkpoints=opts.keep_checkpoints, save_freq=opts.save_freq, lesson=opts.lesson,
             fast_simulation=not opts.slow, seed=opts.seed, paths=opts.paths, init_from=opts.init_from,
             checkpoint_interval=opts.checkpoint_interval, device=device)
     except BaseException:
         env.close()
         raise
+    if editor is not None:  # the Editor left play mode: the run is saved before waiting for Play again
+        editor.on_leave = lambda: controller.save_now("The Unity Editor left play mode")
     if hasattr(opts.curriculum, "bind"):  # criteria that name a behaviour read its trainer
         opts.curriculum.bind(lambda: controller.trainers)
     controller.start_learning()

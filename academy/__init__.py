@@ -49,15 +49,34 @@ _REGISTRY = {
 #: Names of the built-in scenes, for clients that list them without loading any of them.
 SCENES: tuple[str, ...] = tuple(_REGISTRY)
 
+#: The behaviour names of Unity's example project, which the scenes' brains carry over the modern
+#: protocol (``<name>?team=N``), so that ML-Agents' own run configs name them; API-2 keeps the brain
+#: names of the 2018 scenes. A brain not listed keeps its name (Unity has no such example).
+UNITY_NAMES: dict[str, str] = {
+    "Ball3DBrain": "3DBall",
+    "Ball3DHardBrain": "3DBallHard",
+    "BasicBrain": "Basic",
+    "GridWorldBrain": "GridWorld",
+    "HallwayBrain": "Hallway",
+    "PushBrain": "PushBlock",
+    "PushCollabBrain": "PushBlockCollab",
+    "PyramidsBrain": "Pyramids",
+    "SorterBrain": "Sorter",
+    "Soccer": "SoccerTwos",
+}
+
+#: Unity's scene names that differ from ours, accepted wherever a scene is named (``--env=SoccerTwos``).
+SCENE_ALIASES: dict[str, str] = {"PushBlock": "Push", "PushBlockCollab": "PushCollab", "SoccerTwos": "Soccer"}
+
 
 def load_scene(name: str) -> type:
     """The ``Scene`` subclass registered as ``name``; ValueError listing the scenes if unknown."""
     try:
-        target = _REGISTRY[name]
+        target = _REGISTRY[SCENE_ALIASES.get(name, name)]
     except KeyError:
         raise ValueError(f"unknown scene {name!r}; the built-in scenes are: {', '.join(SCENES)}") from None
     module, _, cls = target.partition(":")
     return getattr(importlib.import_module(module), cls)
 
 
-__all__ = ["SCENES", "load_scene"]
+__all__ = ["SCENES", "SCENE_ALIASES", "UNITY_NAMES", "load_scene"]

@@ -117,7 +117,13 @@ def main(argv: list[str] | None = None) -> int:
 
         log.info("serving %s to the gRPC trainer on port %d (package %s)", args.scene, args.mlagents_port,
                  args.package_version)
-        return serve_modern(academy, args.mlagents_port, args.package_version, args.decision_period, log_path)
+        def replicate(areas: int) -> "Academy":  # the trainer's num_areas, as a TrainingAreaReplicator reads it
+            from academy.envs.replicated import ReplicatedScene
+
+            return Academy(ReplicatedScene(scene_cls, args.seed, areas), configs, frame_time_ms=args.frame_time_ms)
+
+        return serve_modern(academy, args.mlagents_port, args.package_version, args.decision_period, log_path,
+                            replicate)
 
     if args.record_demo:
         return _record(academy, args)

@@ -8,7 +8,8 @@ it:
 * offset 0: the ``DemonstrationMetaProto`` (API version 1, the name cut to 16 characters of
   ``[a-zA-Z0-9 -]``, step and episode counts, mean episode reward), length-delimited; Unity
   reserves 32 bytes for it and rewrites it when the recording closes, so it must fit there;
-* offset 33: the ``BrainParametersProto`` (``<brain>?team=0``, ``is_training`` false, the action
+* offset 33: the ``BrainParametersProto`` (``<behaviour>?team=0``, named as Unity's example,
+  ``academy.UNITY_NAMES``; ``is_training`` false, the action
   spec and, for older readers, the deprecated action fields), length-delimited;
 * one length-delimited ``AgentInfoActionPairProto`` per agent decision, terminal ones included,
   with the observations built exactly as ``grpc_communicator`` sends them to a trainer (same
@@ -29,6 +30,7 @@ from typing import BinaryIO, Dict, List
 import numpy as np
 from google.protobuf.internal.encoder import _VarintBytes
 
+from academy import UNITY_NAMES
 from academy.academy import Academy
 from academy.brain import BrainRuntime
 from academy.grpc_communicator import DEFAULT_PACKAGE_VERSION, ModernUnity
@@ -86,7 +88,7 @@ class DemonstrationWriter:
 def brain_parameters_proto(brain: BrainRuntime) -> "pb.BrainParametersProto":
     """The behaviour's parameters as the recorder writes them (the wire's, with is_training false)."""
     spec = brain.spec
-    params = pb.BrainParametersProto(brain_name=f"{brain.name}?team=0", is_training=False)
+    params = pb.BrainParametersProto(brain_name=f"{UNITY_NAMES.get(brain.name, brain.name)}?team=0", is_training=False)
     if spec.action_space == "discrete":
         params.action_spec.num_discrete_actions = 1
         params.action_spec.discrete_branch_sizes.append(spec.action_size)

@@ -9,8 +9,10 @@ made with the C# package 3.0.0 would (the Python end and its messages are descri
   package version, seven capabilities); call #2 is a bare header; its reply is the first command;
 * every later call is the answer to Python's last reply: it runs the Academy until an agent has
   something to report (a decision request, or the end of its episode), then sends that;
-* behaviours are the scene's External brains, named ``<brain>?team=0`` (or the scene's
-  ``behaviour_names``: Tennis' two sides are ``Tennis?team=0`` and ``Tennis?team=1``); each behaviour's
+* behaviours are the scene's External brains, named as in Unity's example project
+  (``academy.UNITY_NAMES``: ``3DBall?team=0``, ``Basic?team=0``, ...; a brain Unity has no example for
+  keeps its name), or the scene's ``behaviour_names`` (Tennis' two sides are ``Tennis?team=0`` and
+  ``Tennis?team=1``, SoccerTwos' ``SoccerTwos?team=0`` and ``SoccerTwos?team=1``); each behaviour's
   ``BrainParameters`` go out once, with its first agents;
 * observations per agent, sorted by sensor name like Unity's: a scene's declared sensors
   (``BrainSpec.sensors``: Pyramids' rays and its vector, GridWorld's goal and its camera), by
@@ -28,7 +30,9 @@ made with the C# package 3.0.0 would (the Python end and its messages are descri
   rate); environment parameters become the reset parameters of the next reset; one stat per
   finished episode, ``Academy/<brain> Episode Reward``, goes to the stats channel (frames read and
   written by ``side_channels.py``);
-* status 400 or QUIT from Python ends the run (exit 0); on an error we send a status-400 call.
+* status 400 or QUIT from Python ends the run (exit 0); on an error we send a status-400 call;
+* SIGINT or SIGTERM (the Editor leaving play mode, a player quitting) sends a status-400 call, as
+  Unity's ``RpcCommunicator.Dispose`` does, waits briefly for the answer, and exits 0.
 
 Written independently of ``unityagents``: it shares only the message classes generated from the
 same ``.proto`` (``unityagents.wire.protos``, which loads nothing else of ``unityagents``).
@@ -38,12 +42,15 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import signal
 import struct
 import sys
-from typing import Any
+import threading
+from typing import Any, Callable
 
 import numpy as np
 
+from academy import UNITY_NAMES
 from academy.academy import Academy
 from academy.brain import BrainRuntime
 from academy.buffer_sensor import BUFFER_DIMENSION_PROPERTIES, BufferSensor
@@ -134,15 +141,24 @@ class ModernUnity:
     """Runs an ``Academy`` behind the modern protocol (see the module docstring)."""
 
     def __init__(self, academy: Academy, client: GrpcClient, package_version: str = DEFAULT_PACKAGE_VERSION,
-                 decision_period: int | None = None, log_path: str = "") -> None:
-        self.academy = academy
+                 decision_period: int | None = None, log_path: str = "",
+                 replicate: Callable[[int], Academy] | None = None) -> None:
         self.client = client
         self.package_version = package_version
         self.channels_first = int(package_version.split(".")[0]) >= 3
         self.log_path = log_path
+        self.decision_period = decision_period
+        #: Builds the Academy over ``num_areas`` copies of the scene's training area (TrainingAreaReplicator).
+        self.replicate = replicate
+        self._adopt(academy)
+
+    def _adopt(self, academy: Academy) -> None:
+        """Serve ``academy``: its External brains become the behaviours, its agents get Unity's ids."""
+        decision_period = self.decision_period
+        self.academy = academy
         self.brains = [b for b in academy.brains if b.config.kind == "external"]
         names = getattr(academy.scene, "behaviour_names", {})
-        self.names = {b.name: names.get(b.name, f"{b.name}?team=0") for b in self.brains}
+        self.names = {b.name: names.get(b.name, f"{UNITY_NAMES.get(b.name, b.name)}?team=0") for b in self.brains}
         academy.scene.modern_protocol = True
         self.period = {b.name: max(1, int(decision_period or b.spec.decision_period)) for b in self.brains}
         offsets, total = {}, 0
@@ -179,6 +195,13 @@ class ModernUnity:
         settings = reply.unity_input.rl_initialization_input
         log.info("trainer: communication version %r, package %r, seed %d", settings.communication_version,
                  settings.package_version, settings.seed)
+        areas = settings.num_areas
+        if areas > 1 and self.replicate is not None:  # TrainingAreaReplicator: the area, num_areas times
+            self._adopt(self.replicate(areas))
+            log.info("num_areas %d: the training area is replicated %d times (%s)", areas, areas,
+                     ", ".join(f"{self.names[b.name]}: {b.spec.n_agents} agents" for b in self.brains))
+        elif areas > 1:
+            log.warning("num_areas %d asked for, but this scene has no area to replicate; it keeps its agents", areas)
         self.academy.scene.rng = np.random.default_rng(settings.seed)  # Random.InitState(seed)
         self._check_trainer_capabilities(settings)
         second = pb.UnityMessageProto()
@@ -428,16 +451,23 @@ class ModernUnity:
 
 
 def serve_modern(academy: Academy, port: int, package_version: str = DEFAULT_PACKAGE_VERSION,
-                 decision_period: int | None = None, log_path: str = "") -> int:
+                 decision_period: int | None = None, log_path: str = "",
+                 replicate: Callable[[int], Academy] | None = None) -> int:
     """``python -m academy <Scene> --mlagents-port N``: connect, serve, return the exit status.
 
     0 when the trainer ends the run (status 400 or QUIT), 1 when the trainer is unreachable or the
     call fails, 3 when its reply breaks the protocol (after telling it with a status-400 call).
     """
     client = GrpcClient(port)
+    previous = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() \
+        else None
     try:
-        reason = ModernUnity(academy, client, package_version, decision_period, log_path).run()
+        reason = ModernUnity(academy, client, package_version, decision_period, log_path, replicate).run()
         log.info("%s: quitting", reason)
+        return 0
+    except KeyboardInterrupt:  # SIGINT or SIGTERM: the Editor leaving play mode, or the player quitting
+        log.info("interrupted: closing the connection with a status-400 call (Unity's RpcCommunicator.Dispose)")
+        client.say_goodbye()
         return 0
     except TrainerGone as exc:
         log.error("%s; exiting", exc)
@@ -447,4 +477,11 @@ def serve_modern(academy: Academy, port: int, package_version: str = DEFAULT_PAC
         client.say_goodbye()
         return 3
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         client.close()
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM ends the run as SIGINT does: with Unity's goodbye (``serve_modern``)."""
+    raise KeyboardInterrupt(signal.Signals(signum).name)

@@ -1,6 +1,6 @@
 """MA-POCA against independent PPO on PushCollab (gRPC): the last-100 mean group reward, side by side.
 
-Each run trains ``PushCollabBrain?team=0`` over the modern protocol (``UnityEnvironment(...,
+Each run trains ``PushBlockCollab?team=0`` over the modern protocol (``UnityEnvironment(...,
 protocol="grpc")`` and a ``TrainerController``, as ``learn.py --protocol grpc`` does) in its own
 process, with the shipped ``config/poca/PushCollab.yaml`` block for POCA and the same block with
 ``trainer: ppo`` for PPO (PPO then learns from each agent's own reward plus its group reward), the
@@ -28,7 +28,7 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(ROOT, "config", "poca", "PushCollab.yaml")
-BEHAVIOUR = "PushCollabBrain?team=0"
+BEHAVIOUR = "PushBlockCollab?team=0"
 STAT = "Academy/PushCollabBrain Group Reward"
 LOST_STAT = "Academy/PushCollabBrain Members Lost"
 

@@ -34,7 +34,7 @@ def main() -> None:
     message.header.status = 200
     rl = message.unity_input.rl_input
     rl.command = gc.pb.STEP
-    actions = rl.agent_actions["Ball3DBrain?team=0"].value
+    actions = rl.agent_actions["3DBall?team=0"].value
     rng = np.random.default_rng(0)
     for _ in range(12):
         actions.add().continuous_actions.extend(rng.uniform(-1, 1, 2).tolist())

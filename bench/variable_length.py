@@ -30,7 +30,8 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BRAIN = "SorterBrain"
-LINE = re.compile(r"SorterBrain\?team=0: Step: (\d+)\. Mean Reward: (-?\d+\.\d+)\.")
+BEHAVIOUR = "Sorter"  # the brain's name over gRPC (Unity's example's)
+LINE = re.compile(r"Sorter\?team=0: Step: (\d+)\. Mean Reward: (-?\d+\.\d+)\.")
 VARIANTS = {"attention": "Sorter", "flattened": "SorterFlat"}
 
 
@@ -68,7 +69,7 @@ def run(scene: str, seed: int, config: str, episodes: int) -> Dict[str, Optional
         if proc.returncode != 0:
             raise SystemExit(f"learn.py {scene} failed for seed {seed}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
         means = [float(m[1]) for m in LINE.findall(proc.stdout + proc.stderr)]
-        onnx = os.path.join(scratch, "models", "bench", f"{BRAIN}.onnx")
+        onnx = os.path.join(scratch, "models", "bench", f"{BEHAVIOUR}.onnx")
         score = academy_score(scene, onnx, episodes, seed)
     return {"last": means[-1] if means else None, "best": max(means) if means else None, "onnx": score,
             "wall": wall}

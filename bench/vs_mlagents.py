@@ -44,7 +44,7 @@ from typing import Dict, List, Optional, Tuple
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BEHAVIOR = "Ball3DBrain"
+BEHAVIOR = "3DBall"  # the built-in 3DBall's behaviour over gRPC, as in Unity's example
 
 #: PPO settings as both trainers spell them: (hyperparameters, network, time_horizon, summary_freq).
 SETTINGS = {

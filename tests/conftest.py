@@ -140,7 +140,10 @@ def learn_over_grpc(tmp_path, scene: str, settings: dict, run_path: str, timeout
     code, out = learn(tmp_path, scene, "--protocol", "grpc", "--train", "--trainer-config", config,
                       "--run-path", run_path, timeout=timeout)
     assert code == 0, out[-3000:]
-    return mean_rewards(out, f"{brain}\\?team=0"), os.path.join(tmp_path, "models", run_path, f"{brain}.onnx")
+    from academy import UNITY_NAMES
+
+    behaviour = UNITY_NAMES.get(brain, brain)  # over gRPC a built-in brain carries its Unity example's name
+    return mean_rewards(out, f"{behaviour}\\?team=0"), os.path.join(tmp_path, "models", run_path, f"{behaviour}.onnx")
 
 
 def assert_export_is_the_latest_checkpoint(model_dir, export_name: str) -> int:

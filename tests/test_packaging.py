@@ -117,7 +117,7 @@ def test_installed_commands_run_from_an_empty_folder(wheel, tmp_path):
     assert probe.stdout.strip() == str(target / "learn.py")
     dry = run("unityagents-learn", "config/ppo/3DBall.yaml", "--env=3DBall", "--run-id=x", "--dry-run")
     assert dry.returncode == 0, dry.stderr
-    assert "Ball3DBrain" in dry.stdout and os.path.join(learn.SHIPPED_DIR, "config") in dry.stderr
+    assert "  3DBall:" in dry.stdout and os.path.join(learn.SHIPPED_DIR, "config") in dry.stderr
 
     proc = subprocess.Popen([str(bin_dir / "learn"), "3DBall", "--train", "--base-port", "5391"], cwd=work, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

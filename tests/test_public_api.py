@@ -100,7 +100,7 @@ def _resolve(path: str):
 SIGNATURES = {
     # the seed's door (api2-facts §2, §6) and mlagents_envs' constructor keywords after it
     "unityagents:UnityEnvironment.__init__": [
-        "file_name", "worker_id=0", "base_port=None", "curriculum=None", "seed=None", "timeout_wait=30.0",
+        "file_name=None", "worker_id=0", "base_port=None", "curriculum=None", "seed=None", "timeout_wait=30.0",
         "start_timeout=60.0", "log_dir=None", "env_args=()", "protocol=None", "engine_config=None",
         "no_graphics=False", "side_channels=None", "*", "no_graphics_monitor=False", "additional_args=None",
         "log_folder=None", "num_areas=1"],
@@ -259,7 +259,7 @@ def test_an_llapi_script_runs_on_both_protocols(protocol):
 
     env = Env(file_name="3DBall", seed=1, base_port=free_port(), protocol=protocol)
     name, spec, totals, endings = _llapi_episodes(env, 3)
-    assert name in ("Ball3DBrain", "Ball3DBrain?team=0", "3DBall", "3DBall?team=0")
+    assert name in ("Ball3DBrain", "3DBall?team=0", "3DBall", "3DBall?team=0")
     assert spec.action_spec.continuous_size == 2 and spec.action_spec.is_continuous()
     assert spec.observation_specs[0].shape == (8,)
     assert len(totals) == 3 and all(np.isfinite(totals))

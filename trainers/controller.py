@@ -176,6 +176,12 @@ class TrainerController:
         self._settle()
         return self.files.save(self.trainers, self.env.curriculum, self.global_step)
 
+    def save_now(self, why: str) -> None:
+        """Save a checkpoint and export at once, between steps (when training and built): ``why`` is logged."""
+        if self.train and self._ready:
+            logger.info("%s: saving the checkpoint and the export now.", why)
+            self._save_and_export()
+
     def export(self) -> str:
         """Freeze every exporting trainer into ``<env_name>.bytes`` (and ONNX beside it)."""
         self._settle()
@@ -218,7 +224,9 @@ class TrainerController:
             raise stop from None
         except (PoisonedModelError, SaveFailedError):
             raise
-        except UnityException:
+        except UnityException as e:
+            if getattr(e, "ends_run", False):  # the environment ended the run after it was saved (save_now)
+                raise
             if self.train and self._ready and self.global_step > 0:
                 logger.error("The run failed; saving what was learned so far before exiting.")
                 self._save_and_export()

@@ -9,7 +9,8 @@ Arguments:
 
 Options:
   -h --help                         Show this message.
-  --env=<path>                      A Unity build, or a built-in scene (3DBall, Push, ...).
+  --env=<path>                      A Unity build, or a built-in scene (3DBall, Push, ...); without it,
+                                    the Unity Editor: press Play when the trainer is listening.
   --run-id=<id>                     The run's folder under --results-dir (default ppo).
   --results-dir=<dir>               Where runs are written (default results).
   --resume                          Continue the run --run-id from its last checkpoint.
@@ -17,9 +18,10 @@ Options:
   --initialize-from=<run-id>        Start from that run's weights, with the step counters at 0.
   --inference                       Run the policy without training (until Ctrl-C).
   --seed=<n>                        Run seed; -1 picks one in [0, 10000).
-  --base-port=<n>                   Port of environment 0; environment i uses base-port + i.
+  --base-port=<n>                   Port of environment 0; environment i uses base-port + i
+                                    (the Editor's port: 5004).
   --num-envs=<n>                    Environments stepped at once.
-  --num-areas=<n>                   Training areas per instance (only 1 here).
+  --num-areas=<n>                   Training areas per instance (asked for in the handshake).
   --timeout-wait=<s>                Seconds to wait for an environment.
   --max-lifetime-restarts=<n>       Restarts of each crashed environment over the run; -1: no limit.
   --restarts-rate-limit-n=<n>       Restarts allowed per period; -1: no limit.
@@ -31,7 +33,7 @@ Options:
   --target-frame-rate=<n>           Engine: target frame rate.
   --capture-frame-rate=<n>          Engine: capture frame rate.
   --no-graphics                     Engine: launch without rendering.
-  --no-graphics-monitor             Engine: render on worker 0 only (not built here).
+  --no-graphics-monitor             Engine: render on worker 0 only.
   --torch-device=<device>           Where the graph runs: cpu, cuda or cuda:N (TensorFlow placement).
   --debug                           Debug logging.
   --deterministic                   Mean/argmax actions (not built here).
@@ -50,6 +52,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import shlex
 import shutil
 import sys
 import tempfile
@@ -64,7 +67,8 @@ from trainers.settings.environment_parameters import EnvironmentParameters, pars
 from trainers.settings.run_config import RunConfig, RunConfigError, resolve
 from trainers.settings.schema import coerce_value
 from trainers.settings.trainer_config import StrictLoader, TrainerConfig, _DuplicateKeyError, trainer_config_from_dict
-from unityagents.brain import team_base
+from unityagents.brain import former_names, team_base
+from unityagents.editor import EDITOR_PORT
 
 logger = logging.getLogger("unityagents")
 
@@ -96,22 +100,26 @@ ENGINE_KEYS = ("width", "height", "quality_level", "target_frame_rate", "capture
 
 class R22TrainerConfig(TrainerConfig):
     """The translated config, with Release 22's rules for the scene's behaviours: one the config
-    does not list trains with ``default_settings``, or is an error without them; a listed one the
-    scene lacks is a warning."""
+    does not list trains with ``default_settings``, or without them with Release 22's defaults (and
+    a warning naming it); a listed one the scene lacks is a warning."""
 
     has_default_settings: bool = False
 
     def settings_for_environment(self, brains, external_brain_names):
         bases = {team_base(b) for b in brains}
+        known = bases | {old for b in bases for old in former_names(b)}
         for name in self.blocks:
-            if name not in bases and name not in brains:
+            if name not in known and name not in brains:
                 logger.warning("%s: behaviors.%s: the environment has no behaviour of that name (it has: %s); its "
                                "settings are unused.", self.path, name, ", ".join(sorted(bases)))
+        warned = set()
         for name in external_brain_names:
-            if name not in self.blocks and team_base(name) not in self.blocks and not self.has_default_settings:
-                raise RunConfigError(
-                    f"{self.path}: behaviors.{team_base(name)}: the environment has this behaviour but the config "
-                    "lists no settings for it. Add it under behaviors:, or add default_settings:.")
+            base = team_base(name)
+            if self.block_of(name) is None and not self.has_default_settings and base not in warned:
+                warned.add(base)
+                logger.warning("%s: behaviors.%s: the environment has this behaviour but the config lists no "
+                               "settings for it; it trains with Release 22's defaults (PPO). Add it under "
+                               "behaviors: (or add default_settings:) to choose its settings.", self.path, base)
         return super().settings_for_environment(brains, external_brain_names)
 
 
@@ -257,9 +265,13 @@ def run_options(argv: List[str]):
         check_results_folder(run, create=False)
         return None, resolved_yaml(run, params)
     env_s, eng, cp = (run.sections[k] for k in ("env_settings", "engine_settings", "checkpoint_settings"))
-    if not env_s["env_path"]:
-        raise RunConfigError("env_settings.env_path: missing; this trainer does not connect to the Unity Editor. "
-                             "Pass --env=<build or built-in scene>.")
+    if env_s["num_areas"] < 1:
+        raise RunConfigError(f"env_settings.num_areas: {env_s['num_areas']}; num_areas must be set to a positive "
+                             "number >= 1 (the training areas of each environment).")
+    editor = not env_s["env_path"]
+    if editor and env_s["num_envs"] != 1:
+        raise RunConfigError(f"env_settings.num_envs: {env_s['num_envs']} environments, but without --env the run "
+                             "trains in the Unity Editor, which is one. Drop --num-envs, or pass --env=<build>.")
     if cp["train_model"]:
         logger.warning("checkpoint_settings.train_model / --train is deprecated in Release 22 and has no effect.")
     folder, init = check_results_folder(run)
@@ -278,17 +290,21 @@ def run_options(argv: List[str]):
     behaviors = list(run.behaviors.values())
     intervals = [b.settings["checkpoint_interval"] for b in behaviors] or [500000]
     keep = max([b.settings["keep_checkpoints"] for b in behaviors] or [5])
+    base_port = env_s["base_port"]
+    if editor and "base_port" not in given_keys.get("env_settings", ()):
+        base_port = EDITOR_PORT  # where the Editor calls, unless the user moved both
     opts = learn.RunOptions(
-        env=env_s["env_path"], config=config, run_path=cp["run_id"], train=not cp["inference"], load=cp["resume"],
-        keep_checkpoints=max(keep, 1), save_freq=0, seed=run_seed, base_port=env_s["base_port"],
+        env=env_s["env_path"] or None, config=config, run_path=cp["run_id"], train=not cp["inference"],
+        load=cp["resume"], keep_checkpoints=max(keep, 1), save_freq=0, seed=run_seed, base_port=base_port,
         timeout=env_s["timeout_wait"], num_envs=env_s["num_envs"], env_args=list(env_s["env_args"] or []),
-        protocol_options=learn.protocol_options(protocol, time_scale, engine, eng["no_graphics"]),
+        protocol_options=learn.protocol_options(protocol, time_scale, engine, eng["no_graphics"],
+                                                env_s["num_areas"], eng["no_graphics_monitor"]),
         restarts=RestartPolicy(env_s["max_lifetime_restarts"], env_s["restarts_rate_limit_n"],
                                float(env_s["restarts_rate_limit_period_s"])),
         curriculum=params if params.tracks else None, ray_address=options["--ray-address"],
         ray_resource=options["--ray-resource"], paths=paths, init_from=init,
         log_dir=os.path.abspath(os.path.join(folder, "run_logs")), checkpoint_interval=min(intervals),
-        device=run.sections["torch_settings"]["device"])
+        device=run.sections["torch_settings"]["device"], resume_command=resume_command(argv))
     if cp["resume"] and not os.path.isdir(paths.checkpoint_dir):
         raise RunConfigError(f"--resume: {folder} has no checkpoint to resume from ({paths.checkpoint_dir} is "
                              "missing). Start it again with --force.")
@@ -297,6 +313,25 @@ def run_options(argv: List[str]):
         with open(os.path.join(folder, "configuration.yaml"), "w", encoding="utf-8") as f:
             f.write(resolved_yaml(run, params))
     return opts, None
+
+
+def resume_command(argv: List[str]) -> str:
+    """The command line that continues this run: the same one, with ``--resume`` instead of ``--force``."""
+    rest, env_args = split_env_args(argv)
+    kept = [a for a in rest if a not in ("--force", "--resume")] + ["--resume"]
+    if env_args is not None:
+        kept += ["--env-args"] + env_args
+    return " ".join(["unityagents-learn"] + [shlex.quote(a) for a in kept])
+
+
+def _unused_run_folder(folder: str) -> bool:
+    """Whether ``folder`` holds only what ``run_options`` wrote before the environment connected."""
+    try:
+        entries = set(os.listdir(folder))
+        logs = os.listdir(os.path.join(folder, "run_logs")) if "run_logs" in entries else []
+    except OSError:
+        return False
+    return entries <= {"configuration.yaml", "run_logs"} and not logs
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -321,7 +356,18 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 2
         print(text, end="")
         return 0
-    return learn.run(lambda: run_options(argv)[0])
+    made = []  # a run folder this command created, removed again if no environment ever connected
+
+    def options():
+        opts = run_options(argv)[0]
+        if opts.train and not opts.load and opts.env is None:
+            made.append(os.path.dirname(opts.log_dir))
+        return opts
+
+    status = learn.run(options)
+    if status != 0 and made and _unused_run_folder(made[0]):
+        shutil.rmtree(made[0], ignore_errors=True)
+    return status
 
 
 def cli() -> None:

@@ -41,10 +41,15 @@ from unityagents.base_env import (
 from unityagents.brain_info import BrainInfo, BrainInfos
 from unityagents.curriculum import AnyResetParameter, Curriculum
 from unityagents.decisions import ActionInput, Actions, DecisionChecker, checked_floats
+from unityagents.editor import EDITOR_PORT, listening_message
+from unityagents.editor import not_found as editor_not_found
+from unityagents.editor import port_taken as editor_port_taken
 from unityagents.exception import (
     UnityActionException,
     UnityEnvironmentException,
     UnityException,
+    UnityTimeOutException,
+    UnityWorkerInUseException,
     is_own_log,
 )
 from unityagents.launcher import choose_protocol, launch
@@ -111,9 +116,11 @@ class UnityEnvironment(SceneFacts, BaseEnv):
 
     :param file_name: a Unity build (``3DBall``, ``3DBall.x86_64``, ``builds/3DBall.app``) or
         the name of a built-in scene (``3DBall``, ``Basic``, ``GridWorld``, ...). A Unity build
-        next to the working directory wins over a built-in scene of the same name.
-    :param worker_id: added to ``base_port``, so that several environments can run at once.
-    :param base_port: first port to listen on (127.0.0.1 only); None: 5005.
+        next to the working directory wins over a built-in scene of the same name. None: the Unity
+        Editor (``unityagents.editor``): nothing is launched; the environment listens on the Editor's
+        port, says so, and waits ``start_timeout`` seconds for the user to press Play (gRPC only).
+    :param worker_id: added to ``base_port``, so that several environments can run at once (0 for the Editor).
+    :param base_port: first port to listen on (127.0.0.1 only); None: 5005, or 5004 for the Editor.
     :param curriculum: path of a curriculum JSON file (see ``Curriculum``), or None.
     :param seed: passed as ``--seed`` to built-in scenes (API-2 Unity builds take no seed); the
         modern protocol also sends it in its initialisation message.
@@ -144,7 +151,7 @@ class UnityEnvironment(SceneFacts, BaseEnv):
 
     def __init__(
         self,
-        file_name: str,
+        file_name: Optional[str] = None,
         worker_id: int = 0,
         base_port: Optional[int] = None,
         curriculum: Optional[str] = None,
@@ -173,6 +180,16 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         side_channels = list(side_channels or ())
         if not isinstance(num_areas, int) or isinstance(num_areas, bool) or num_areas < 1:
             raise UnityEnvironmentException(f"num_areas must be a positive integer; got {num_areas!r}.")
+        editor = file_name is None
+        if editor:
+            if protocol not in (None, "grpc"):
+                raise UnityEnvironmentException(
+                    f"The Unity Editor (file_name=None) speaks the modern protocol; protocol={protocol!r} needs a "
+                    "build or a built-in scene. Leave protocol unset (or 'grpc') to train in the Editor.")
+            if int(worker_id) != 0:
+                raise UnityEnvironmentException(
+                    f"The Unity Editor (file_name=None) is one environment: worker_id must be 0, got {worker_id!r}.")
+            protocol = "grpc"
         protocol = choose_protocol(file_name, protocol, side_channels, num_areas)
         if num_areas != 1 and protocol != "grpc":
             raise UnityEnvironmentException(
@@ -197,16 +214,27 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         self._public_specs: Dict[str, BehaviorSpec] = {}
         self._public_steps: Dict[str, BehaviorSteps] = {}
         self._awaiting = False  # a reset or step was sent; receive() reads its answer
-        self.port = (BASE_ENVIRONMENT_PORT if base_port is None else int(base_port)) + int(worker_id)
+        default_port = EDITOR_PORT if editor else BASE_ENVIRONMENT_PORT
+        self.port = (default_port if base_port is None else int(base_port)) + int(worker_id)
         self.worker_id = int(worker_id)
         extra = {"num_areas": num_areas} if num_areas != 1 else {}
-        self._communicator = communicator(self._peer, self.port, self.worker_id, seed=seed,
-                                          engine_config=engine_config, side_channels=side_channels, **extra)
+        try:
+            self._communicator = communicator(self._peer, self.port, self.worker_id, seed=seed,
+                                              engine_config=engine_config, side_channels=side_channels, **extra)
+        except UnityWorkerInUseException as e:
+            raise (editor_port_taken(self.port, e) if editor else e) from None
         graphics_off = bool(no_graphics) or (bool(no_graphics_monitor) and int(worker_id) != 0)
         try:
-            self._peer.process, self._peer.log_path = launch(
-                file_name, protocol, self.port, self.worker_id, seed, log_dir, graphics_off, self._env_args)
-            self._communicator.connect(float(start_timeout), file_name)
+            if editor:  # nothing to launch: the user presses Play
+                logger.info("%s", listening_message(self.port))
+                try:
+                    self._communicator.connect(float(start_timeout), "the Unity Editor")
+                except UnityTimeOutException:
+                    raise editor_not_found(self.port, float(start_timeout)) from None
+            else:
+                self._peer.process, self._peer.log_path = launch(
+                    file_name, protocol, self.port, self.worker_id, seed, log_dir, graphics_off, self._env_args)
+                self._communicator.connect(float(start_timeout), file_name)
             hello = self._communicator.handshake()
             self.academy_name: str = hello.academy_name  # the Academy's name (API-2), the build's (gRPC)
             self._brains = hello.brains
@@ -218,6 +246,10 @@ class UnityEnvironment(SceneFacts, BaseEnv):
             self._decisions = DecisionChecker(self._brains, self._external_brain_names, communicator.carries_memories)
             if hello.first_infos is not None:
                 self._took(hello.first_infos)
+            if num_areas != 1:  # a build without a TrainingAreaReplicator ignores it: say what arrived
+                logger.info("Asked for %d training areas (num_areas); the environment has %s.", num_areas,
+                            ", ".join(f"{len(d) + _only_ended((d, t))} agents of {b}"
+                                      for b, (d, t) in (hello.first_infos or {}).items()) or "no agents yet")
             if not self._external_brain_names:
                 logger.warning("No External Brains found in the Unity Environment. "
                                "You will not be able to pass actions to your agent(s).")

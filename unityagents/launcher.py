@@ -15,7 +15,7 @@ import platform
 import subprocess
 import sys
 import tempfile
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from unityagents.exception import UnityEnvironmentException, register_own_log
 
@@ -31,6 +31,15 @@ def builtin_scenes() -> List[str]:
     except ImportError:
         return []
     return sorted(academy.SCENES)
+
+
+def scene_aliases() -> Dict[str, str]:
+    """Unity's scene names that differ from the built-in scenes' (``SoccerTwos`` -> ``Soccer``)."""
+    try:
+        import academy
+    except ImportError:
+        return {}
+    return dict(academy.SCENE_ALIASES)
 
 
 def _listdir(folder: str) -> List[str]:
@@ -184,6 +193,7 @@ def launch(file_name: str, protocol: str, port: int, worker_id: int, seed: Optio
             raise launch_error(binary, e) from None
     scenes = builtin_scenes()
     scene = os.path.basename(file_name.strip())
+    scene = scene_aliases().get(scene, scene)
     if scene not in scenes:
         raise UnityEnvironmentException(
             f"Couldn't launch the {file_name!r} environment: no Unity build matches it "

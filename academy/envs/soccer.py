@@ -1,8 +1,8 @@
 """Soccer: two teams of two push one ball along a track towards the other team's goal (after SoccerTwos).
 
 Each area is a track of ``WIDTH`` cells with a goal beyond each end. Blue (``SoccerBlue``, over the
-modern protocol ``Soccer?team=0``) attacks towards the last cell, purple (``SoccerPurple``,
-``Soccer?team=1``) towards the first; the two members of a team in one area form one multi-agent
+modern protocol ``SoccerTwos?team=0``) attacks towards the last cell, purple (``SoccerPurple``,
+``SoccerTwos?team=1``) towards the first; the two members of a team in one area form one multi-agent
 group. Actions (discrete 3): 0 stay, 1 forward (towards the goal the agent attacks), 2 back.
 
 The ball moves only when it is pushed: every agent standing on the ball's cell that steps forward
@@ -45,7 +45,7 @@ class Soccer(AreaScene):
 
     academy_name = "SoccerAcademy"
     brains = (_team_brain(BLUE), _team_brain(PURPLE))
-    behaviour_names = {BLUE: "Soccer?team=0", PURPLE: "Soccer?team=1"}
+    behaviour_names = {BLUE: "SoccerTwos?team=0", PURPLE: "SoccerTwos?team=1"}
 
     def __init__(self, seed: int = 0) -> None:
         super().__init__(seed, AREAS, MEMBERS)

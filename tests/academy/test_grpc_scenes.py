@@ -31,9 +31,9 @@ def random_actions(env, info, rng):
 
 def test_3dball_basic_gridworld_shapes(tmp_path):
     expected = {
-        "3DBall": ("Ball3DBrain?team=0", 12, (12, 8), [], "continuous", []),
-        "Basic": ("BasicBrain?team=0", 1, (1, 20), [], "discrete", [2]),
-        "GridWorld": ("GridWorldBrain?team=0", 1, (1, 2), [(1, 84, 84, 3)], "discrete", [4]),  # goal + camera
+        "3DBall": ("3DBall?team=0", 12, (12, 8), [], "continuous", []),
+        "Basic": ("Basic?team=0", 1, (1, 20), [], "discrete", [2]),
+        "GridWorld": ("GridWorld?team=0", 1, (1, 2), [(1, 84, 84, 3)], "discrete", [4]),  # goal + camera
     }
     for scene, (name, n, state, cameras, kind, branches) in expected.items():
         env = open_env(scene, tmp_path)
@@ -66,7 +66,7 @@ def test_camera_layouts_of_2x_and_3x_builds_decode_to_the_same_pixels(tmp_path):
     new, old = open_env("GridWorld", tmp_path / "a", seed=5), \
         open_env("GridWorld", tmp_path / "b", seed=5, env_args=["--package-version", "2.3.0"])
     try:
-        a, b = new.reset()["GridWorldBrain?team=0"], old.reset()["GridWorldBrain?team=0"]
+        a, b = new.reset()["GridWorld?team=0"], old.reset()["GridWorld?team=0"]
         assert a.observations[0].shape == b.observations[0].shape == (1, 84, 84, 3)
         np.testing.assert_array_equal(a.observations[0], b.observations[0])
         assert new._communicator.channels_last and not old._communicator.channels_last
@@ -81,7 +81,7 @@ def run(env, steps, seed):
     trace = []
     for _ in range(steps):
         info = env.step(random_actions(env, info, rng))
-        i = info["Ball3DBrain?team=0"]
+        i = info["3DBall?team=0"]
         trace.append((list(i.agents), i.states.copy(), list(i.rewards), list(i.local_done)))
     return trace
 
@@ -103,7 +103,7 @@ def test_decision_period_accumulates_rewards_between_decisions(tmp_path):
     env = open_env("3DBall", tmp_path, env_args=["--decision-period", "5"])
     try:
         env.reset()
-        info = env.step(np.zeros((12, 2)))["Ball3DBrain?team=0"]
+        info = env.step(np.zeros((12, 2)))["3DBall?team=0"]
         assert info.rewards == pytest.approx([0.5] * 12), "five steps of +0.1 between two decisions"
     finally:
         env.close()
@@ -112,8 +112,8 @@ def test_decision_period_accumulates_rewards_between_decisions(tmp_path):
 def test_side_channels_engine_parameters_stats(tmp_path):
     env = open_env("GridWorld", tmp_path, seed=2, engine_config=EngineConfig(width=84, height=84, time_scale=5.0))
     try:
-        default = env.reset()["GridWorldBrain?team=0"].observations[0]
-        small = env.reset(config={"gridSize": 3})["GridWorldBrain?team=0"].observations[0]
+        default = env.reset()["GridWorld?team=0"].observations[0]
+        small = env.reset(config={"gridSize": 3})["GridWorld?team=0"].observations[0]
         assert not np.array_equal(default, small), "a 3x3 grid must look different from the 5x5 default"
         seen = {}
         rng = np.random.default_rng(0)
@@ -122,7 +122,7 @@ def test_side_channels_engine_parameters_stats(tmp_path):
             info = env.step(random_actions(env, info, rng))
             for key, values in env.stats.items():
                 seen.setdefault(key, []).extend(values)
-            masks = info["GridWorldBrain?team=0"].action_masks
+            masks = info["GridWorld?team=0"].action_masks
             assert set(np.unique(masks)) <= {0.0, 1.0}
             if seen:
                 break
@@ -138,10 +138,10 @@ def test_side_channels_engine_parameters_stats(tmp_path):
 def test_gridworld_masks_the_walls(tmp_path):
     env = open_env("GridWorld", tmp_path, seed=1)
     try:
-        info = env.reset()["GridWorldBrain?team=0"]
+        info = env.reset()["GridWorld?team=0"]
         masked_up = False
         for _ in range(6):  # walk up: once at the top wall, "up" (action 0) is masked
-            info = env.step([[0]])["GridWorldBrain?team=0"]
+            info = env.step([[0]])["GridWorld?team=0"]
             if info.local_done[0]:
                 break
             masked_up = masked_up or info.action_masks[0, 0] == 0.0

@@ -41,7 +41,7 @@ def mean_rewards(output, brain):
 @pytest.mark.slow
 def test_3dball_learns_over_grpc(tmp_path):
     code, out = train(tmp_path, "3DBall", """
-        "Ball3DBrain?team=0":
+        "3DBall?team=0":
             normalize: true
             buffer_size: 1536
             batch_size: 256
@@ -52,12 +52,12 @@ def test_3dball_learns_over_grpc(tmp_path):
             summary_freq: 2400
         """)
     assert code == 0, out[-3000:]
-    rewards = mean_rewards(out, "Ball3DBrain?team=0")
+    rewards = mean_rewards(out, "3DBall?team=0")
     assert rewards and rewards[-1] >= 90, rewards
     assert (tmp_path / "models" / "grpc" / "3DBall.bytes").is_file()
     # Deployed as modern Unity runs it: the .onnx's sampled continuous_actions copied into the
     # agents unchanged (the scene clamps to [-1, 1]), 24 episodes of up to 100 each.
-    onnx_path = tmp_path / "models" / "grpc" / "Ball3DBrain.onnx"
+    onnx_path = tmp_path / "models" / "grpc" / "3DBall.onnx"
     deployed = run_academy("3DBall", "--brain", f"Ball3DBrain=internal:{onnx_path}", "--episodes", "24")
     assert deployed >= min(rewards[-1], 100.0) - 10.0, (deployed, rewards)
 
@@ -110,7 +110,7 @@ def test_gridworld_trains_with_its_wall_masks_over_grpc(tmp_path):
     The scene logs the first mask that disables a move, and every action that a mask disabled.
     """
     code, out = train(tmp_path, "GridWorld", """
-        "GridWorldBrain?team=0":
+        "GridWorld?team=0":
             batch_size: 32
             buffer_size: 128
             hidden_units: 16
@@ -120,7 +120,7 @@ def test_gridworld_trains_with_its_wall_masks_over_grpc(tmp_path):
             summary_freq: 100
         """, timeout=600)
     assert code == 0, out[-3000:]
-    assert len(mean_rewards(out, "GridWorldBrain?team=0")) >= 1, out[-3000:]
+    assert len(mean_rewards(out, "GridWorld?team=0")) >= 1, out[-3000:]
     assert (tmp_path / "models" / "grpc" / "GridWorld.bytes").is_file()
     log = (tmp_path / "logs" / "GridWorld-worker0.log").read_text()
     assert "GridWorld: the first wall mask went out" in log, log[-3000:]  # masks did disable moves

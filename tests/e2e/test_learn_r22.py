@@ -244,7 +244,7 @@ def test_samplers_are_seeded_redrawn_per_reset_and_curricula_advance_per_paramet
     assert first.get_config()["size"] == 3.0 and first.get_config()["other"] == 5.0
 
 
-def test_scene_behaviours_missing_from_the_config_are_errors_and_extra_ones_warnings(tmp_path, caplog):
+def test_scene_behaviours_missing_from_the_config_train_with_defaults_and_extra_ones_warn(tmp_path, caplog):
     from unityagents.brain import BrainParameters
 
     brain = BrainParameters("Other?team=0", {
@@ -252,9 +252,11 @@ def test_scene_behaviours_missing_from_the_config_are_errors_and_extra_ones_warn
         "actionSpaceType": 1, "stateSpaceType": 1})
     options = {flag: None for flag in learn_r22.FLAGS}
     _, config, _, _, _ = learn_r22.load(write(tmp_path / "r22.yaml", R22_3DBALL), options, None, load_registry())
-    with pytest.raises(RunConfigError, match=r"behaviors\.Other: the environment has this behaviour but the config "
-                                             "lists no settings for it"):
-        config.settings_for_environment({brain.brain_name: brain}, [brain.brain_name])
+    settings = config.settings_for_environment({brain.brain_name: brain}, [brain.brain_name])
+    assert "behaviors.Other: the environment has this behaviour but the config lists no settings for it; it " \
+        "trains with Release 22's defaults" in caplog.text
+    defaults = settings[brain.brain_name].parameters
+    assert defaults["trainer"] == "ppo" and defaults["batch_size"] == 1024 and defaults["max_steps"] == 500000
     with_default = R22_3DBALL.replace("behaviors:", "default_settings: {max_steps: 1000}\nbehaviors:")
     _, config, _, _, _ = learn_r22.load(write(tmp_path / "d.yaml", with_default), options, None, load_registry())
     settings = config.settings_for_environment({brain.brain_name: brain}, [brain.brain_name])
@@ -268,7 +270,7 @@ def test_unityagents_learn_trains_3dball_lays_out_the_results_folder_and_resumes
 
     config = """
 behaviors:
-  Ball3DBrain:
+  3DBall:
     hyperparameters: {batch_size: 64, buffer_size: 480, num_epoch: 2, beta_schedule: constant,
                       epsilon_schedule: constant}
     network_settings: {normalize: true, hidden_units: 16, num_layers: 1}
@@ -288,16 +290,16 @@ environment_parameters:
     code, out = run(max_steps=2400)
     assert code == 0, out
     run_dir = tmp_path / "results" / "ball"
-    for name in ("configuration.yaml", "run_logs/timers.json", "run_logs/training_status.json", "Ball3DBrain.onnx",
-                 "Ball3DBrain/Ball3DBrain-100.onnx"):
+    for name in ("configuration.yaml", "run_logs/timers.json", "run_logs/training_status.json", "3DBall.onnx",
+                 "3DBall/3DBall-100.onnx"):
         assert (run_dir / name).is_file(), name
     resolved = yaml.safe_load((run_dir / "configuration.yaml").read_text())
-    assert resolved["behaviors"]["Ball3DBrain"]["max_steps"] == 2400
+    assert resolved["behaviors"]["3DBall"]["max_steps"] == 2400
     status = json.loads((run_dir / "run_logs" / "training_status.json").read_text())
     assert status["ball_scale"] == {"lesson_num": 0}
-    assert [c["steps"] for c in status["Ball3DBrain"]["checkpoints"]] == [1200, 2400]
-    assert status["Ball3DBrain"]["final_checkpoint"]["file_path"].endswith("results/ball/Ball3DBrain.onnx")
-    events = EventAccumulator(str(run_dir / "Ball3DBrain"))
+    assert [c["steps"] for c in status["3DBall"]["checkpoints"]] == [1200, 2400]
+    assert status["3DBall"]["final_checkpoint"]["file_path"].endswith("results/ball/3DBall.onnx")
+    events = EventAccumulator(str(run_dir / "3DBall"))
     events.Reload()
     tags = set(events.Tags()["scalars"])
     assert {"Environment/Cumulative Reward", "Environment/Episode Length", "Environment/Lesson Number/ball_scale",
@@ -308,4 +310,4 @@ environment_parameters:
     code, out = run("--resume", max_steps=3600)
     assert code == 0, out
     assert "Loading the model from results/ball/checkpoints/model-200.cptk" in out
-    assert "Ball3DBrain?team=0: Step: 3000." in out and "Step: 600." not in out  # continues, not from 0
+    assert "3DBall?team=0: Step: 3000." in out and "Step: 600." not in out  # continues, not from 0

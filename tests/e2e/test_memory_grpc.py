@@ -21,7 +21,7 @@ from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainParameters
 
-MODERN = "HallwayBrain?team=0"
+MODERN = "Hallway?team=0"
 
 
 def modern_brain(name=MODERN, memory=0) -> BrainParameters:
@@ -92,7 +92,7 @@ def test_memory_size_sizes_a_modern_brains_memory_and_bad_settings_are_refused_b
         with pytest.raises(TrainerConfigError) as error:
             environment_settings(tmp_path, text, brain)
         message = str(error.value)
-        assert "HallwayBrain" in message and where in message and fix in message, (text, message)
+        assert "Hallway" in message and where in message and fix in message, (text, message)
 
 
 def test_a_release_22_memory_block_becomes_the_recurrent_settings(tmp_path):

@@ -214,13 +214,13 @@ def test_timers_and_onnx_files_account_for_the_run(tmp_path):
 def test_two_modern_protocol_environments_and_their_stats_reach_tensorboard(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    config = write(tmp_path / "basic.yaml", BASIC_SHORT.replace("BasicBrain:", '"BasicBrain?team=0":'))
+    config = write(tmp_path / "basic.yaml", BASIC_SHORT.replace("BasicBrain:", '"Basic?team=0":'))
     code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config, "--num-envs", "2",
                       "--protocol", "grpc", "--time-scale", "10")
     assert code == 0, out
     assert "Training finished after 1500 environment steps" in out, out
     model = tmp_path / "models" / "ppo"
-    assert (model / "BasicBrain.onnx").is_file() and (model / "Basic.bytes").is_file()
+    assert (model / "Basic.onnx").is_file() and (model / "Basic.bytes").is_file()  # the behaviour, Unity-named
     events = EventAccumulator(str(next((tmp_path / "summaries" / "ppo").glob("events*"))))
     events.Reload()
     stat = events.Scalars("Academy/BasicBrain Episode Reward")  # the scene's stat, averaged per summary

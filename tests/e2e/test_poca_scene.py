@@ -11,7 +11,7 @@ from tests.conftest import free_port
 from tests.step_view import InfoView
 from unityagents import UnityEnvironment
 
-BEHAVIOUR = "PushCollabBrain?team=0"
+BEHAVIOUR = "PushBlockCollab?team=0"
 LEFT = 1
 
 

@@ -1,7 +1,7 @@
 """MA-POCA as the learner of Release 22 team self-play, as Release 22 trains SoccerTwos.
 
-``unityagents-learn`` trains the built-in Soccer (two teams of two, ``Soccer?team=0`` /
-``Soccer?team=1``, goals paid as group rewards) over gRPC with ``trainer_type: poca`` and a
+``unityagents-learn`` trains the built-in Soccer (two teams of two, ``SoccerTwos?team=0`` /
+``SoccerTwos?team=1``, goals paid as group rewards) over gRPC with ``trainer_type: poca`` and a
 ``self_play`` block; the teams take turns, ELO moves, and the exported policy, sampled as Unity
 samples it, beats a random team. A random team against a random team wins about a quarter of its
 games (the rest are mostly draws), so the bar below is one that only learning clears.
@@ -59,9 +59,9 @@ def test_poca_learns_soccer_by_team_self_play_over_grpc(tmp_path):
     code, out = in_process(learn_r22.main, tmp_path, [config, "--env=Soccer", "--run-id=s", "--seed=1",
                                                       f"--base-port={free_port()}"])
     assert code == 0, out[-3000:]
-    assert "Self-play: the learning team changes from Soccer?team=0 to Soccer?team=1" in out, out[-3000:]
-    assert "Self-play: the learning team changes from Soccer?team=1 to Soccer?team=0" in out, out[-3000:]
+    assert "Self-play: the learning team changes from SoccerTwos?team=0 to SoccerTwos?team=1" in out, out[-3000:]
+    assert "Self-play: the learning team changes from SoccerTwos?team=1 to SoccerTwos?team=0" in out, out[-3000:]
     run = tmp_path / "results" / "s"
-    elo = [e.value for e in EventAccumulator(str(run / "Soccer")).Reload().Scalars("Self-play/ELO")]
+    elo = [e.value for e in EventAccumulator(str(run / "SoccerTwos")).Reload().Scalars("Self-play/ELO")]
     assert elo[-1] > 1200.0 + 50, elo  # it keeps beating its past selves
-    assert win_rate_against_random(str(run / "Soccer.onnx")) > 0.75
+    assert win_rate_against_random(str(run / "SoccerTwos.onnx")) > 0.75

@@ -12,7 +12,7 @@ import numpy as np
 import onnxruntime
 import pytest
 
-from academy import SCENES, load_scene
+from academy import SCENES, UNITY_NAMES, load_scene
 from academy.academy import Academy
 from academy.internal import OnnxInternalBrain
 from academy.scene import BrainSpec, VectorSensor, modern_observations
@@ -30,7 +30,8 @@ def behaviours():
     for scene in SCENES:
         cls = load_scene(scene)
         brain = next(b for b in cls.brains if b.brain_type == "external")
-        out.append((scene, getattr(cls, "behaviour_names", {}).get(brain.name, f"{brain.name}?team=0")))
+        unity = UNITY_NAMES.get(brain.name, brain.name)
+        out.append((scene, getattr(cls, "behaviour_names", {}).get(brain.name, f"{unity}?team=0")))
     return out
 
 
@@ -117,8 +118,8 @@ def test_an_observation_unlike_its_spec_names_the_behaviour_and_the_sensor():
         served.handshake()
         del served.templates[1].shape[:]
         served.templates[1].shape.append(3)  # VectorSensor_size2 now claims 3 floats
-        text = served.refused_step("PyramidsBrain?team=0")
-    assert "'PyramidsBrain?team=0'" in text and "sensor 'VectorSensor_size2'" in text and "shape" in text
+        text = served.refused_step("Pyramids?team=0")
+    assert "'Pyramids?team=0'" in text and "sensor 'VectorSensor_size2'" in text and "shape" in text
 
 
 def test_sensor_lists_must_tile_the_state_and_name_every_camera():
@@ -162,7 +163,7 @@ def test_hallway_trained_over_grpc_plays_as_well_run_as_unity_runs_its_two_senso
     from tests.e2e.test_grpc_learn import mean_rewards, train
 
     code, out = train(tmp_path, "Hallway", """
-        "HallwayBrain?team=0":
+        "Hallway?team=0":
             normalize: true
             time_horizon: 64
             batch_size: 128
@@ -173,8 +174,8 @@ def test_hallway_trained_over_grpc_plays_as_well_run_as_unity_runs_its_two_senso
             summary_freq: 2000
         """, timeout=900)
     assert code == 0, out[-3000:]
-    rewards = mean_rewards(out, "HallwayBrain?team=0")
+    rewards = mean_rewards(out, "Hallway?team=0")
     assert rewards and rewards[-1] >= 0.0, rewards  # it learned something a wrong binding would lose
-    onnx_path = tmp_path / "models" / "grpc" / "HallwayBrain.onnx"
+    onnx_path = tmp_path / "models" / "grpc" / "Hallway.onnx"
     deployed = run_academy("Hallway", "--brain", f"HallwayBrain=internal:{onnx_path}", "--episodes", "60")
     assert deployed >= rewards[-1] - 0.2, (deployed, rewards)

@@ -33,7 +33,7 @@ from unityagents.exception import UnityEnvironmentException, UnityObservationExc
 from unityagents.wire.api2 import Peer
 from unityagents.wire.grpc import GrpcCommunicator
 
-NAME = "SorterBrain?team=0"
+NAME = "Sorter?team=0"
 MAX_TILES, ENTITY = 5, 8
 
 
@@ -68,7 +68,7 @@ def test_a_rank_2_sensor_without_the_variable_size_property_is_refused_naming_it
     with Served("Sorter", matrix) as served, pytest.raises(UnityObservationException) as caught:
         served.handshake()
     text = str(caught.value)
-    assert "'SorterBrain?team=0'" in text and "sensor 'BufferSensor'" in text and "[1, 1]" in text
+    assert "'Sorter?team=0'" in text and "sensor 'BufferSensor'" in text and "[1, 1]" in text
     assert "BufferSensorComponent" in text and "vector sensor of 40 floats" in text
 
 
@@ -77,7 +77,7 @@ def test_an_observation_whose_shape_disagrees_with_its_spec_is_refused():
         served.handshake()
         served.templates[0].shape[0] = MAX_TILES - 1  # the buffer now claims 4 rows
         text = served.refused_step(NAME)
-    assert "'SorterBrain?team=0'" in text and "sensor 'BufferSensor'" in text and "(4, 8)" in text
+    assert "'Sorter?team=0'" in text and "sensor 'BufferSensor'" in text and "(4, 8)" in text
 
 
 def test_like_unity_the_academy_refuses_its_buffer_sensor_to_a_trainer_without_the_capability():

@@ -48,7 +48,7 @@ def test_recorded_file_has_unitys_layout(tmp_path):
 
     size, start = _DecodeVarint32(data, 33)
     brain = pb.BrainParametersProto.FromString(data[start:start + size])
-    assert (brain.brain_name, brain.is_training) == ("PyramidsBrain?team=0", False)
+    assert (brain.brain_name, brain.is_training) == ("Pyramids?team=0", False)
     assert (brain.action_spec.num_discrete_actions, list(brain.action_spec.discrete_branch_sizes)) == (1, [4])
 
     offset, pairs = start + size, []

@@ -30,6 +30,7 @@ import numpy as np
 
 from trainers.settings.run_config import RunConfigError, Schema, check
 from trainers.settings.schema import Param, did_you_mean
+from unityagents.brain import former_names
 
 logger = logging.getLogger("unityagents")
 
@@ -255,8 +256,7 @@ class EnvironmentParameters:
             c = t.lessons[t.lesson].criteria
             if c is None or t.lesson + 1 >= len(t.lessons):
                 continue
-            trainer = next((tr for name, tr in trainers.items() if name.split("?team=", 1)[0] == c["behavior"]),
-                           None)
+            trainer = next((tr for name, tr in trainers.items() if _names(name, c["behavior"])), None)
             if trainer is None:
                 continue
             name = next(n for n, tr in trainers.items() if tr is trainer)
@@ -286,3 +286,10 @@ class EnvironmentParameters:
     def as_dict(self) -> Dict[str, Any]:
         """configuration.yaml's form: every parameter as a curriculum, seeds resolved."""
         return {t.name: {"curriculum": [lesson.as_dict() for lesson in t.lessons]} for t in self.tracks}
+
+
+def _names(behaviour: str, named: str) -> bool:
+    """Whether a criterion's ``behavior`` names ``behaviour`` (``Name?team=N``): by its name, or, for a built-in
+    scene's behaviour, by the brain name it had before it carried the name of Unity's example."""
+    base = behaviour.split("?team=", 1)[0]
+    return named == base or named in former_names(base)

@@ -105,15 +105,12 @@ NOT_BUILT = {
     "network_settings.deterministic": "deterministic (mean/argmax) actions",
     "hyperparameters.shared_critic": "a critic shared with the policy",
     "init_path": "per-behaviour initialization (use --initialize-from for the whole run)",
-    "env_settings.num_areas": "several training areas per instance",
-    "engine_settings.no_graphics_monitor": "graphics on worker 0 only",
     "checkpoint_settings.load_model": "--load (deprecated in Release 22: use --resume)",
 }
 #: The value of each NOT_BUILT key that asks for nothing missing.
 HARMLESS = {"network_settings.deterministic": False,
 "hyperparameters.shared_critic": False,
             "init_path": None,
-            "env_settings.num_areas": 1, "engine_settings.no_graphics_monitor": False,
             "checkpoint_settings.load_model": False}
 #: network_settings keys that a reward signal takes beyond hidden_units and num_layers.
 SIGNAL_NETWORK_KEYS = {"gail": ("normalize",)}
@@ -203,7 +200,7 @@ def resolve(path: str, raw: Any, registered: Tuple[str, ...]) -> RunConfig:
     if default is not None:
         config.default_settings = _trainer_settings(path, "default_settings", default, registered, config.warnings)
         config.default_block = translate(path, "default_settings", config.default_settings)
-    elif not raw.get("behaviors"):  # no file: every behaviour trains with Release 22's defaults
+    else:  # a behaviour the config does not list trains with Release 22's defaults
         config.default_block = translate(path, "default_settings",
                                          _trainer_settings(path, "default_settings", {}, registered, config.warnings))
     behaviors = top["behaviors"] or {}

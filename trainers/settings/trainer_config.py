@@ -43,7 +43,7 @@ from trainers.settings.schema import (
 )
 from trainers.trainer.base import COMMON_HYPERPARAMETERS, Trainer
 from trainers.trainer.registry import TrainerRegistry
-from unityagents.brain import BrainParameters, team_base
+from unityagents.brain import BrainParameters, former_names, team_base
 
 logger = logging.getLogger("unityagents")
 
@@ -148,14 +148,25 @@ class TrainerConfig:
     registry: TrainerRegistry
     blocks: Dict[str, BrainSettings] = field(default_factory=dict)
 
-    def settings_for(self, brain_name: str) -> BrainSettings:
-        """The settings of ``brain_name``: its own block, else the block of its name without the
-        modern protocol's ``?team=N`` suffix, else the ``default`` block as PPO."""
-        if brain_name in self.blocks:
-            return self.blocks[brain_name]
+    def block_of(self, brain_name: str) -> Optional[str]:
+        """The block that configures ``brain_name``: its own, else its name's without the modern
+        protocol's ``?team=N`` suffix, else (a built-in scene's behaviour, which carries the name of
+        Unity's example over gRPC) the block of the brain name it had before (``Ball3DBrain`` for
+        ``3DBall``); None when only the ``default`` block applies."""
         base = team_base(brain_name)
-        if base != brain_name and base in self.blocks:
-            block = self.blocks[base]
+        former = former_names(base)
+        for name in (brain_name, base, *(f + brain_name[len(base):] for f in former), *former):
+            if name in self.blocks:
+                return name
+        return None
+
+    def settings_for(self, brain_name: str) -> BrainSettings:
+        """The settings of ``brain_name``: its block (``block_of``), else the ``default`` block as PPO."""
+        block_name = self.block_of(brain_name)
+        if block_name == brain_name:
+            return self.blocks[brain_name]
+        if block_name is not None:
+            block = self.blocks[block_name]
             return dataclasses.replace(block, brain_name=brain_name, parameters=dict(block.parameters))
         return _resolve(self.path, self.raw, brain_name, self.registry, use_default_only=True)
 
@@ -171,7 +182,7 @@ class TrainerConfig:
         result = {}
         for name in external_brain_names:
             settings = self.settings_for(name)
-            if name not in self.blocks and team_base(name) not in self.blocks:
+            if self.block_of(name) is None:
                 logger.info("Brain %r has no block in %s: it uses the 'default' block.", name, self.path)
             for key in ("brain_to_copy", "brain_to_imitate"):  # a block written for 'X' names 'X?team=0' too
                 target = settings.parameters.get(key)
@@ -199,7 +210,8 @@ class TrainerConfig:
     def _check_block_names(self, brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
         alias_targets = {block for block in self.raw.values() if isinstance(block, str)}
         bases = {team_base(n) for n in brains}
-        without_block = [n for n in external_brain_names if n not in self.blocks and team_base(n) not in self.blocks]
+        bases |= {old for b in list(bases) for old in former_names(b)}
+        without_block = [n for n in external_brain_names if self.block_of(n) is None]
         for block in self.blocks:
             if block in brains or block in alias_targets or block in bases:
                 continue

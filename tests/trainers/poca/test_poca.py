@@ -265,5 +265,5 @@ def test_poca_learns_pushcollab_over_grpc():
 
 def test_the_two_shipped_pushcollab_configs_train_alike():
     a, b = shipped_config_pair("config/poca/PushCollab.yaml", "config/poca/PushCollab_release22.yaml",
-                               "PushCollabBrain?team=0")
+                               "PushBlockCollab?team=0")
     assert a == b

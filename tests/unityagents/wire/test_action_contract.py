@@ -144,7 +144,7 @@ def test_imitation_student_is_already_in_environment_units():
 def test_over_grpc_the_scene_receives_what_the_onnx_export_outputs(tmp_path):
     build, record = recording_build(tmp_path, "3DBall")
     env = InfoView(UnityEnvironment(build, base_port=free_port(), protocol="grpc", seed=0, log_dir=str(tmp_path)))
-    name = "Ball3DBrain?team=0"
+    name = "3DBall?team=0"
     samples, sent_states, deterministic = [], [], []
     try:
         assert env.brains[name].continuous_action_contract == "unit"

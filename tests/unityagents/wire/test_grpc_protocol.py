@@ -412,25 +412,25 @@ def test_academy_end_3dball_init_reset_step_done_close(trainer, tmp_path):
         m3 = handshake(trainer)
         assert m3.header.status == 200
         infos = m3.unity_output.rl_output.agentInfos
-        assert list(infos) == ["Ball3DBrain?team=0"]
-        agents = infos["Ball3DBrain?team=0"].value
+        assert list(infos) == ["3DBall?team=0"]
+        agents = infos["3DBall?team=0"].value
         assert [a.id for a in agents] == list(range(12)) and not any(a.done for a in agents)
         o = agents[0].observations[0]
         assert (list(o.shape), list(o.dimension_properties), o.name, len(o.float_data.data)) == (
             [8], [1], "VectorSensor_size8", 8)
         (params,) = m3.unity_output.rl_initialization_output.brain_parameters
         assert (params.brain_name, params.is_training, params.action_spec.num_continuous_actions,
-                params.action_spec.num_discrete_actions) == ("Ball3DBrain?team=0", True, 2, 0)
+                params.action_spec.num_discrete_actions) == ("3DBall?team=0", True, 2, 0)
 
-        trainer.answer(actions("Ball3DBrain?team=0", [[0.0, 0.0]] * 12))
+        trainer.answer(actions("3DBall?team=0", [[0.0, 0.0]] * 12))
         m4 = parse(trainer.next())
-        agents = m4.unity_output.rl_output.agentInfos["Ball3DBrain?team=0"].value
+        agents = m4.unity_output.rl_output.agentInfos["3DBall?team=0"].value
         assert len(agents) == 12 and [a.reward for a in agents] == pytest.approx([0.1] * 12)
         assert not m4.unity_output.HasField("rl_initialization_output"), "parameters are sent once"
 
         for _ in range(200):  # tilt hard until a ball falls
-            trainer.answer(actions("Ball3DBrain?team=0", [[1.0, 1.0]] * 12))
-            agents = parse(trainer.next()).unity_output.rl_output.agentInfos["Ball3DBrain?team=0"].value
+            trainer.answer(actions("3DBall?team=0", [[1.0, 1.0]] * 12))
+            agents = parse(trainer.next()).unity_output.rl_output.agentInfos["3DBall?team=0"].value
             done = [a for a in agents if a.done]
             if done:
                 break
@@ -453,15 +453,15 @@ def test_academy_end_basic_one_hot_masks_and_an_interrupted_episode(trainer):
     proc = launch_academy(trainer.port, "Basic")
     try:
         m3 = handshake(trainer)
-        (agent,) = m3.unity_output.rl_output.agentInfos["BasicBrain?team=0"].value
+        (agent,) = m3.unity_output.rl_output.agentInfos["Basic?team=0"].value
         assert list(agent.observations[0].shape) == [20]
         assert list(agent.observations[0].float_data.data) == [1.0 if i == 10 else 0.0 for i in range(20)]
         (params,) = m3.unity_output.rl_initialization_output.brain_parameters
         assert list(params.action_spec.discrete_branch_sizes) == [2] and params.action_spec.num_discrete_actions == 1
         ending = None
         for t in range(150):  # left, right, left, ...: never reaches a goal
-            trainer.answer(actions("BasicBrain?team=0", [[t % 2]], discrete=True))
-            agents = parse(trainer.next()).unity_output.rl_output.agentInfos["BasicBrain?team=0"].value
+            trainer.answer(actions("Basic?team=0", [[t % 2]], discrete=True))
+            agents = parse(trainer.next()).unity_output.rl_output.agentInfos["Basic?team=0"].value
             ending = [a for a in agents if a.done]
             if ending:
                 break
@@ -500,7 +500,7 @@ def test_academy_end_gridworld_camera_layout_and_wall_masks(trainer, package, sh
         trainer.answer(R1_FACTS)
         assert trainer.next() == M2
         trainer.answer(reset_input(b""))
-        (agent,) = parse(trainer.next()).unity_output.rl_output.agentInfos["GridWorldBrain?team=0"].value
+        (agent,) = parse(trainer.next()).unity_output.rl_output.agentInfos["GridWorld?team=0"].value
         goal, o = agent.observations  # sorted by name: the goal signal, then the camera
         assert (goal.name, list(goal.shape), goal.observation_type, list(goal.float_data.data)) == (
             "GoalSensor", [2], 1, [1.0, 0.0])
@@ -511,8 +511,8 @@ def test_academy_end_gridworld_camera_layout_and_wall_masks(trainer, package, sh
         # and the pit at (2, 0). Right into the corner, then down the right-hand wall to the other one.
         cells, masks = [agent_cell(o)], [list(agent.action_mask)]
         for move in (3, 1, 1, 1, 1):
-            trainer.answer(actions("GridWorldBrain?team=0", [[move]], discrete=True))
-            (agent,) = parse(trainer.next()).unity_output.rl_output.agentInfos["GridWorldBrain?team=0"].value
+            trainer.answer(actions("GridWorld?team=0", [[move]], discrete=True))
+            (agent,) = parse(trainer.next()).unity_output.rl_output.agentInfos["GridWorld?team=0"].value
             assert not agent.done
             cells.append(agent_cell(agent.observations[1]))
             masks.append(list(agent.action_mask))
@@ -521,8 +521,8 @@ def test_academy_end_gridworld_camera_layout_and_wall_masks(trainer, package, sh
         F, T = False, True  # mask rows: up, down, left, right
         assert masks[0] == [T, F, F, F] and masks[1] == [T, F, F, T] and masks[-1] == [F, T, F, T]
         # Right once more, against the mask: the scene stays put, and counts and logs the masked action.
-        trainer.answer(actions("GridWorldBrain?team=0", [[3]], discrete=True))
-        (agent,) = parse(trainer.next()).unity_output.rl_output.agentInfos["GridWorldBrain?team=0"].value
+        trainer.answer(actions("GridWorld?team=0", [[3]], discrete=True))
+        (agent,) = parse(trainer.next()).unity_output.rl_output.agentInfos["GridWorld?team=0"].value
         assert agent_cell(agent.observations[1]) == (4, 0) and list(agent.action_mask) == [F, T, F, T]
         trainer.answer(CLOSE)
         assert proc.wait(timeout=20) == 0
@@ -539,7 +539,7 @@ def test_academy_end_refuses_actions_of_the_wrong_size(trainer):
     proc = launch_academy(trainer.port, "3DBall")
     try:
         handshake(trainer)
-        trainer.answer(actions("Ball3DBrain?team=0", [[0.0, 0.0, 0.0]] * 12))
+        trainer.answer(actions("3DBall?team=0", [[0.0, 0.0, 0.0]] * 12))
         goodbye = parse(trainer.next())
         assert goodbye.header.status == 400, "an academy that gives up says so with a status-400 call"
         trainer.answer(CLOSE)
