@@ -34,7 +34,7 @@ Options:
   --no-graphics-monitor             Engine: render on worker 0 only (not built here).
   --torch-device=<device>           Where the graph runs: cpu, cuda or cuda:N (TensorFlow placement).
   --debug                           Debug logging.
-  --deterministic                   Mean/argmax actions (not built here).
+  --deterministic                   Act with the mean / most probable action (network_settings.deterministic).
 
 --env-args ARGS...: everything after it goes to the environment's command line.
   --protocol=<p>                    grpc (Release 19 and later, the default) or api2 (2018 builds).
@@ -160,7 +160,31 @@ def merge_command_line(raw: Dict[str, Any], options: Dict[str, Any], env_args: O
         merged["env_settings"] = dict(merged["env_settings"] or {}, env_args=env_args)
     if options.get("--debug"):
         merged["debug"] = True
+    if options.get("--deterministic"):
+        set_deterministic(merged)
     return merged
+
+
+def set_deterministic(merged: Dict[str, Any]) -> None:
+    """``--deterministic``: ``network_settings.deterministic: true`` for every behaviour the file
+    lists and for ``default_settings`` (so behaviours it does not list act the same way); a block
+    that is not a mapping is left for the config's checks to name."""
+    blocks: List[Dict[str, Any]] = []
+    behaviors = merged.get("behaviors")
+    if isinstance(behaviors, dict):
+        merged["behaviors"] = {name: (dict(block or {}) if block is None or isinstance(block, dict) else block)
+                               for name, block in behaviors.items()}
+        blocks = [b for b in merged["behaviors"].values() if isinstance(b, dict)]
+    default = merged.get("default_settings")
+    if default is None and not blocks:
+        default = {}
+    if isinstance(default, dict):
+        merged["default_settings"] = default = dict(default)
+        blocks.append(default)
+    for block in blocks:
+        network = block.get("network_settings")
+        if network is None or isinstance(network, dict):
+            block["network_settings"] = dict(network or {}, deterministic=True)
 
 
 def load(config_path: Optional[str], options: Dict[str, Any], env_args: Optional[List[str]], registry):
@@ -173,9 +197,6 @@ def load(config_path: Optional[str], options: Dict[str, Any], env_args: Optional
     for warning in dict.fromkeys(run.warnings):
         logger.warning("%s", warning)
     given = {s: set(raw.get(s) or ()) for s in ("env_settings", "engine_settings") if isinstance(raw.get(s), dict)}
-    if options.get("--deterministic"):
-        raise RunConfigError(f"{where}: --deterministic asks for deterministic (mean/argmax) actions, which this "
-                             "project does not build. Drop the option.")
     if not run.behaviors and run.default_settings is None and config_path is not None:
         raise RunConfigError(f"{where}: behaviors: missing or empty. List each behaviour of the build under "
                              "behaviors: (or give default_settings:).")

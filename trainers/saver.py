@@ -280,7 +280,8 @@ class RunSaver:
                     final: bool) -> None:
         steps = {name: t.get_step for name, t in trainers.items()}
         rewards = {name: t.get_last_reward for name, t in trainers.items()}
-        self.paths.after_save(steps, onnx_paths, prefix, final, rewards)
+        elos = {name: t.self_play_elo for name, t in trainers.items() if getattr(t, "self_play_elo", None) is not None}
+        self.paths.after_save(steps, onnx_paths, prefix, final, rewards, elos)
 
     def write_timers(self) -> None:
         with self._writing("timers.json"):

@@ -96,6 +96,11 @@ COMMON_HYPERPARAMETERS: Dict[str, Param] = {
 
 # Keys that mean the same in every trainer (and plugin) that has them: one declaration each, so
 # they are checked alike everywhere; each trainer gives its own default and says what they tune.
+#: Release 22's ``network_settings.deterministic``: act with the mean / most probable action.
+DETERMINISTIC_PARAM = Param(bool, False, doc="act with the policy's mean (continuous) and most probable action "
+                                             "(discrete), while training too, instead of sampling")
+
+
 def learning_rate_param(default: float, doc: str) -> Param:
     """A ``learning_rate``: a positive float."""
     return Param(float, default, check=(positive, "> 0"), doc=doc)
