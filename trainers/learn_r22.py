@@ -58,12 +58,14 @@ from typing import Any, Dict, List, Optional, Tuple
 import yaml
 from docopt import docopt
 
+from trainers.checkpoints import resolve_init_path
 from trainers.devices import Placement
 from trainers.run_paths import RunPaths
 from trainers.settings.environment_parameters import EnvironmentParameters, parse_environment_parameters
 from trainers.settings.run_config import RunConfig, RunConfigError, resolve
 from trainers.settings.schema import coerce_value
 from trainers.settings.trainer_config import StrictLoader, TrainerConfig, _DuplicateKeyError, trainer_config_from_dict
+from trainers.trainer.base import UnityTrainerException
 from unityagents.brain import team_base
 
 logger = logging.getLogger("unityagents")
@@ -201,6 +203,13 @@ def load(config_path: Optional[str], options: Dict[str, Any], env_args: Optional
         raise RunConfigError(f"{where}: behaviors: missing or empty. List each behaviour of the build under "
                              "behaviors: (or give default_settings:).")
     config = trainer_config_from_dict(where, run.flat_config(), registry)
+    if not run.sections["checkpoint_settings"]["resume"]:  # --resume continues the run's own weights
+        for name, behavior in run.behaviors.items():
+            if behavior.settings.get("init_path"):
+                try:
+                    resolve_init_path(behavior.settings["init_path"], f"{where}: behaviors.{name}.init_path")
+                except UnityTrainerException as e:
+                    raise RunConfigError(str(e)) from None
     r22 = R22TrainerConfig(config.path, config.raw, config.registry, config.blocks)
     r22.has_default_settings = run.default_settings is not None or config_path is None
     seed = run.sections["env_settings"]["seed"]

@@ -9,7 +9,7 @@ ends build the same trainers from the same settings.
 Three kinds of key are told apart, and none is silently dropped:
 
 * a key of the schema that this project implements: translated;
-* a key of the schema that it does not implement (``init_path``, a ``memory`` for a trainer without one,
+* a key of the schema that it does not implement (a ``memory`` for a trainer without one,
   a trainer type that is not registered, ...): an error naming the key path and the feature that is missing,
   unless its value is the one that changes nothing;
 * any other key: an error with a did-you-mean.
@@ -103,14 +103,12 @@ TOP: Schema = {"default_settings": Param(dict), "behaviors": Param(dict), "env_s
 #: any other value than its harmless one is an error with this text.
 NOT_BUILT = {
     "hyperparameters.shared_critic": "a critic shared with the policy",
-    "init_path": "per-behaviour initialization (use --initialize-from for the whole run)",
     "env_settings.num_areas": "several training areas per instance",
     "engine_settings.no_graphics_monitor": "graphics on worker 0 only",
     "checkpoint_settings.load_model": "--load (deprecated in Release 22: use --resume)",
 }
 #: The value of each NOT_BUILT key that asks for nothing missing.
 HARMLESS = {"hyperparameters.shared_critic": False,
-            "init_path": None,
             "env_settings.num_areas": 1, "engine_settings.no_graphics_monitor": False,
             "checkpoint_settings.load_model": False}
 #: network_settings keys that a reward signal takes beyond hidden_units and num_layers.
@@ -310,7 +308,6 @@ def _refuse_not_built(path: str, key: str, where: str, value: Any) -> None:
 
 def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
     """The flat block of ``trainer_configurations.yaml`` that trains like these Release 22 settings."""
-    _refuse_not_built(path, "init_path", f"{where}.init_path", s["init_path"])
     net, hp = s["network_settings"], s["hyperparameters"]
     memory = net["memory"]
     if memory is not None and s["trainer_type"] not in ("ppo", "sac"):
@@ -341,6 +338,8 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
         if memory is not None:  # an LSTM of memory_size floats per agent, trained on sequence_length steps
             block.update(use_recurrent=True, memory_size=memory["memory_size"],
                          sequence_length=memory["sequence_length"])
+    if s["init_path"] is not None:  # resolved and checked before the environment starts (learn_r22)
+        block["init_path"] = s["init_path"]
     if net["deterministic"]:  # mean / most probable actions (the trainer's declaration refuses it if it has none)
         block["deterministic"] = True
     if s["self_play"] is not None:  # the same keys, checked and completed

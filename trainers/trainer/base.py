@@ -91,6 +91,8 @@ COMMON_HYPERPARAMETERS: Dict[str, Param] = {
                                        "keep acting with the weights they have (experience gathered meanwhile is one "
                                        "update old; runs are not bit-reproducible), others while the environments "
                                        "simulate the step just sent (the update sees data one step older)"),
+    "init_path": Param(str, None, doc="start this brain's weights from another run's checkpoint (a run folder, its "
+                                      "checkpoints/ folder or a model-<step>.cptk), step counters at 0"),
 }
 
 
