@@ -274,6 +274,10 @@ class TeamSeat(Trainer):
     def export_nodes(self) -> List[str]:
         return self.group.learner.export_nodes() if self.exports else []
 
+    def onnx_action_outputs(self) -> Dict[str, str]:
+        """The learner's own ONNX action outputs, where it declares them (SAC's tanh actions)."""
+        return dict(getattr(self.group.learner, "onnx_action_outputs", dict)())
+
     def write_tensorboard_text(self, key: str, input_dict: Mapping[str, Any]) -> None:
         if self.exports:
             self.group.learner.write_tensorboard_text(key, input_dict)
