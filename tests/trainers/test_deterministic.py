@@ -125,3 +125,30 @@ def test_a_deterministic_self_play_opponent_acts_with_the_learners_mean(learner)
     np.testing.assert_allclose(sent["Tennis?team=1"], sent["Tennis?team=0"], rtol=1e-5, atol=1e-6)
     learn_from_step(seats["Tennis?team=0"], {"Tennis?team=0": info}, {"Tennis?team=0": info},
                     seats["Tennis?team=0"].take_action({"Tennis?team=0": info})[3])
+
+
+@pytest.mark.parametrize("action_type", [0, 1])
+def test_the_api2_ghost_of_a_deterministic_learner_plays_its_snapshots_mean_and_argmax(action_type):
+    from tests.trainers.ghost.test_ghost import GHOST, LEARNER, ghost_parameters, learner_parameters, make_brain
+    from trainers.ghost.trainer import GhostTrainer
+
+    brains = {name: make_brain(name, action_type=action_type) for name in (LEARNER, GHOST)}
+    with tf.Graph().as_default() as graph:
+        sess = tf.Session(graph=graph)
+        original = learner_parameters(deterministic=True, normalize=False)
+        learner = PPOTrainer(sess, brains, LEARNER, original, True)
+        ghost = GhostTrainer(sess, brains, GHOST, ghost_parameters(original), True)
+        sess.run(tf.global_variables_initializer())
+        rng = np.random.default_rng(0)
+        for var in tf.trainable_variables(LEARNER):
+            var.load(rng.normal(scale=0.7, size=var.shape.as_list()), sess)
+    graph.finalize()
+    states = rng.normal(size=(20, 8)).astype(np.float32)
+    info = BrainInfo([], states, np.zeros((20, 0), np.float32), [0.0] * 20, list(range(20)), [False] * 20,
+                     np.zeros((20, 2)))
+    sent = ghost.take_action({GHOST: info})[0]  # the first action snapshots the learner
+    np.testing.assert_allclose(sent, learner.take_action({LEARNER: info})[0], rtol=1e-5, atol=1e-6)
+    m = learner.model
+    feed = {m.state_in: states, m.batch_size: 20, m.sequence_length: 1}
+    expected = sess.run(m.mu, feed) if action_type == 1 else sess.run(m.probs, feed).argmax(1)[:, None]
+    np.testing.assert_allclose(sent, expected, rtol=1e-5, atol=1e-6)
