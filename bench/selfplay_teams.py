@@ -34,6 +34,7 @@ import importlib
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple
 
@@ -85,17 +86,20 @@ def train(match: Match, run_dir: str, steps: int, checkpoint_every: int, seed: i
     with open(os.path.join(ROOT, match.config)) as f:
         config = yaml.safe_load(f)
     (block,) = config["behaviors"].values()
-    block.update(max_steps=steps, checkpoint_interval=checkpoint_every)
+    # Every export is kept, so the earliest is there to play against.
+    block.update(max_steps=steps, checkpoint_interval=checkpoint_every, keep_checkpoints=steps // checkpoint_every + 1)
     config["behaviors"] = {behaviour_name(match): block}
     results, run_id = os.path.split(os.path.abspath(run_dir))
     os.makedirs(results, exist_ok=True)
     path = os.path.join(results, f"{run_id}.yaml")
     with open(path, "w") as f:
         yaml.safe_dump(config, f)
+    started = time.monotonic()
     code = learn_r22.main([path, f"--env={match.scene.rpartition(':')[2]}", f"--run-id={run_id}",
                            f"--results-dir={results}", f"--seed={seed}", "--force"])
     if code:
         raise SystemExit(f"training exited with {code}")
+    print(f"trained {steps} learner steps in {time.monotonic() - started:.0f} s", flush=True)
 
 
 def print_elo(run_dir: str, name: str) -> None:
