@@ -12,8 +12,8 @@ side (``<Scene>?team=0``) against
 Scenes: ``Tennis`` (PPO, ``config/ppo/Tennis.yaml``; the modern Tennis' points, +1 to the winner,
 -1 to the loser, decision period 5), ``Soccer`` (MA-POCA, ``config/poca/Soccer.yaml``; goals
 paid as group rewards) and ``SoccerTwos`` (the same scene trained with Release 22's
-``poca/SoccerTwos.yaml`` settings, ``config/poca/SoccerTwos.yaml``). They are played on the scene directly with the decision period the run
-trained with, each policy acting through onnxruntime as Unity would
+``poca/SoccerTwos.yaml`` settings, ``config/poca/SoccerTwos.yaml``). They are played on the scene
+directly with the decision period the run trained with, each policy acting through onnxruntime as Unity would
 (``academy.internal.OnnxInternalBrain``). A game is won or lost by the sign of the first team's
 last reward (own plus group reward), as self-play scores it; one that runs out is a draw.
 
