@@ -33,6 +33,7 @@ import glob
 import importlib
 import os
 import re
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -94,9 +95,12 @@ def train(match: Match, run_dir: str, steps: int, checkpoint_every: int, seed: i
     path = os.path.join(results, f"{run_id}.yaml")
     with open(path, "w") as f:
         yaml.safe_dump(config, f)
+    with socket.socket() as probe:  # a free port: other runs may hold the default one
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     started = time.monotonic()
     code = learn_r22.main([path, f"--env={match.scene.rpartition(':')[2]}", f"--run-id={run_id}",
-                           f"--results-dir={results}", f"--seed={seed}", "--force"])
+                           f"--results-dir={results}", f"--seed={seed}", "--force", f"--base-port={port}"])
     if code:
         raise SystemExit(f"training exited with {code}")
     print(f"trained {steps} learner steps in {time.monotonic() - started:.0f} s", flush=True)
