@@ -15,7 +15,10 @@ paid as group rewards) and ``SoccerTwos`` (the same scene trained with Release 2
 ``poca/SoccerTwos.yaml`` settings, ``config/poca/SoccerTwos.yaml``). They are played on the scene
 directly with the decision period the run trained with, each policy acting through onnxruntime as Unity would
 (``academy.internal.OnnxInternalBrain``). A game is won or lost by the sign of the first team's
-last reward (own plus group reward), as self-play scores it; one that runs out is a draw.
+last reward (own plus group reward), as self-play scores it; one that runs out is a draw. In
+Soccer the policies' most probable action is the same (forward) in nearly every state, so greedy
+play (the default) makes every pair of them play the same games; compare them with
+``--stochastic``, as Unity plays an export unless Deterministic Inference is ticked.
 
     python bench/selfplay_teams.py results/tennis --games 50
     python bench/selfplay_teams.py results/soccer --scene Soccer --games 200
