@@ -10,16 +10,24 @@ side (``<Scene>?team=0``) against
 * for Soccer, the scene's **scripted** team (both members run to the ball and push it together).
 
 Scenes: ``Tennis`` (PPO, ``config/ppo/Tennis.yaml``; the modern Tennis' points, +1 to the winner,
--1 to the loser, decision period 5) and ``Soccer`` (MA-POCA, ``config/poca/Soccer.yaml``; goals
-paid as group rewards). They are played on the scene directly with the decision period the run
-trained with, each policy acting through onnxruntime as Unity would
+-1 to the loser, decision period 5), ``Soccer`` (MA-POCA, ``config/poca/Soccer.yaml``; goals
+paid as group rewards) and ``SoccerTwos`` (the same scene trained with Release 22's
+``poca/SoccerTwos.yaml`` settings, ``config/poca/SoccerTwos.yaml``). They are played on the scene
+directly with the decision period the run trained with, each policy acting through onnxruntime as Unity would
 (``academy.internal.OnnxInternalBrain``). A game is won or lost by the sign of the first team's
-last reward (own plus group reward), as self-play scores it; one that runs out is a draw.
+last reward (own plus group reward), as self-play scores it; one that runs out is a draw. In
+Soccer the policies' most probable action is the same (forward) in nearly every state, so greedy
+play (the default) makes every pair of them play the same games; compare them with
+``--stochastic``, as Unity plays an export unless Deterministic Inference is ticked.
 
     python bench/selfplay_teams.py results/tennis --games 50
     python bench/selfplay_teams.py results/soccer --scene Soccer --games 200
+    python bench/selfplay_teams.py results/soccertwos --scene SoccerTwos --train 600000 --games 50
 
-prints one line per opponent: ``vs <opponent>: won W, lost L, drawn D (win rate ...)``.
+prints one line per opponent: ``vs <opponent>: won W, lost L, drawn D (win rate ...)``. ``--train
+STEPS`` first trains the run folder with the scene's config (``max_steps`` STEPS, a checkpoint and
+export every ``--checkpoint-every`` steps, the behaviour named as the scene names it over gRPC),
+then prints the ELO over the run (``Self-play/ELO`` at each summary, and ``training_status.json``'s).
 """
 from __future__ import annotations
 
@@ -28,7 +36,9 @@ import glob
 import importlib
 import os
 import re
+import socket
 import sys
+import time
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple
 
@@ -58,7 +68,59 @@ class Match:
 MATCHES = {
     "Tennis": Match("academy.envs.tennis:Tennis", "TennisBrain", "ghost-TennisBrain", 5, "config/ppo/Tennis.yaml"),
     "Soccer": Match("academy.envs.soccer:Soccer", "SoccerBlue", "SoccerPurple", 1, "config/poca/Soccer.yaml"),
+    "SoccerTwos": Match("academy.envs.soccer:Soccer", "SoccerBlue", "SoccerPurple", 1,
+                        "config/poca/SoccerTwos.yaml"),
 }
+
+
+def behaviour_name(match: Match) -> str:
+    """The scene's behaviour as it goes out over gRPC, without ``?team=N``."""
+    from unityagents.brain import team_base
+
+    scene = match.load()
+    return team_base(getattr(scene, "behaviour_names", {}).get(match.first, f"{match.first}?team=0"))
+
+
+def train(match: Match, run_dir: str, steps: int, checkpoint_every: int, seed: int) -> None:
+    """Train ``run_dir`` with the match's config under the scene's behaviour name."""
+    import yaml
+
+    from trainers import learn_r22
+
+    with open(os.path.join(ROOT, match.config)) as f:
+        config = yaml.safe_load(f)
+    (block,) = config["behaviors"].values()
+    # Every export is kept, so the earliest is there to play against.
+    block.update(max_steps=steps, checkpoint_interval=checkpoint_every, keep_checkpoints=steps // checkpoint_every + 1)
+    config["behaviors"] = {behaviour_name(match): block}
+    results, run_id = os.path.split(os.path.abspath(run_dir))
+    os.makedirs(results, exist_ok=True)
+    path = os.path.join(results, f"{run_id}.yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(config, f)
+    with socket.socket() as probe:  # a free port: other runs may hold the default one
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    code = learn_r22.main([path, f"--env={match.scene.rpartition(':')[2]}", f"--run-id={run_id}",
+                           f"--results-dir={results}", f"--seed={seed}", "--force", f"--base-port={port}"])
+    if code:
+        raise SystemExit(f"training exited with {code}")
+    print(f"trained {steps} learner steps in {time.monotonic() - started:.0f} s", flush=True)
+
+
+def print_elo(run_dir: str, name: str) -> None:
+    """``Self-play/ELO`` at each summary of the run, and the ELO ``training_status.json`` holds."""
+    import json
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    scalars = EventAccumulator(os.path.join(run_dir, name)).Reload().Scalars("Self-play/ELO")
+    print("ELO over the run (step: ELO): " + ", ".join(f"{e.step}: {e.value:.0f}" for e in scalars), flush=True)
+    status = os.path.join(run_dir, "run_logs", "training_status.json")
+    if os.path.isfile(status):
+        with open(status) as f:
+            print(f"training_status.json: {name}.elo = {json.load(f).get(name, {}).get('elo')}", flush=True)
 
 
 def onnx_policy(match: Match, path: str, deterministic: bool) -> Policy:
@@ -127,20 +189,27 @@ def main(argv: List[str] | None = None) -> int:
     parser.add_argument("--games", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--stochastic", action="store_true", help="sample actions instead of the mean")
+    parser.add_argument("--train", type=int, metavar="STEPS", help="train run_dir first, for STEPS learner steps")
+    parser.add_argument("--checkpoint-every", type=int, default=50000, help="with --train: steps between exports")
     args = parser.parse_args(argv)
 
     match = MATCHES[args.scene]
-    final = os.path.join(args.run_dir, f"{args.scene}.onnx")
+    name = behaviour_name(match) if match.config.endswith("SoccerTwos.yaml") else args.scene
+    if args.train:
+        train(match, args.run_dir, args.train, args.checkpoint_every, args.seed)
+    if match.scene.endswith(":Soccer"):
+        print_elo(args.run_dir, name)
+    final = os.path.join(args.run_dir, f"{name}.onnx")
     if not os.path.isfile(final):
         raise SystemExit(f"{final} not found: train with `unityagents-learn {match.config} --env={args.scene}` "
-                         "first.")
-    early = args.early or (step_files(args.run_dir, args.scene) or [None])[0]
+                         "first, or pass --train STEPS.")
+    early = args.early or (step_files(args.run_dir, name) or [None])[0]
     if early is None:
-        raise SystemExit(f"{args.run_dir}: no {args.scene}-<step>.onnx; pass --early <file>.")
+        raise SystemExit(f"{args.run_dir}: no {name}-<step>.onnx; pass --early <file>.")
     deterministic = not args.stochastic
     opponents = [(f"early snapshot {os.path.basename(early)}", onnx_policy(match, early, deterministic)),
                  ("random policy", random_policy(match, args.seed))]
-    if args.scene == "Soccer":
+    if match.scene.endswith(":Soccer"):
         opponents.append(("scripted team", None))
     for name, opponent in opponents:
         won, lost, drawn = play(match, onnx_policy(match, final, deterministic), opponent, args.games, args.seed)

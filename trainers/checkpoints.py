@@ -84,6 +84,26 @@ def latest_checkpoint(model_path: str) -> Optional[str]:
     return found[0] if found else None
 
 
+def resolve_init_path(path: str, where: str) -> str:
+    """The checkpoint prefix an ``init_path`` names: a checkpoint itself (``.../model-<step>.cptk``),
+    a folder of checkpoints (its newest), or a run folder (its ``checkpoints/``' newest)."""
+    if path.endswith(".pt"):
+        raise UnityTrainerException(
+            f"{where}: {path!r} is a PyTorch checkpoint (mlagents-learn's); this trainer's checkpoints are "
+            "TensorFlow's. Name a run folder of this trainer (results/<run-id>), its checkpoints/ folder, or one "
+            "of its model-<step>.cptk checkpoints.")
+    if os.path.isfile(path + ".index"):
+        return path
+    for folder in (os.path.join(path, "checkpoints"), path):
+        found = latest_checkpoint(folder)
+        if found is not None:
+            return found
+    raise UnityTrainerException(
+        f"{where}: could not initialize from {path!r}: it is not a checkpoint, nor a folder holding one. Name a "
+        "run folder (results/<run-id>) that saved a checkpoint, its checkpoints/ folder, or a "
+        "model-<step>.cptk checkpoint in it.")
+
+
 def write_text_atomically(path: str, text: str) -> None:
     """Write, then rename: a crash leaves the old file or the new one, never half of one."""
     write_atomically(path, text.encode("utf-8"))

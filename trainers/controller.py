@@ -63,6 +63,7 @@ from trainers.trainer.base import Trainer, UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.collector import ExperienceCollector
 from trainers.trainer.trajectory import PolicyOutput
+from unityagents.brain import team_base
 from unityagents.exception import UnityException
 from unityagents.vector.environment_set import EnvironmentSet
 
@@ -159,6 +160,7 @@ class TrainerController:
             self.env.curriculum.set_lesson_number(self.lesson)
             if self.init_from is not None:
                 self.files.initialize_from(self.init_from)
+            self._initialize_behaviours()
         self._ready = True
         self.graph.finalize()
         for t in self.trainers.values():
@@ -168,6 +170,16 @@ class TrainerController:
             logger.debug("%s: stats go to %s", t.brain_name, ", ".join(type(w).__name__ for w in writers))
         if self.train:  # what this run actually used, for reproducing it
             write_resolved_parameters(self.trainers, self.paths.parameters_path)
+
+    def _initialize_behaviours(self) -> None:
+        """Each behaviour with an ``init_path`` starts from that checkpoint's weights (over those of
+        ``--initialize-from``); the teams of a self-play behaviour share their learner's."""
+        done = set()
+        for name, t in self.trainers.items():
+            path, scope = t.trainer_parameters.get("init_path"), t.graph_scope
+            if path and scope is not None and scope not in done:
+                done.add(scope)
+                self.files.initialize_behaviour(team_base(name), scope, path)
 
     # ---------------------------------------------------------------- checkpoints and export
     def save_model(self) -> str:

@@ -36,7 +36,7 @@ Options:
   --no-graphics-monitor             Engine: render on worker 0 only.
   --torch-device=<device>           Where the graph runs: cpu, cuda or cuda:N (TensorFlow placement).
   --debug                           Debug logging.
-  --deterministic                   Mean/argmax actions (not built here).
+  --deterministic                   Act with the mean / most probable action (network_settings.deterministic).
 
 --env-args ARGS...: everything after it goes to the environment's command line.
   --protocol=<p>                    grpc (Release 19 and later, the default) or api2 (2018 builds).
@@ -61,12 +61,14 @@ from typing import Any, Dict, List, Optional, Tuple
 import yaml
 from docopt import docopt
 
+from trainers.checkpoints import resolve_init_path
 from trainers.devices import Placement
 from trainers.run_paths import RunPaths
 from trainers.settings.environment_parameters import EnvironmentParameters, parse_environment_parameters
 from trainers.settings.run_config import RunConfig, RunConfigError, resolve
 from trainers.settings.schema import coerce_value
 from trainers.settings.trainer_config import StrictLoader, TrainerConfig, _DuplicateKeyError, trainer_config_from_dict
+from trainers.trainer.base import UnityTrainerException
 from unityagents.brain import former_names, team_base
 from unityagents.editor import EDITOR_PORT
 
@@ -168,7 +170,31 @@ def merge_command_line(raw: Dict[str, Any], options: Dict[str, Any], env_args: O
         merged["env_settings"] = dict(merged["env_settings"] or {}, env_args=env_args)
     if options.get("--debug"):
         merged["debug"] = True
+    if options.get("--deterministic"):
+        set_deterministic(merged)
     return merged
+
+
+def set_deterministic(merged: Dict[str, Any]) -> None:
+    """``--deterministic``: ``network_settings.deterministic: true`` for every behaviour the file
+    lists and for ``default_settings`` (so behaviours it does not list act the same way); a block
+    that is not a mapping is left for the config's checks to name."""
+    blocks: List[Dict[str, Any]] = []
+    behaviors = merged.get("behaviors")
+    if isinstance(behaviors, dict):
+        merged["behaviors"] = {name: (dict(block or {}) if block is None or isinstance(block, dict) else block)
+                               for name, block in behaviors.items()}
+        blocks = [b for b in merged["behaviors"].values() if isinstance(b, dict)]
+    default = merged.get("default_settings")
+    if default is None and not blocks:
+        default = {}
+    if isinstance(default, dict):
+        merged["default_settings"] = default = dict(default)
+        blocks.append(default)
+    for block in blocks:
+        network = block.get("network_settings")
+        if network is None or isinstance(network, dict):
+            block["network_settings"] = dict(network or {}, deterministic=True)
 
 
 def load(config_path: Optional[str], options: Dict[str, Any], env_args: Optional[List[str]], registry):
@@ -181,13 +207,17 @@ def load(config_path: Optional[str], options: Dict[str, Any], env_args: Optional
     for warning in dict.fromkeys(run.warnings):
         logger.warning("%s", warning)
     given = {s: set(raw.get(s) or ()) for s in ("env_settings", "engine_settings") if isinstance(raw.get(s), dict)}
-    if options.get("--deterministic"):
-        raise RunConfigError(f"{where}: --deterministic asks for deterministic (mean/argmax) actions, which this "
-                             "project does not build. Drop the option.")
     if not run.behaviors and run.default_settings is None and config_path is not None:
         raise RunConfigError(f"{where}: behaviors: missing or empty. List each behaviour of the build under "
                              "behaviors: (or give default_settings:).")
     config = trainer_config_from_dict(where, run.flat_config(), registry)
+    if not run.sections["checkpoint_settings"]["resume"]:  # --resume continues the run's own weights
+        for name, behavior in run.behaviors.items():
+            if behavior.settings.get("init_path"):
+                try:
+                    resolve_init_path(behavior.settings["init_path"], f"{where}: behaviors.{name}.init_path")
+                except UnityTrainerException as e:
+                    raise RunConfigError(str(e)) from None
     r22 = R22TrainerConfig(config.path, config.raw, config.registry, config.blocks)
     r22.has_default_settings = run.default_settings is not None or config_path is None
     seed = run.sections["env_settings"]["seed"]

@@ -76,14 +76,21 @@ class RunPaths:
         return self.summary_dir(brain_name, "") if self.per_behavior else self.checkpoint_dir
 
     def after_save(self, step_of: Dict[str, int], onnx_files: List[str], prefix: Optional[str],
-                   final: bool, mean_rewards: Dict[str, Optional[float]]) -> None:
-        """Record a checkpoint (or the final export) in ``training_status.json``; legacy: nothing."""
+                   final: bool, mean_rewards: Dict[str, Optional[float]],
+                   elos: Optional[Dict[str, float]] = None) -> None:
+        """Record a checkpoint (or the final export) in ``training_status.json``; legacy: nothing.
+
+        :param elos: the self-play learner's ELO per brain, kept as ``<Behavior>.elo`` (one float per
+            behaviour, whichever team learns), as Release 22 writes it before the checkpoint.
+        """
         if self.status_path is None:
             return
         from trainers.export.frozen_graph import write_atomically
 
         now = time.time()
         status: Dict[str, Any] = self.read_status() or {}
+        for brain, elo in (elos or {}).items():
+            status.setdefault(onnx_file_stem(brain), {})["elo"] = float(elo)
         for path in onnx_files:
             stem = os.path.basename(path)[: -len(".onnx")]
             brain = next((b for b in step_of if stem == onnx_file_stem(b) or stem.startswith(onnx_file_stem(b) + "-")),
@@ -92,7 +99,8 @@ class RunPaths:
                 continue
             entry = {"steps": int(step_of[brain]), "file_path": path, "reward": mean_rewards.get(brain),
                      "creation_time": now, "auxillary_file_paths": [prefix] if prefix else []}
-            record = status.setdefault(onnx_file_stem(brain), {"checkpoints": []})
+            record = status.setdefault(onnx_file_stem(brain), {})
+            record.setdefault("checkpoints", [])
             if final:
                 record["final_checkpoint"] = entry
             else:

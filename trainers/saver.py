@@ -28,6 +28,7 @@ from trainers.checkpoints import (
     checkpoint_prefixes,
     checkpoint_variable_names,
     latest_checkpoint,
+    resolve_init_path,
     write_json_atomically,
 )
 from trainers.export.frozen_graph import contract_inputs, export_graph, write_atomically
@@ -100,6 +101,40 @@ class RunSaver:
             raise UnityTrainerException(
                 f"--initialize-from: the checkpoint {ckpt} does not match this configuration (a brain, a "
                 f"network size or a trainer type changed?): {e.message.splitlines()[0]}") from None
+
+    def initialize_behaviour(self, behaviour: str, scope: str, path: str) -> None:
+        """``init_path``: one behaviour's weights (and optimizer moments) from another run's checkpoint;
+        its step counters stay 0.
+
+        The variables under ``scope`` (all, when the run has one behaviour and no scope) are matched
+        by their names relative to it, under whichever scope the checkpoint keeps them (none, or one
+        folder such as the behaviour's name in a run of several), so a run of one behaviour starts a
+        run of several and back. Those the checkpoint lacks, or holds in another shape, keep their
+        fresh values, with a warning naming how many, as Release 22 warns for each module it cannot load.
+        """
+        where = f"behaviors.{behaviour}.init_path"
+        ckpt = resolve_init_path(path, where)
+        held = dict(tf.train.list_variables(ckpt))
+        own = [v for v in tf.global_variables() if not scope or v.op.name.startswith(scope + "/")]
+        relative = {v.op.name[len(scope) + 1:] if scope else v.op.name: v for v in own}
+        prefixes = [""] + sorted({name.split("/", 1)[0] + "/" for name in held if "/" in name})
+
+        def matches(prefix: str) -> Dict[str, tf.Variable]:
+            return {prefix + r: v for r, v in relative.items()
+                    if list(held.get(prefix + r, ())) == v.shape.as_list()}
+
+        var_list = max((matches(p) for p in prefixes), key=len)
+        if not var_list:
+            raise UnityTrainerException(
+                f"{where}: the checkpoint {ckpt} holds none of {behaviour}'s variables (a different network "
+                "size, trainer type or behaviour?). Name a run that trained this behaviour with these settings.")
+        tf.train.Saver(var_list).restore(self.sess, ckpt)
+        missing = len(relative) - len(var_list)
+        logger.info("Initializing %s from %s: %d variable(s); its step counters start from 0.", behaviour, ckpt,
+                    len(var_list))
+        if missing:
+            logger.warning("%s: %d of %s's variables are not in %s (or differ in shape); they start from their "
+                           "initial values.", where, missing, behaviour, ckpt)
 
     def restore(self, trainers: Mapping[str, Trainer], curriculum, lesson: int) -> int:
         """Restore the newest whole checkpoint into the session, the trainers and the curriculum;
@@ -280,7 +315,8 @@ class RunSaver:
                     final: bool) -> None:
         steps = {name: t.get_step for name, t in trainers.items()}
         rewards = {name: t.get_last_reward for name, t in trainers.items()}
-        self.paths.after_save(steps, onnx_paths, prefix, final, rewards)
+        elos = {name: t.self_play_elo for name, t in trainers.items() if getattr(t, "self_play_elo", None) is not None}
+        self.paths.after_save(steps, onnx_paths, prefix, final, rewards, elos)
 
     def write_timers(self) -> None:
         with self._writing("timers.json"):

@@ -155,8 +155,11 @@ BAD = {
                                     "      - {name: a, value: 1, completion_criteria: {behavior: Ball3DBrain}}\n"
                                     "      - {name: b, value: 2, completion_criteria: {behavior: Ball3DBrain}}\n",
                                     "curriculum[1].completion_criteria: the last lesson never ends", "Remove"),
-    "a feature not built": (R22_3DBALL.replace("trainer_type: ppo", "trainer_type: ppo\n    init_path: a.pt"),
-                            "behaviors.Ball3DBrain.init_path:", "--initialize-from"),
+    "a feature not built": (R22_3DBALL.replace("num_epoch: 10,", "num_epoch: 10, shared_critic: true,"),
+                            "behaviors.Ball3DBrain.hyperparameters.shared_critic:", "Remove the key"),
+    "init_path without a checkpoint": (
+        R22_3DBALL.replace("trainer_type: ppo", "trainer_type: ppo\n    init_path: a.pt"),
+        "behaviors.Ball3DBrain.init_path:", "PyTorch checkpoint"),
     "self_play team_change below swap_steps": (
         R22_3DBALL.replace("trainer_type: ppo", "trainer_type: ppo\n    self_play: {team_change: 5, swap_steps: 10}"),
         "behaviors.Ball3DBrain.self_play.team_change: 5 is smaller than swap_steps 10", "Raise team_change"),

@@ -276,10 +276,10 @@ def test_a_recurrent_opponent_over_the_modern_protocol_keeps_each_agents_memory(
     info = {n: info_of(3, seed=k) for k, n in enumerate(names)}
     first = opponent.take_action(info)[1]
     assert first.shape == (3, 16) and np.abs(first).sum() > 0
-    np.testing.assert_array_equal(group.policy.memories(info_of(3, seed=1)), first)  # the next decision's start
+    np.testing.assert_array_equal(group.actor.policy.memories(info_of(3, seed=1)), first)  # the next decision's start
     ended = info_of(3, seed=1)
     ended.local_done[0] = True  # agent 0 ends its episode and asks for its next decision: zeros
-    kept = group.policy.memories(ended)
+    kept = group.actor.policy.memories(ended)
     assert not kept[0].any() and np.array_equal(kept[1:], first[1:])
 
 

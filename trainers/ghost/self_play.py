@@ -230,12 +230,14 @@ class SelfPlaySchedule:
 def self_play_markdown() -> List[str]:
     """The ``self_play`` block's section of ``docs/configuration.md``."""
     lines = [
-        "## `self_play` (ppo, poca)",
+        "## `self_play` (ppo, poca, sac)",
         "",
         "Release 22 team self-play, for a modern build whose behaviour has two or more teams",
         "(`Tennis?team=0`, `Tennis?team=1`; the built-in Tennis and Soccer over gRPC). The learner is the",
-        "behaviour's `ppo` or `poca` trainer (MA-POCA for teams of several agents in a group, as Release 22",
-        "trains SoccerTwos: `config/poca/Soccer.yaml`). One block under the name without",
+        "behaviour's own trainer, `ppo`, `poca` or `sac` (any trainer that can act from a snapshot of its",
+        "policy: MA-POCA for teams of several agents in a group, as Release 22 trains SoccerTwos:",
+        "`config/poca/SoccerTwos.yaml`); the opponent plays as the learner acts (sampled, or with the mean /",
+        "most probable action when `deterministic`). One block under the name without",
         "`?team` serves every team; unityagents-learn's run config takes the same keys under",
         "`behaviors.<Name>.self_play`. One policy learns, for one team at a time; the other team plays a",
         "snapshot of it. The learning team changes every `team_change` learner steps (every environment",
@@ -243,7 +245,8 @@ def self_play_markdown() -> List[str]:
         "the opponent is swapped every `swap_steps` of its own agent steps (and at each team change), to the",
         "latest weights with probability `play_against_latest_model_ratio`, else to a snapshot drawn uniformly.",
         "ELO starts at `initial_elo` and moves by the result (the sign of a game's last reward) minus the",
-        "expected score, as Release 22 computes it. TensorBoard: `Self-play/ELO`, `Self-play/Learning Team`.",
+        "expected score, as Release 22 computes it. TensorBoard: `Self-play/ELO`, `Self-play/Learning Team`;",
+        "`training_status.json` keeps the learner's ELO under `<Behaviour>.elo` at each checkpoint.",
         "The pool, the schedule and the ratings are in the checkpoint, so `--load`/`--resume` continues them.",
         "Refused before training: `team_change` below `swap_steps`, `window` < 1, a ratio outside [0, 1], a",
         "block on a behaviour without `?team=N` variants (API-2 scenes use the `ghost` trainer instead).",

@@ -6,13 +6,13 @@ mirrored views), so one policy learns to play either side; Release 22 has the te
 each team gets a *seat* (:class:`TeamSeat`, a ``Trainer``) and the seats of one behaviour share a
 :class:`TeamSelfPlay`:
 
-* the learner: the behaviour's own trainer (PPO, or MA-POCA, whose policy is PPO's network), built
-  once for the base name (``Tennis``) and
+* the learner: the behaviour's own trainer (PPO, MA-POCA, SAC, or any trainer that can act from a
+  snapshot), built once for the base name (``Tennis``) and
   handed the learning team's ``BrainInfo`` under that name, so it neither knows about teams nor
   sees a socket; it exports ``Tennis.onnx`` as ML-Agents names it;
-* the opponent: an acting copy of the learner's network (the ghost trainer's way: the same
-  ``create_agent_model`` arguments, weights matched by their names relative to each scope) that
-  plays the other team with a snapshot;
+* the opponent: an acting copy of the learner's network, which the learner builds itself
+  (``snapshot_actor``, the seam of ``trainers.ghost.snapshot``) under a scope of its own; weights
+  are matched by their names relative to each scope, and it plays the other team with a snapshot;
 * the pool (``ghost_trainer.SnapshotPool``): ``window`` ring slots of the learner's acting
   weights plus one for "the latest weights", all TF variables, so the checkpoint holds them and
   a resumed run plays the same past selves; the schedule and ratings ride in the checkpoint's
@@ -29,10 +29,8 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Seque
 import numpy as np
 
 from trainers.ghost.self_play import LATEST, SelfPlaySchedule, SelfPlaySettings
+from trainers.ghost.snapshot import SnapshotActor, acts_from_snapshots
 from trainers.ghost.trainer import SnapshotPool, _relative_name, variables_read_by
-from trainers.ppo.models import create_agent_model
-from trainers.ppo.policy import PPOPolicy
-from trainers.ppo.trainer import PPOTrainer
 from trainers.tf_utils import tf
 from trainers.trainer.base import Trainer, UnityTrainerException, logger
 from trainers.trainer.brain_info import BrainInfo
@@ -50,25 +48,25 @@ class TeamSelfPlay:
         self.base = team_base(self.team_names[0])
         self.training = training
         self.settings = SelfPlaySettings(**params["self_play"])
-        if not issubclass(learner_class, PPOTrainer):
+        if not acts_from_snapshots(learner_class):
             raise UnityTrainerException(
-                f"Behaviour '{self.base}': self_play is built for the ppo and poca trainers (its opponent rebuilds "
-                f"the PPO policy network), not {learner_class.__name__}. Use trainer_type: ppo or poca.")
+                f"Behaviour '{self.base}': self_play needs a learner that can act from a snapshot of its policy "
+                f"(a snapshot_actor method, trainers.ghost.snapshot); {learner_class.__name__} ("
+                f"trainer_type {getattr(learner_class, 'trainer_type', '?')!r}) has none. Use trainer_type: ppo, "
+                "poca or sac, or remove self_play.")
         learner_brains = dict(brains)
         learner_brains[self.base] = brains[self.team_names[0]]
-        self.learner: PPOTrainer = learner_class(sess, learner_brains, self.base, params, training, seed)
+        self.learner: Trainer = learner_class(sess, learner_brains, self.base, params, training, seed)
         scope = params.get("graph_scope", "")
         if not scope:
             raise UnityTrainerException(f"Behaviour '{self.base}': the self-play learner needs a graph scope of its "
                                         "own (the controller gives it the behaviour's name).")
-        brain = learner_brains[self.base]
-        self.is_continuous = brain.action_space_type == "continuous"
-        self.use_recurrent = bool(params.get("use_recurrent", False))
+        self.rng = np.random.default_rng(seed + 7919)
         opponent_scope = f"{scope}-opponent"
+        # The opponent: the learner's own acting copy, under a scope of its own.
+        self.actor: SnapshotActor = self.learner.snapshot_actor(opponent_scope, learner_brains[self.base], self.rng)
         with sess.graph.as_default(), tf.variable_scope(opponent_scope):
-            self.model = create_agent_model(brain, **PPOTrainer.model_arguments(params))
-            outputs = [self.model.output] + ([self.model.memory_out] if self.use_recurrent else [])
-            acting = variables_read_by(outputs)
+            acting = variables_read_by(self.actor.outputs)
             names = [_relative_name(v.op.name, opponent_scope) for v in acting]
             by_name = {v.op.name: v for v in tf.global_variables()}
             sources = [by_name.get(f"{scope}/{n}") for n in names]
@@ -79,13 +77,6 @@ class TeamSelfPlay:
                     f"matching {', '.join(missing[:3])} under '{scope}/'.")
             # Slots 0..window-1: the ring of snapshots; slot `window`: the latest weights at a swap.
             self.pool = SnapshotPool(acting, sources, names, self.settings.window + 1)
-        self.rng = np.random.default_rng(seed + 7919)
-        #: Over the modern protocol (memorySize 0) the environment keeps no memory: the opponent
-        #: keeps each of its agents' memories itself, as the learner does.
-        self.policy = PPOPolicy(sess, self.model, brain, self.rng,
-                                keeps_memories=self.use_recurrent and not brain.memory_space_size)
-        self._fetches = {"action": self.model.output, **({"memory_out": self.model.memory_out}
-                                                         if self.use_recurrent else {})}
         self.schedule = SelfPlaySchedule(self.settings, n_teams=len(self.team_names), seed=seed)
         self.pending_change = False
         self._reset_reason: Optional[str] = None
@@ -138,8 +129,11 @@ class TeamSelfPlay:
         return reason
 
     def end_episode(self, agents: Optional[Iterable[Hashable]]) -> None:
-        """Cut episodes end the learner's trajectories; a requested team change happens now."""
+        """Cut episodes end the learner's trajectories and the opponent's memories; a requested team
+        change happens now."""
+        agents = None if agents is None else list(agents)
         self.learner.end_episode(agents)
+        self.actor.forget(agents)
         if self.pending_change:
             self.pending_change = False
             old = self.learning_name
@@ -152,11 +146,8 @@ class TeamSelfPlay:
     # ---------------------------------------------------------------- acting and scoring
     def opponent_act(self, seat: "TeamSeat", info: BrainInfo):
         self._ensure_started()
-        memories = self.policy.memories(info) if self.use_recurrent else None
-        out, _ = self.policy.act(info, self._fetches, sample=True, memories=memories)
-        if self.use_recurrent:
-            self.policy.remember(info, out["memory_out"])
-        return seat.environment_actions(out["action"]), out.get("memory_out"), None, None
+        actions, memories = self.actor.act(info)
+        return self.learner.environment_actions(actions), memories, None, None
 
     def score_games(self, info: BrainInfo) -> None:
         """Rate each finished, uninterrupted game of the learning team by its last reward's sign."""
@@ -272,11 +263,20 @@ class TeamSeat(Trainer):
     should_still_train = _learner_attribute("should_still_train")
 
     @property
+    def self_play_elo(self) -> float:
+        """The learner's ELO (``training_status.json`` keeps it per behaviour)."""
+        return self.group.schedule.elo
+
+    @property
     def graph_scope(self) -> Optional[str]:
         return self.group.learner.graph_scope if self.exports else None
 
     def export_nodes(self) -> List[str]:
         return self.group.learner.export_nodes() if self.exports else []
+
+    def onnx_action_outputs(self) -> Dict[str, str]:
+        """The learner's own ONNX action outputs, where it declares them (SAC's tanh actions)."""
+        return dict(getattr(self.group.learner, "onnx_action_outputs", dict)())
 
     def write_tensorboard_text(self, key: str, input_dict: Mapping[str, Any]) -> None:
         if self.exports:

@@ -167,7 +167,8 @@ class GhostTrainer(Trainer):
       one of the ghost's agents finishes an episode. All ghost agents share one acting network,
       so the agents still playing then continue against the new snapshot.
     * Continuous actions are sampled (mean + sigma * N(0, 1)) like the learner's while training:
-      a snapshot is a stochastic policy, and sampled play is how that past self really played.
+      a snapshot is a stochastic policy, and sampled play is how that past self really played;
+      a ``deterministic`` learner's ghost plays the mean and the most probable actions, as it does.
     * Self-play rating: see :class:`EloRating` and :meth:`episode_scores`.
 
     Its own ``max_steps`` is not used: the ghost never keeps the run going (``should_still_train``
@@ -227,6 +228,10 @@ class GhostTrainer(Trainer):
                                 keeps_memories=self.use_recurrent and not self.brain.memory_space_size)
         self._fetches = {"action": self.model.output, **({"memory_out": self.model.memory_out}
                                                          if self.use_recurrent else {})}
+        #: The copied brain's ``deterministic``: the ghost then plays its snapshots' mean / argmax too.
+        self.deterministic = bool(original.get("deterministic", False))
+        if self.deterministic and (self.model.is_hybrid or not self.model.is_continuous):
+            self._fetches["probs"] = self.model.probs
 
         self.n_snapshots = 0  # snapshots taken so far; the filled slots are 0 .. min(n, size) - 1
         self.current_slot = 0
@@ -338,10 +343,13 @@ class GhostTrainer(Trainer):
             self.select_slot(0)
         info = all_info[self.brain_name]
         memories = self.policy.memories(info) if self.use_recurrent else None
-        out, _ = self.policy.act(info, self._fetches, sample=True, memories=memories)
+        out, _ = self.policy.act(info, self._fetches, sample=not self.deterministic, memories=memories)
+        actions = out["action"]
+        if self.deterministic:
+            actions, _ = self.policy.greedy(actions, out.get("probs"))
         if self.use_recurrent:
             self.policy.remember(info, out["memory_out"])
-        return self.environment_actions(out["action"]), out.get("memory_out"), None, None
+        return self.environment_actions(actions), out.get("memory_out"), None, None
 
     # ------------------------------------------------------------------ episodes and rating
     @staticmethod

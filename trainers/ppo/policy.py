@@ -11,7 +11,7 @@ Unity's inference carries an ONNX model's ``recurrent_out`` to its next ``recurr
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -20,6 +20,27 @@ from trainers.tf_utils import compiled_call, tf
 from trainers.trainer.base import UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo
 from unityagents.brain import BrainParameters
+
+
+def greedy_branches(probs: np.ndarray, branches: Sequence[int]) -> np.ndarray:
+    """The most probable action of each branch (int64 ``[N, len(branches)]``) from the branches'
+    probabilities laid side by side; a masked action has probability 0, so it is never chosen."""
+    choices, offset = [], 0
+    for size in branches:
+        choices.append(np.argmax(probs[:, offset:offset + size], axis=1))
+        offset += size
+    return np.stack(choices, axis=1).astype(np.int64)
+
+
+def branch_log_prob(probs: np.ndarray, branches: Sequence[int], chosen: np.ndarray) -> np.ndarray:
+    """``sum_b log p_b(chosen_b)`` per row: the log-probability of one action per branch."""
+    total, offset = np.zeros(len(probs), np.float64), 0
+    rows = np.arange(len(probs))
+    for k, size in enumerate(branches):
+        p = probs[rows, offset + np.asarray(chosen[:, k], np.int64)]
+        total += np.log(np.maximum(p, 1e-38))
+        offset += size
+    return total.astype(np.float32)
 
 
 class ActingInputs:
@@ -133,6 +154,30 @@ class PPOPolicy:
             self._calls[key] = (compiled_call(self.sess, fetches, self.inputs.placeholders), [])
         return self._calls[key][0]
 
+    def greedy(self, actions: np.ndarray, probs: np.ndarray,
+               log_probs: Optional[np.ndarray] = None) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        """Deterministic acting: ``actions`` with each discrete branch's most probable choice in place
+        of its sample, and ``log_probs`` moved to the chosen actions.
+
+        The continuous part is already the mean when acted without noise (``sample`` False), so a
+        continuous policy's actions come back as they are. ``probs`` is the graph's ``action_probs``
+        (the branches side by side, masked actions at 0).
+        """
+        m = self.model
+        hybrid = bool(getattr(m, "is_hybrid", False))
+        if m.is_continuous and not hybrid:
+            return actions, log_probs
+        branches = list(getattr(self.brain, "action_branches", None) or [self.brain.action_space_size])
+        n_continuous = self.brain.action_space_size if hybrid else 0
+        sampled = np.rint(np.asarray(actions)[:, n_continuous:]).astype(np.int64)
+        chosen = greedy_branches(probs, branches)
+        if log_probs is not None:
+            log_probs = (log_probs + branch_log_prob(probs, branches, chosen)
+                         - branch_log_prob(probs, branches, sampled)).astype(np.float32)
+        if n_continuous:
+            return np.concatenate([actions[:, :n_continuous], chosen.astype(actions.dtype)], axis=1), log_probs
+        return chosen.astype(np.asarray(actions).dtype), log_probs
+
     # ------------------------------------------------------------------ noise and masks
     def noise(self, n: int) -> np.ndarray:
         """``[n, actionSize]`` N(0, 1) exploration noise in a preallocated float32 array."""
@@ -204,4 +249,4 @@ class PPOPolicy:
             self._agent_memories.pop(agent, None)
 
 
-__all__ = ["ActingInputs", "PPOPolicy"]
+__all__ = ["ActingInputs", "PPOPolicy", "branch_log_prob", "greedy_branches"]

@@ -22,6 +22,7 @@ import numpy as np
 from trainers.buffer import AgentBuffer
 from trainers.encoders import VIS_ENCODE_TYPE_PARAM
 from trainers.ghost.self_play import SELF_PLAY_PARAM, check_team_behaviour, validate_self_play
+from trainers.ghost.snapshot import SnapshotActor
 from trainers.imitation import bc
 from trainers.ppo.models import create_agent_model, validate_memory_size
 from trainers.ppo.optimizer import BETA_FLOOR, EPSILON_FLOOR, PPOOptimizer
@@ -30,6 +31,7 @@ from trainers.returns import add_gae_fields
 from trainers.reward_signals import REWARD_SIGNALS_PARAM, validate_reward_signals
 from trainers.tf_utils import tf
 from trainers.trainer.base import (
+    DETERMINISTIC_PARAM,
     Param,
     TrainerConfigError,
     UnityTrainerException,
@@ -87,6 +89,7 @@ PPO_HYPERPARAMETERS: Dict[str, Param] = {
     "reward_signals": REWARD_SIGNALS_PARAM,
     "behavioral_cloning": bc.BEHAVIORAL_CLONING_PARAM,
     "self_play": SELF_PLAY_PARAM,
+    "deterministic": DETERMINISTIC_PARAM,
 }
 
 
@@ -113,6 +116,7 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
         #: (modern protocol: memorySize 0), it keeps each agent's next memory.
         self.policy = PPOPolicy(self.sess, self.model, self.brain, self.rng,
                                 keeps_memories=self.use_recurrent and not self.brain.memory_space_size)
+        self.deterministic = self.settings.deterministic
         self._acting_fetches = self._act_fetches()
         # The fields each transition carries to the update buffer ('rewards' stays behind).
         self.update_fields = (
@@ -213,13 +217,17 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
             fetches["states"] = m.vector_in
         if self.use_recurrent:
             fetches["memory_out"] = m.memory_out
+        if self.deterministic and not (m.is_continuous and not m.is_hybrid):
+            fetches["probs"] = m.probs  # the most probable branch actions are picked from them
         return fetches
 
     def act(self, info: BrainInfo) -> PolicyOutput:
         """Act for every agent of the brain with one compiled call.
 
         Continuous actions get fresh N(0, 1) noise while training and act with the mean
-        otherwise (as Unity's Internal brain does with ``epsilon`` left at 0). The stored fields
+        otherwise (as Unity's Internal brain does with ``epsilon`` left at 0). A ``deterministic``
+        policy acts with the mean and each branch's most probable action, training or not, and
+        stores those actions' log-probabilities. The stored fields
         are the actions, their log-probs, the values, the normalised states the networks saw,
         the camera frames and the memories the policy started from.
         """
@@ -228,7 +236,10 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
         # The normaliser folds in the states while training; it returns None and runs after the action.
         targets = [m.update_normalization] if m.normalize and training else []
         memories = self._memories(info)
-        out, action_masks = self.policy.act(info, self._acting_fetches, training, memories, targets)
+        out, action_masks = self.policy.act(info, self._acting_fetches, training and not self.deterministic,
+                                            memories, targets)
+        if self.deterministic:
+            out["actions"], out["log_probs"] = self.policy.greedy(out["actions"], out.get("probs"), out["log_probs"])
 
         values = out["values"][:, 0]
         self.add_stat("value_estimate", float(np.mean(values)))
@@ -251,6 +262,32 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
             fields["memory"] = memories
             self.policy.remember(info, out["memory_out"])
         return PolicyOutput(actions, fields, memories=out.get("memory_out"), values=values)
+
+    def snapshot_actor(self, scope: str, brain: BrainParameters, rng: np.random.Generator) -> SnapshotActor:
+        """An acting copy of this policy under ``scope`` (``trainers.ghost.snapshot``): the same
+        network, acting as this trainer acts (sampled, or the mean / most probable action when
+        ``deterministic``), keeping its agents' memories when the environment keeps none."""
+        with self.sess.graph.as_default(), tf.variable_scope(scope):
+            model = create_agent_model(brain, **self.model_arguments(self.hp))
+        policy = PPOPolicy(self.sess, model, brain, rng,
+                           keeps_memories=self.use_recurrent and not brain.memory_space_size)
+        fetches = {"action": model.output, **({"memory_out": model.memory_out} if self.use_recurrent else {})}
+        if self.deterministic and (model.is_hybrid or not model.is_continuous):
+            fetches["probs"] = model.probs
+        deterministic = self.deterministic
+
+        def act(info: BrainInfo):
+            memories = policy.memories(info) if self.use_recurrent else None
+            out, _ = policy.act(info, fetches, sample=not deterministic, memories=memories)
+            actions = out["action"]
+            if deterministic:
+                actions, _ = policy.greedy(actions, out.get("probs"))
+            if self.use_recurrent:
+                policy.remember(info, out["memory_out"])
+            return actions, out.get("memory_out")
+
+        outputs = [model.output] + ([model.memory_out] if self.use_recurrent else [])
+        return SnapshotActor(outputs, act, policy.forget, policy)
 
     # ------------------------------------------------------------------ trajectories
     def bootstrap_values(self, info: BrainInfo, rows: np.ndarray):

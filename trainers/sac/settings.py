@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional
 
 from trainers.encoders import VIS_ENCODE_TYPE_PARAM
+from trainers.ghost.self_play import SELF_PLAY_PARAM, check_team_behaviour, validate_self_play
 from trainers.imitation import bc
 from trainers.ppo.models import validate_memory_size
 from trainers.reward_signals import REWARD_SIGNALS_PARAM, validate_reward_signals
 from trainers.settings.trainer_config import total_memory_bytes
 from trainers.trainer.base import (
     COMMON_HYPERPARAMETERS,
+    DETERMINISTIC_PARAM,
     Param,
     TrainerConfigError,
     UnityTrainerException,
@@ -60,6 +62,8 @@ SAC_HYPERPARAMETERS: Dict[str, Param] = {
                              doc="steps per sequence sampled from the replay buffer when use_recurrent"),
     "reward_signals": REWARD_SIGNALS_PARAM,
     "behavioral_cloning": bc.BEHAVIORAL_CLONING_PARAM,
+    "self_play": SELF_PLAY_PARAM,
+    "deterministic": DETERMINISTIC_PARAM,
 }
 
 #: Reward streams that cut their bootstrap at episode ends (the intrinsic ones do not, as in ML-Agents).
@@ -96,6 +100,8 @@ def check_parameters(brain_name: str, params: Dict[str, Any]) -> None:
     """Refuse settings that contradict each other (``SACTrainer.check_parameters``)."""
     params["reward_signals"] = validate_reward_signals(brain_name, params.get("reward_signals"))
     params["behavioral_cloning"] = bc.validate_behavioral_cloning(brain_name, params.get("behavioral_cloning"))
+    params["self_play"] = validate_self_play(  # team self-play (trainers/ghost/team_trainer.py)
+        params.get("self_play"), lambda key: f"brain '{brain_name}', key 'self_play{'.' + key if key else ''}'")
     check_batch_fits(brain_name, params, "the replay buffer could never fill one minibatch")
     if params["memory_size"] and not params["use_recurrent"]:
         raise TrainerConfigError(
@@ -119,6 +125,7 @@ def check_environment(brain_name: str, params: Dict[str, Any],
                       brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
     """Refuse action spaces SAC cannot learn, and a replay buffer this machine cannot hold
     (``SACTrainer.check_environment``)."""
+    check_team_behaviour(brain_name, params, brains, external_brain_names)
     brain = brains[brain_name]
     problem = unsupported_action_space(brain)
     if problem:

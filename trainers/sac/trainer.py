@@ -30,8 +30,9 @@ from typing import Any, Dict, List, Mapping, Sequence
 
 import numpy as np
 
+from trainers.ghost.snapshot import SnapshotActor
 from trainers.imitation import bc
-from trainers.ppo.policy import PPOPolicy
+from trainers.ppo.policy import PPOPolicy, greedy_branches
 from trainers.reward_signals import create_reward_signals, signal_settings, validate_reward_signals
 from trainers.sac.models import SACModel
 from trainers.sac.replay_state import (
@@ -103,16 +104,19 @@ class SACTrainer(SequenceReplay):
         self.signal_names = list(settings)
         #: Acting and the gradient step, each set of fetches and feeds compiled once.
         self._runs = CompiledRuns(self.sess)
+        self.deterministic = self.settings.deterministic
+        #: SACModel's arguments besides the brain (an opponent's acting copy is built with the same).
+        self._model_arguments = dict(
+            h_size=self.settings.hidden_units, num_layers=self.settings.num_layers,
+            normalize=self.settings.normalize, vis_encode_type=self.settings.vis_encode_type,
+            streams=self.signal_names,
+            gammas={name: float(s["gamma"]) for name, s in settings.items()},
+            use_dones={name: name in EPISODIC_SIGNALS for name in settings},
+            init_entcoef=self.settings.init_entcoef, tau=self.settings.tau,
+            learning_rate=self.settings.learning_rate,
+            use_recurrent=self.settings.use_recurrent, m_size=self.settings.memory_size or None)
         with self.build_scope():
-            self.model = SACModel(
-                self.brain, h_size=self.settings.hidden_units, num_layers=self.settings.num_layers,
-                normalize=self.settings.normalize, vis_encode_type=self.settings.vis_encode_type,
-                streams=self.signal_names,
-                gammas={name: float(s["gamma"]) for name, s in settings.items()},
-                use_dones={name: name in EPISODIC_SIGNALS for name in settings},
-                init_entcoef=self.settings.init_entcoef, tau=self.settings.tau,
-                learning_rate=self.settings.learning_rate,
-                use_recurrent=self.settings.use_recurrent, m_size=self.settings.memory_size or None)
+            self.model = SACModel(self.brain, **self._model_arguments)
             self.create_target_updates(self.model.online_variables, self.model.target_variables)
             self.reward_signals = create_reward_signals(self.brain, settings)
             self.bc = bc.create_behavioral_cloning(self)
@@ -169,35 +173,44 @@ class SACTrainer(SequenceReplay):
             return np.ones((len(info.agents), total), np.float32)
         return np.asarray(info.action_masks, np.float32).reshape(len(info.agents), total)
 
+    def _act_with(self, model: SACModel, info: BrainInfo, memories, sample: bool, rng: np.random.Generator,
+                  fetches: Dict[str, Any]):
+        """``(actions, fetched values, masks fed)`` of ``model``'s policy for every agent of ``info``.
+
+        Continuous: ``tanh(mu + sigma * noise)`` with noise from ``rng`` when ``sample``, ``tanh(mu)``
+        otherwise. Discrete: sampled per branch from the masked policy, or its most probable
+        actions when ``deterministic``."""
+        feed = self.observation_feed(self.observation_fields(info), model.state, model.observations)
+        feed[model.batch_size] = n = len(info.agents)
+        fetches = dict(fetches)
+        if memories is not None:
+            feed[model.memory_in], feed[model.sequence_length] = memories, 1
+            fetches["memory_out"] = model.memory_out
+        if self.is_continuous:
+            if sample and not self.deterministic:
+                feed[model.epsilon] = rng.standard_normal((n, self.brain.action_space_size)).astype(np.float32)
+            fetches["actions"] = model.output
+            out = self._runs.run(fetches, feed)
+            return out["actions"], out, None
+        masks = self._masks(info)
+        feed[model.action_masks] = masks
+        fetches["probs"] = model.probs
+        out = self._runs.run(fetches, feed)
+        if self.deterministic:
+            return greedy_branches(out["probs"], self.brain.action_branches), out, masks
+        return sample_branches(out["probs"], masks, self.brain.action_branches, rng), out, masks
+
     def act(self, info: BrainInfo) -> PolicyOutput:
-        """Continuous: ``tanh(mu + sigma * noise)`` with noise from the trainer's generator while
-        training, ``tanh(mu)`` otherwise. Discrete: sampled per branch from the masked policy."""
+        """The policy's actions (``_act_with``: sampled while training, unless ``deterministic``),
+        with the value estimates and, recurrent, the memories."""
         m = self.model
-        n = len(info.agents)
-        feed = self._feed(self.observation_fields(info))
-        feed[m.batch_size] = n
         fetches: Dict[str, Any] = {"values": m.value}
-        memories = None
-        if self.use_recurrent:
-            memories = self.policy.memories(info)
-            feed[m.memory_in], feed[m.sequence_length] = memories, 1
-            fetches["memory_out"] = m.memory_out
+        memories = self.policy.memories(info) if self.use_recurrent else None
         if self.is_training and m.update_normalization is not None:
             fetches["update_normalization"] = m.update_normalization
-        fields: Dict[str, np.ndarray] = {}
-        if self.is_continuous:
-            if self.is_training:
-                feed[m.epsilon] = self.rng.standard_normal((n, self.brain.action_space_size)).astype(np.float32)
-            fetches["actions"] = m.output
-            out = self._runs.run(fetches, feed)
-            actions = out["actions"]
-            fields["actions"] = actions
-        else:
-            masks = self._masks(info)
-            feed[m.action_masks] = masks
-            fetches["probs"] = m.probs
-            out = self._runs.run(fetches, feed)
-            actions = sample_branches(out["probs"], masks, self.brain.action_branches, self.rng)
+        actions, out, masks = self._act_with(m, info, memories, self.is_training, self.rng, fetches)
+        fields: Dict[str, np.ndarray] = {"actions": actions}
+        if masks is not None:
             fields["actions"] = actions.astype(np.int32)
             fields["action_masks"] = masks
         values = out["values"][:, 0]
@@ -207,6 +220,25 @@ class SACTrainer(SequenceReplay):
         fields["memory"], fields["next_memory"] = memories, out["memory_out"]
         self.policy.remember(info, out["memory_out"])
         return PolicyOutput(actions, fields, memories=out["memory_out"], values=values)
+
+    def snapshot_actor(self, scope: str, brain: BrainParameters, rng: np.random.Generator) -> SnapshotActor:
+        """An acting copy of this actor under ``scope`` (``trainers.ghost.snapshot``), acting as
+        ``act`` does while training (or deterministically); its critics are built but never run."""
+        with self.sess.graph.as_default(), tf.variable_scope(scope):
+            model = SACModel(brain, **self._model_arguments)
+        policy = PPOPolicy(self.sess, model, brain, rng,
+                           keeps_memories=self.use_recurrent and not brain.memory_space_size)
+
+        def act(info: BrainInfo):
+            memories = policy.memories(info) if self.use_recurrent else None
+            actions, out, _ = self._act_with(model, info, memories, True, rng, {})
+            if memories is not None:
+                policy.remember(info, out["memory_out"])
+            return actions, out.get("memory_out")
+
+        outputs = [model.output if self.is_continuous else model.probs]
+        outputs += [model.memory_out] if self.use_recurrent else []
+        return SnapshotActor(outputs, act, policy.forget, policy)
 
     # ------------------------------------------------------------------ collecting
     def complete_transitions(self, stored: Dict[str, np.ndarray], transitions: Transitions) -> Dict[str, np.ndarray]:

@@ -9,7 +9,7 @@ ends build the same trainers from the same settings.
 Three kinds of key are told apart, and none is silently dropped:
 
 * a key of the schema that this project implements: translated;
-* a key of the schema that it does not implement (``init_path``, a ``memory`` for a trainer without one,
+* a key of the schema that it does not implement (a ``memory`` for a trainer without one,
   a trainer type that is not registered, ...): an error naming the key path and the feature that is missing,
   unless its value is the one that changes nothing;
 * any other key: an error with a did-you-mean.
@@ -102,15 +102,11 @@ TOP: Schema = {"default_settings": Param(dict), "behaviors": Param(dict), "env_s
 #: Values of schema keys that this project does not build, and what is missing. A key given with
 #: any other value than its harmless one is an error with this text.
 NOT_BUILT = {
-    "network_settings.deterministic": "deterministic (mean/argmax) actions",
     "hyperparameters.shared_critic": "a critic shared with the policy",
-    "init_path": "per-behaviour initialization (use --initialize-from for the whole run)",
     "checkpoint_settings.load_model": "--load (deprecated in Release 22: use --resume)",
 }
 #: The value of each NOT_BUILT key that asks for nothing missing.
-HARMLESS = {"network_settings.deterministic": False,
-"hyperparameters.shared_critic": False,
-            "init_path": None,
+HARMLESS = {"hyperparameters.shared_critic": False,
             "checkpoint_settings.load_model": False}
 #: network_settings keys that a reward signal takes beyond hidden_units and num_layers.
 SIGNAL_NETWORK_KEYS = {"gail": ("normalize",)}
@@ -309,18 +305,12 @@ def _refuse_not_built(path: str, key: str, where: str, value: Any) -> None:
 
 def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
     """The flat block of ``trainer_configurations.yaml`` that trains like these Release 22 settings."""
-    _refuse_not_built(path, "init_path", f"{where}.init_path", s["init_path"])
-    if s["self_play"] is not None and s["trainer_type"] not in ("ppo", "poca"):
-        raise RunConfigError(f"{path}: {where}.self_play: team self-play is built for trainer_type: ppo or poca, "
-                             f"not {s['trainer_type']!r}. Use one of them for this behaviour, or remove self_play.")
     net, hp = s["network_settings"], s["hyperparameters"]
     memory = net["memory"]
     if memory is not None and s["trainer_type"] not in ("ppo", "sac"):
         raise RunConfigError(f"{path}: {where}.network_settings.memory: the {s['trainer_type']} trainer has no "
                              "recurrent policy here, so it cannot keep a memory. Remove the memory block, or use "
                              "trainer_type: ppo.")
-    _refuse_not_built(path, "network_settings.deterministic", f"{where}.network_settings.deterministic",
-                      net["deterministic"])
     for key in ("shared_critic",):
         if key in hp:
             _refuse_not_built(path, f"hyperparameters.{key}", f"{where}.hyperparameters.{key}", hp[key])
@@ -345,6 +335,10 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
         if memory is not None:  # an LSTM of memory_size floats per agent, trained on sequence_length steps
             block.update(use_recurrent=True, memory_size=memory["memory_size"],
                          sequence_length=memory["sequence_length"])
+    if s["init_path"] is not None:  # resolved and checked before the environment starts (learn_r22)
+        block["init_path"] = s["init_path"]
+    if net["deterministic"]:  # mean / most probable actions (the trainer's declaration refuses it if it has none)
+        block["deterministic"] = True
     if s["self_play"] is not None:  # the same keys, checked and completed
         block["self_play"] = dict(s["self_play"])
     if net["vis_encode_type"] != "simple":  # the trainer's declaration refuses it if it has no such key

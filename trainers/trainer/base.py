@@ -91,11 +91,18 @@ COMMON_HYPERPARAMETERS: Dict[str, Param] = {
                                        "keep acting with the weights they have (experience gathered meanwhile is one "
                                        "update old; runs are not bit-reproducible), others while the environments "
                                        "simulate the step just sent (the update sees data one step older)"),
+    "init_path": Param(str, None, doc="start this brain's weights from another run's checkpoint (a run folder, its "
+                                      "checkpoints/ folder or a model-<step>.cptk), step counters at 0"),
 }
 
 
 # Keys that mean the same in every trainer (and plugin) that has them: one declaration each, so
 # they are checked alike everywhere; each trainer gives its own default and says what they tune.
+#: Release 22's ``network_settings.deterministic``: act with the mean / most probable action.
+DETERMINISTIC_PARAM = Param(bool, False, doc="act with the policy's mean (continuous) and most probable action "
+                                             "(discrete), while training too, instead of sampling")
+
+
 def learning_rate_param(default: float, doc: str) -> Param:
     """A ``learning_rate``: a positive float."""
     return Param(float, default, check=(positive, "> 0"), doc=doc)
