@@ -210,9 +210,10 @@ def config_error(tmp_path, text: str, registry=None) -> str:
     return str(error.value)
 
 
-def shipped_config_pair(flat_file: str, r22_file: str, behaviour: str):
+def shipped_config_pair(flat_file: str, r22_file: str, behaviour: str, r22_behaviour: str = ""):
     """The trainer parameters that a shipped ``learn.py`` file (``config/...``, its block of
-    ``behaviour``) and its Release 22 twin give ``behaviour``, each through its own front end."""
+    ``behaviour``, the API-2 brain name) and its Release 22 twin (its block of ``r22_behaviour``, the
+    name over gRPC; ``behaviour`` when not given) give, each through its own front end."""
     import yaml
 
     from trainers.settings import run_config
@@ -223,7 +224,7 @@ def shipped_config_pair(flat_file: str, r22_file: str, behaviour: str):
     with open(os.path.join(ROOT, flat_file)) as f:
         flat = yaml.safe_load(f)[behaviour]
     with open(os.path.join(ROOT, r22_file)) as f:
-        block = run_config.resolve(r22_file, yaml.safe_load(f), tuple(registry.names())).behaviors[behaviour].block
+        block = run_config.resolve(r22_file, yaml.safe_load(f), tuple(registry.names())).behaviors[r22_behaviour or behaviour].block
     return tuple(trainer_config_from_dict(name, {"B": b}, registry).settings_for("B").parameters
                  for name, b in ((flat_file, flat), (r22_file, block)))
 

@@ -213,6 +213,7 @@ class TrialNamer:
 
 
 def join_ray(address: str, cpus: int):
+    """Ray for the sweep: a private local instance (``local``) or the cluster at ``address``."""
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import ray
@@ -220,8 +221,8 @@ def join_ray(address: str, cpus: int):
     if ray.is_initialized():
         return ray
     try:
-        if address == "local":
-            ray.init(num_cpus=max(os.cpu_count() or 1, cpus), include_dashboard=False, _node_ip_address="127.0.0.1",
+        if address == "local":  # a private instance, even where RAY_ADDRESS names a running cluster
+            ray.init(address="local", num_cpus=max(os.cpu_count() or 1, cpus), include_dashboard=False, _node_ip_address="127.0.0.1",
                      logging_level=logging.WARNING)
         else:
             ray.init(address=address, logging_level=logging.WARNING)
