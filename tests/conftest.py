@@ -224,7 +224,8 @@ def shipped_config_pair(flat_file: str, r22_file: str, behaviour: str, r22_behav
     with open(os.path.join(ROOT, flat_file)) as f:
         flat = yaml.safe_load(f)[behaviour]
     with open(os.path.join(ROOT, r22_file)) as f:
-        block = run_config.resolve(r22_file, yaml.safe_load(f), tuple(registry.names())).behaviors[r22_behaviour or behaviour].block
+        resolved = run_config.resolve(r22_file, yaml.safe_load(f), tuple(registry.names()))
+    block = resolved.behaviors[r22_behaviour or behaviour].block
     return tuple(trainer_config_from_dict(name, {"B": b}, registry).settings_for("B").parameters
                  for name, b in ((flat_file, flat), (r22_file, block)))
 

@@ -222,8 +222,8 @@ def join_ray(address: str, cpus: int):
         return ray
     try:
         if address == "local":  # a private instance, even where RAY_ADDRESS names a running cluster
-            ray.init(address="local", num_cpus=max(os.cpu_count() or 1, cpus), include_dashboard=False, _node_ip_address="127.0.0.1",
-                     logging_level=logging.WARNING)
+            ray.init(address="local", num_cpus=max(os.cpu_count() or 1, cpus), include_dashboard=False,
+                     _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
         else:
             ray.init(address=address, logging_level=logging.WARNING)
     except (ConnectionError, RuntimeError, ValueError) as e:
