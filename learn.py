@@ -213,7 +213,7 @@ def run(make_options: Callable[[], RunOptions]) -> int:
     """Build the options (their errors are reported like the run's), train, map the end onto an exit status."""
     from trainers.stopping import Stop, install_signal_handlers
 
-    install_signal_handlers()  # from here on SIGINT and SIGTERM raise Stop, even during start-up
+    install_signal_handlers()  # from here on SIGINT and SIGTERM request a stop, even during start-up
     try:
         train(make_options())
     except UnityException as e:
@@ -251,8 +251,11 @@ def train(opts: RunOptions) -> None:
         def launch(i: int):
             return UnityEnvironment(**env_kwargs(i))
 
-    env = EnvironmentSet(launch, opts.num_envs, curriculum=opts.curriculum, restart_policy=opts.restarts,
-                         no_decision_seconds=opts.timeout, schedule=opts.schedule)
+    from trainers.stopping import interruptible
+
+    with interruptible():  # a stop requested so far, or while the environments start, ends the run here
+        env = EnvironmentSet(launch, opts.num_envs, curriculum=opts.curriculum, restart_policy=opts.restarts,
+                             no_decision_seconds=opts.timeout, schedule=opts.schedule)
     try:
         controller = TrainerController(
             env, opts.config, env_name=opts.env, run_path=opts.run_path, load=opts.load,

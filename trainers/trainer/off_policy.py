@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from trainers.buffer import ReplayBuffer
+from trainers.stopping import stop_requested
 from trainers.tf_utils import tf
 from trainers.trainer.base import (
     COMMON_HYPERPARAMETERS,
@@ -222,6 +223,8 @@ class OffPolicyTrainer(RLTrainer):
             self.update_targets(hard=True)  # the target starts as a copy of the initialised network
         interval = self.settings.target_update_interval
         for _ in range(rounds * self.settings.gradient_steps):
+            if stop_requested():  # the run stops: the steps taken so far are the update
+                break
             self.update(self.replay.sample(self.settings.batch_size, self.rng))
             self.gradient_step += 1
             if self.gradient_step % interval == 0:
