@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional
 
 from trainers.ghost.self_play import validate_self_play
 from trainers.imitation.bc import BC_PARAMETERS
@@ -44,19 +44,29 @@ def _count(default: int) -> Param:
 
 SCHEDULES = ("linear", "constant")
 VIS_ENCODE_TYPES = ("simple", "nature_cnn", "resnet", "match3", "fully_connected")
-_PPO_LIKE: Schema = {
-    "batch_size": Param(int, 1024), "buffer_size": Param(int, 10240), "learning_rate": Param(float, 3.0e-4),
-    "learning_rate_schedule": Param(str, "linear", choices=SCHEDULES), "beta": Param(float, 5.0e-3),
-    "beta_schedule": Param(str, choices=SCHEDULES), "epsilon": Param(float, 0.2),
-    "epsilon_schedule": Param(str, choices=SCHEDULES), "lambd": Param(float, 0.95), "num_epoch": Param(int, 3)}
-HYPERPARAMETERS: Dict[str, Schema] = {
-    "ppo": {**_PPO_LIKE, "shared_critic": Param(bool, False)},
-    "sac": {"batch_size": Param(int, 128), "buffer_size": Param(int, 50000), "learning_rate": Param(float, 3.0e-4),
-            "learning_rate_schedule": Param(str, "constant", choices=SCHEDULES), "buffer_init_steps": Param(int, 0),
-            "tau": Param(float, 0.005), "steps_per_update": Param(float, 1.0), "save_replay_buffer": Param(bool, False),
-            "init_entcoef": Param(float, 1.0), "reward_signal_steps_per_update": Param(float)},
-    "poca": dict(_PPO_LIKE),
-}
+#: Release 22's own trainer types; a registered trainer (built-in or plugin) is configured alike.
+RELEASE22_TRAINER_TYPES = ("ppo", "sac", "poca")
+#: The keys of a trainer's declaration that Release 22 places outside ``hyperparameters:`` (the
+#: behaviour's own keys, ``network_settings``, ``reward_signals``, and the trainer's selection).
+OUTSIDE_HYPERPARAMETERS = frozenset({
+    "trainer", "is_ghost", "is_imitation",
+    "max_steps", "summary_freq", "time_horizon", "threaded", "self_play", "behavioral_cloning",
+    "normalize", "hidden_units", "num_layers", "vis_encode_type", "use_recurrent", "memory_size", "sequence_length",
+    "gamma", "reward_signals"})
+#: Release 22 hyperparameters that no trainer here builds, by trainer type (``NOT_BUILT`` says why).
+NOT_BUILT_HYPERPARAMETERS: Dict[str, Schema] = {"ppo": {"shared_critic": Param(bool, False)}}
+
+
+def hyperparameters_schema(trainer_type: str, cls: Any) -> Schema:
+    """The ``hyperparameters:`` block of ``trainer_type``: the keys its class declares (``hyperparameters``)
+    that Release 22 does not place elsewhere, with the class's ``release22_defaults`` where Release 22's differ."""
+    schema = {k: p for k, p in cls.hyperparameters.items() if k not in OUTSIDE_HYPERPARAMETERS}
+    for key, default in getattr(cls, "release22_defaults", {}).items():
+        schema[key] = replace(schema[key], default=default)
+    schema.update(NOT_BUILT_HYPERPARAMETERS.get(trainer_type, {}))
+    return schema
+
+
 NETWORK: Schema = {"normalize": Param(bool, False), "hidden_units": Param(int, 128), "num_layers": Param(int, 2),
                    "vis_encode_type": Param(str, "simple", choices=VIS_ENCODE_TYPES), "memory": Param(dict),
                    "goal_conditioning_type": Param(str, "hyper", choices=("hyper", "none")),
@@ -169,11 +179,16 @@ class RunConfig:
     default_block: Optional[Dict[str, Any]] = None
 
 
-def resolve(path: str, raw: Any, registered: Tuple[str, ...]) -> RunConfig:
+def resolve(path: str, raw: Any, registered: Any = None) -> RunConfig:
     """Check the merged dict (file plus command line) and translate it; raise ``RunConfigError``.
 
-    :param registered: the trainer types of the registry; ``trainer_type`` must be one of them.
+    :param registered: the trainer registry (``trainers.trainer.registry``), whose classes declare
+        each ``trainer_type``'s hyperparameters; a tuple of names or None loads the installed one.
     """
+    if not hasattr(registered, "get"):
+        from trainers.trainer.registry import load_registry
+
+        registered = load_registry()
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -202,10 +217,11 @@ def resolve(path: str, raw: Any, registered: Tuple[str, ...]) -> RunConfig:
     default = top["default_settings"]
     if default is not None:
         config.default_settings = _trainer_settings(path, "default_settings", default, registered, config.warnings)
-        config.default_block = translate(path, "default_settings", config.default_settings)
+        config.default_block = translate(path, "default_settings", config.default_settings, registered)
     elif not raw.get("behaviors"):  # no file: every behaviour trains with Release 22's defaults
         config.default_block = translate(path, "default_settings",
-                                         _trainer_settings(path, "default_settings", {}, registered, config.warnings))
+                                         _trainer_settings(path, "default_settings", {}, registered, config.warnings),
+                                         registered)
     behaviors = top["behaviors"] or {}
     for name, block in behaviors.items():
         where = f"behaviors.{name}"
@@ -213,35 +229,34 @@ def resolve(path: str, raw: Any, registered: Tuple[str, ...]) -> RunConfig:
             raise RunConfigError(f"{path}: {where}: expected a mapping of trainer settings, got {block!r}.")
         merged = deep_update(default, block or {}) if default is not None else (block or {})
         settings = _trainer_settings(path, where, merged, registered, config.warnings)
-        config.behaviors[str(name)] = Behavior(str(name), settings, translate(path, where, settings))
+        config.behaviors[str(name)] = Behavior(str(name), settings, translate(path, where, settings, registered))
     return config
 
 
-def _trainer_settings(path: str, where: str, block: Dict[str, Any], registered: Tuple[str, ...],
+def _trainer_settings(path: str, where: str, block: Dict[str, Any], registry: Any,
                       warnings: List[str]) -> Dict[str, Any]:
     """One TrainerSettings block, checked, with Release 22's defaults."""
     settings = check(path, where, block, TRAINER, "a behaviour's trainer settings")
     trainer_type = settings["trainer_type"]
-    if trainer_type not in HYPERPARAMETERS and trainer_type not in registered:
+    registered = tuple(registry.names())
+    if trainer_type not in RELEASE22_TRAINER_TYPES and trainer_type not in registered:
         raise RunConfigError(
             f"{path}: {where}.trainer_type: {trainer_type!r} is not a Release 22 trainer type (ppo, sac, poca) nor a "
-            f"registered one ({', '.join(registered)}).{did_you_mean(trainer_type, list(HYPERPARAMETERS))}")
+            f"registered one ({', '.join(registered)})."
+            f"{did_you_mean(trainer_type, [*RELEASE22_TRAINER_TYPES, *registered])}")
     if trainer_type not in registered:
         raise RunConfigError(
             f"{path}: {where}.trainer_type: {trainer_type!r} is a Release 22 trainer type that this project has "
             f"not built (registered trainer types: {', '.join(registered)}). Use trainer_type: ppo, or install a "
             "trainer plugin that registers it.")
-    hp_spec = HYPERPARAMETERS.get(trainer_type)
-    if hp_spec is None:
-        raise RunConfigError(
-            f"{path}: {where}.trainer_type: the registered trainer {trainer_type!r} has no Release 22 hyperparameters "
-            "to translate; configure it in learn.py's trainer_configurations.yaml.")
+    hp_spec = hyperparameters_schema(trainer_type, registry.get(trainer_type))
     hp = check(path, f"{where}.hyperparameters", settings["hyperparameters"], hp_spec,
                      f"{trainer_type} hyperparameters")
     for key in ("beta_schedule", "epsilon_schedule"):
         if key in hp and hp[key] is None:
             hp[key] = hp["learning_rate_schedule"]  # as Release 22: an omitted one follows the learning rate's
-    if trainer_type == "sac" and hp["reward_signal_steps_per_update"] is None:
+    if hp.get("steps_per_update") is not None and "reward_signal_steps_per_update" in hp \
+            and hp["reward_signal_steps_per_update"] is None:
         hp["reward_signal_steps_per_update"] = hp["steps_per_update"]
     settings["hyperparameters"] = hp
     settings["network_settings"] = _network(path, f"{where}.network_settings", settings["network_settings"])
@@ -310,44 +325,42 @@ def _refuse_not_built(path: str, key: str, where: str, value: Any) -> None:
                              f"build. Remove the key (or set it to {_yaml(HARMLESS[key])}).")
 
 
-def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
-    """The flat block of ``trainer_configurations.yaml`` that trains like these Release 22 settings."""
+def translate(path: str, where: str, s: Dict[str, Any], registry: Any = None) -> Dict[str, Any]:
+    """The flat block of ``trainer_configurations.yaml`` that trains like these Release 22 settings.
+
+    :param registry: the trainer registry; its class of ``trainer_type`` says which shared keys it takes.
+    """
     _refuse_not_built(path, "init_path", f"{where}.init_path", s["init_path"])
     if s["self_play"] is not None and s["trainer_type"] not in ("ppo", "poca"):
         raise RunConfigError(f"{path}: {where}.self_play: team self-play is built for trainer_type: ppo or poca, "
                              f"not {s['trainer_type']!r}. Use one of them for this behaviour, or remove self_play.")
     net, hp = s["network_settings"], s["hyperparameters"]
     memory = net["memory"]
-    if memory is not None and s["trainer_type"] not in ("ppo", "sac"):
+    if memory is not None and s["trainer_type"] not in ("ppo", "sac") and (
+            s["trainer_type"] == "poca" or registry is None
+            or "use_recurrent" not in registry.get(s["trainer_type"]).hyperparameters):
         raise RunConfigError(f"{path}: {where}.network_settings.memory: the {s['trainer_type']} trainer has no "
                              "recurrent policy here, so it cannot keep a memory. Remove the memory block, or use "
                              "trainer_type: ppo.")
     _refuse_not_built(path, "network_settings.deterministic", f"{where}.network_settings.deterministic",
                       net["deterministic"])
-    for key in ("shared_critic",):
+    for key in NOT_BUILT_HYPERPARAMETERS.get(s["trainer_type"], {}):
         if key in hp:
             _refuse_not_built(path, f"hyperparameters.{key}", f"{where}.hyperparameters.{key}", hp[key])
-    if s["trainer_type"] != "ppo":
-        # A registered trainer under a Release 22 name (sac, poca): the Release 22 keys as they are;
-        # the trainer's own declaration (trainers.settings.trainer_config) refuses any it does not take, by name.
-        block = {"trainer": s["trainer_type"], **{k: v for k, v in hp.items() if v is not None}}
-        block.update(max_steps=float(s["max_steps"]), summary_freq=s["summary_freq"], time_horizon=s["time_horizon"],
-                     hidden_units=net["hidden_units"], num_layers=net["num_layers"], normalize=net["normalize"],
-                     threaded=s["threaded"])
-        if memory is not None:  # sac: an LSTM in actor and critics, trained on sequences from the replay
-            block.update(use_recurrent=True, memory_size=memory["memory_size"],
-                         sequence_length=memory["sequence_length"])
-    else:
-        block = {"trainer": "ppo", "batch_size": hp["batch_size"], "buffer_size": hp["buffer_size"],
-                 "learning_rate": hp["learning_rate"], "learning_rate_schedule": hp["learning_rate_schedule"],
-                 "beta": hp["beta"], "epsilon": hp["epsilon"], "lambd": hp["lambd"], "num_epoch": hp["num_epoch"],
-                 "beta_schedule": hp["beta_schedule"], "epsilon_schedule": hp["epsilon_schedule"],
-                 "normalize": net["normalize"], "hidden_units": net["hidden_units"], "num_layers": net["num_layers"],
-                 "max_steps": float(s["max_steps"]), "time_horizon": s["time_horizon"],
-                 "summary_freq": s["summary_freq"], "threaded": s["threaded"]}
-        if memory is not None:  # an LSTM of memory_size floats per agent, trained on sequence_length steps
-            block.update(use_recurrent=True, memory_size=memory["memory_size"],
-                         sequence_length=memory["sequence_length"])
+    # The trainer's own keys as they are, then the shared ones it declares; a shared key that it does
+    # not declare goes through only when set away from Release 22's default, for its loader to refuse by name.
+    declared = registry.get(s["trainer_type"]).hyperparameters if registry is not None else {}
+    not_built = NOT_BUILT_HYPERPARAMETERS.get(s["trainer_type"], {})
+    block = {"trainer": s["trainer_type"], **{k: v for k, v in hp.items() if v is not None and k not in not_built}}
+    shared = dict(max_steps=float(s["max_steps"]), summary_freq=s["summary_freq"], time_horizon=s["time_horizon"],
+                  normalize=net["normalize"], hidden_units=net["hidden_units"], num_layers=net["num_layers"],
+                  threaded=s["threaded"])
+    defaults = {"max_steps": float(TRAINER["max_steps"].default), "summary_freq": TRAINER["summary_freq"].default,
+                "time_horizon": TRAINER["time_horizon"].default, "threaded": False,
+                **{k: NETWORK[k].default for k in ("normalize", "hidden_units", "num_layers")}}
+    block.update({k: v for k, v in shared.items() if k in declared or registry is None or v != defaults[k]})
+    if memory is not None:  # an LSTM of memory_size floats per agent, trained on sequence_length steps
+        block.update(use_recurrent=True, memory_size=memory["memory_size"], sequence_length=memory["sequence_length"])
     if s["self_play"] is not None:  # the same keys, checked and completed
         block["self_play"] = dict(s["self_play"])
     if net["vis_encode_type"] != "simple":  # the trainer's declaration refuses it if it has no such key
