@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from trainers.ghost.self_play import validate_self_play
 from trainers.imitation.bc import BC_PARAMETERS
-from trainers.reward_signals.base import GAMMA, strength_param
+from trainers.reward_signals import SIGNALS
 from trainers.settings.schema import Param, TrainerConfigError, check_block, did_you_mean, key_path, positive
 
 
@@ -72,17 +72,22 @@ NETWORK: Schema = {"normalize": Param(bool, False), "hidden_units": Param(int, 1
                    "goal_conditioning_type": Param(str, "hyper", choices=("hyper", "none")),
                    "deterministic": Param(bool, False)}
 MEMORY: Schema = {"sequence_length": Param(int, 64), "memory_size": Param(int, 128)}
-#: Every signal's keys; the discount and the strength are checked as learn.py's are.
-_SIGNAL: Schema = {"gamma": GAMMA, "strength": strength_param(1.0, ""), "network_settings": Param(dict)}
-_LEARNED: Schema = {**_SIGNAL, "learning_rate": Param(float, 3.0e-4, check=(positive, "> 0")),
-                    "encoding_size": Param(int, check=(positive, "> 0"))}
-SIGNALS: Dict[str, Schema] = {
-    "extrinsic": _SIGNAL,
-    "curiosity": _LEARNED,
-    "rnd": {**_LEARNED, "learning_rate": Param(float, 1.0e-4, check=(positive, "> 0"))},
-    "gail": {**_LEARNED, "demo_path": Param(str, required=True, doc="a .demo file"),
-             "use_actions": Param(bool, False), "use_vail": Param(bool, False)},
-}
+#: A signal's declared keys that Release 22 places in the signal's ``network_settings``, and their names there.
+SIGNAL_NETWORK = {"encoding_size": "hidden_units", "num_layers": "num_layers", "normalize": "normalize"}
+
+
+def signal_schema(cls: Any) -> Schema:
+    """A reward signal's Release 22 block: the keys its class declares (``parameters``), those of its network
+    under ``network_settings``, with the class's ``release22_defaults`` where Release 22's differ."""
+    schema = {k: p for k, p in cls.parameters.items() if k not in SIGNAL_NETWORK}
+    for key, default in getattr(cls, "release22_defaults", {}).items():
+        schema[key] = replace(schema[key], default=default)
+    schema["network_settings"] = Param(dict)
+    if "encoding_size" in cls.parameters:  # Release 22's deprecated alias of network_settings.hidden_units
+        schema["encoding_size"] = Param(int, check=(positive, "> 0"))
+    return schema
+
+
 #: learn.py's block, with Release 22's default of num_epoch (null: the trainer's own).
 BEHAVIORAL_CLONING: Schema = {**BC_PARAMETERS, "num_epoch": replace(BC_PARAMETERS["num_epoch"], default=None)}
 TRAINER: Schema = {
@@ -125,8 +130,6 @@ HARMLESS = {"network_settings.deterministic": False,
             "init_path": None,
             "env_settings.num_areas": 1, "engine_settings.no_graphics_monitor": False,
             "checkpoint_settings.load_model": False}
-#: network_settings keys that a reward signal takes beyond hidden_units and num_layers.
-SIGNAL_NETWORK_KEYS = {"gail": ("normalize",)}
 
 
 def check(path: str, where: str, block: Any, schema: Schema, what: str) -> Dict[str, Any]:
@@ -270,11 +273,12 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registry: An
                              f"({', '.join(SIGNALS)}), or remove the key to train on the extrinsic reward.")
     resolved = {}
     for name, block in signals.items():
-        sig = check(path, f"{where}.reward_signals.{name}", block, SIGNALS[name], f"the {name} signal")
+        cls = SIGNALS[name]
+        sig = check(path, f"{where}.reward_signals.{name}", block, signal_schema(cls), f"the {name} signal")
         sig["network_settings"] = _network(path, f"{where}.reward_signals.{name}.network_settings",
                                            sig["network_settings"], memory_allowed=False)
         for key, value in ((block or {}).get("network_settings") or {}).items():
-            if key not in ("hidden_units", "num_layers", "memory", *SIGNAL_NETWORK_KEYS.get(name, ())) \
+            if key not in ("hidden_units", "num_layers", "memory", *_network_keys(cls)) \
                     and value != NETWORK[key].default:
                 raise RunConfigError(
                     f"{path}: {where}.reward_signals.{name}.network_settings.{key}: {value!r} asks for a configurable "
@@ -310,6 +314,11 @@ def _network(path: str, where: str, block: Any, memory_allowed: bool = True) -> 
         else:
             net["memory"] = check(path, f"{where}.memory", net["memory"], MEMORY, "memory")
     return net
+
+
+def _network_keys(cls: Any) -> List[str]:
+    """The ``network_settings`` keys a signal's class declares (under its own names, ``SIGNAL_NETWORK``)."""
+    return [SIGNAL_NETWORK[k] for k in cls.parameters if k in SIGNAL_NETWORK]
 
 
 def _yaml(value: Any) -> str:
@@ -374,15 +383,9 @@ def translate(path: str, where: str, s: Dict[str, Any], registry: Any = None) ->
         return block
     out: Dict[str, Any] = {}
     for name, sig in signals.items():
-        entry = {"strength": sig["strength"], "gamma": sig["gamma"]}
-        if name in ("curiosity", "rnd", "gail"):
-            entry["learning_rate"] = sig["learning_rate"]
-            entry["encoding_size"] = sig["network_settings"]["hidden_units"]
-            entry["num_layers"] = sig["network_settings"]["num_layers"]
-        for key in SIGNAL_NETWORK_KEYS.get(name, ()):
-            entry[key] = sig["network_settings"][key]
-        if name == "gail":
-            entry.update(demo_path=sig["demo_path"], use_actions=sig["use_actions"], use_vail=sig["use_vail"])
+        entry = {k: v for k, v in sig.items() if k not in ("network_settings", "encoding_size") and v is not None}
+        for key in _network_keys(SIGNALS[name]):  # what the signal declares of its network, as it names it
+            entry[next(k for k, v in SIGNAL_NETWORK.items() if v == key)] = sig["network_settings"][key]
         out[name] = entry
     block["reward_signals"] = out
     return block
