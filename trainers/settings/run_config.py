@@ -242,6 +242,11 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registry: An
     settings = check(path, where, block, TRAINER, "a behaviour's trainer settings")
     trainer_type = settings["trainer_type"]
     registered = tuple(registry.names())
+    if trainer_type in getattr(registry, "broken", {}):
+        try:
+            registry.get(trainer_type)
+        except Exception as e:  # noqa: BLE001 - the registry's message names the plugin and why it failed
+            raise RunConfigError(f"{path}: {where}.trainer_type: {e}") from None
     if trainer_type not in RELEASE22_TRAINER_TYPES and trainer_type not in registered:
         raise RunConfigError(
             f"{path}: {where}.trainer_type: {trainer_type!r} is not a Release 22 trainer type (ppo, sac, poca) nor a "
