@@ -47,7 +47,8 @@ A2C_HYPERPARAMETERS: Dict[str, Param] = {
                    doc="GAE lambda; 1 gives the plain n-step returns of A2C"),
     "learning_rate": learning_rate_param(7.0e-4, "optimiser learning rate"),
     "batch_size": Param(int, None, check=(positive, "> 0"),
-                        doc="samples per gradient step; unset: the whole buffer in one step (classic A2C)"),
+                        doc="samples per gradient step (the update's steps split into that many or more each); "
+                            "unset, or buffer_size: the whole buffer in one step (classic A2C)"),
     "num_epoch": Param(int, 1, check=(positive, "> 0"), doc="passes over the collected steps per update"),
     "learning_rate_schedule": Param(str, "constant", check=(lambda x: x in ("linear", "constant"),
                                                            "'linear' or 'constant'"),
@@ -154,21 +155,19 @@ class A2CTrainer(OnPolicyTrainer):
         return max(linear_schedule(self.settings.learning_rate, 0.0, self.step, self.get_max_steps), 1e-10)
 
     def update(self, batch: Dict[str, np.ndarray]) -> None:
-        """One gradient step on the whole batch (A2C uses each sample once), or ``num_epoch`` shuffled
-        passes of ``batch_size`` minibatches when they are set."""
+        """One gradient step on the whole batch (A2C uses each sample once), or, with ``batch_size`` below
+        it, ``num_epoch`` shuffled passes of minibatches of about ``batch_size`` that use every sample."""
         m = self.model
         n = len(batch["actions"])
-        size = min(self.settings.batch_size or n, n)
+        n_batches = max(n // self.settings.batch_size, 1) if self.settings.batch_size else 1
         fetches = [m.policy_loss, m.value_loss, m.mean_entropy, m.update_batch]
         metrics = []
         for _ in range(self.settings.num_epoch):
-            order = self.rng.permutation(n) if size < n else np.arange(n)
-            for start in range(0, n - size + 1, size):
+            parts = np.array_split(self.rng.permutation(n), n_batches) if n_batches > 1 else [None]
+            for rows in parts:
                 if metrics and stop_requested():  # the run stops: the steps taken so far are the update
                     break
-                rows = order[start:start + size]
-                minibatch = batch if size == n else {key: values[rows] for key, values in batch.items()}
-                feed = self.update_feed(minibatch)
+                feed = self.update_feed(batch if rows is None else {k: v[rows] for k, v in batch.items()})
                 if self.settings.learning_rate_schedule != "constant":
                     feed[m.learning_rate] = self.current_learning_rate()
                 metrics.append(self.sess.run(fetches, feed)[:3])
