@@ -13,7 +13,8 @@ the run takes it where stopping is safe:
 * inside ``shielded()`` (writing checkpoints and exports) a signal only warns: the files are
   finished first, and the request is raised right after, when the outermost shield ends.
 
-A second signal adds nothing: the first one's request stands, and a save in progress finishes.
+A second signal adds nothing (but a SIGTERM outranks a SIGINT not yet taken): the request
+stands, and a save in progress finishes.
 ``learn.py`` installs the handlers once, early, in the main thread.
 """
 from __future__ import annotations
@@ -67,8 +68,11 @@ def install_signal_handlers() -> None:
 
 
 def request_stop(signum: int = signal.SIGINT) -> None:
-    """Request a stop as the signal ``signum`` would (for code that stops a run without a signal)."""
-    if _state["request"] is None:
+    """Request a stop as the signal ``signum`` would (for code that stops a run without a signal).
+
+    A SIGTERM outranks a SIGINT not yet raised: signals that arrive together are handled in the
+    order of their numbers, not of their arrival, and a supervisor that sent SIGTERM expects 143."""
+    if _state["request"] is None or (_state["request"] == signal.SIGINT and signum == signal.SIGTERM):
         _state["request"] = signum
     if _state["stopping"] is None:
         _state["stopping"] = signum

@@ -36,6 +36,15 @@ def test_a_signal_only_requests_and_a_safe_point_raises_it(handlers):
     assert stopping.stop_requested() == signal.SIGTERM  # still set: updates in flight end early
 
 
+def test_a_sigterm_outranks_a_sigint_not_yet_taken(handlers):
+    """Signals that arrive together are handled in the order of their numbers (SIGINT 2 first)."""
+    kill(signal.SIGINT)
+    kill(signal.SIGTERM)
+    with pytest.raises(Stop) as e:
+        stopping.check_stop()
+    assert e.value.signum == signal.SIGTERM
+
+
 def test_a_wait_is_cut_short_and_a_pending_request_ends_it_on_entry(handlers):
     with pytest.raises(Stop) as e:
         with stopping.interruptible():
