@@ -160,3 +160,18 @@ def test_unityagents_learn_trains_the_plugin_from_its_release_22_file(plugin_sit
     assert onnx, sorted(p.name for p in run_dir.iterdir())
     resolved = yaml.safe_load((run_dir / "configuration.yaml").read_text())
     assert {b["trainer_type"] for b in resolved["behaviors"].values()} == {trainer}
+
+
+def test_dqn_reads_the_seeds_steps_per_update_and_refuses_what_it_does_not_build(plugin_site, tmp_path):
+    from types import SimpleNamespace
+
+    from unityagents_trainer_plugin.dqn import DQNTrainer
+
+    def ratio(steps_per_update):
+        return DQNTrainer.update_ratio(SimpleNamespace(settings=SimpleNamespace(steps_per_update=steps_per_update)))
+
+    assert ratio(4.0) == (4, 1) and ratio(1.0) == (1, 1) and ratio(0.25) == (1, 4)
+    text = open(DQN).read().replace("save_replay_buffer: false", "save_replay_buffer: true")
+    with pytest.raises(RunConfigError, match=r"hyperparameters\.save_replay_buffer: must be false \(the replay "
+                                             r"buffer is not saved with checkpoints"):
+        learn_r22.load(write(tmp_path / "dqn.yaml", text), options(), None, load_registry())
