@@ -63,8 +63,12 @@ def _take() -> Stop:
 def install_signal_handlers() -> None:
     """SIGINT and SIGTERM request a stop (call it from the main thread, once, early); no request is pending after."""
     clear_stop_request()
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _on_signal)
+        # The kernel may deliver the signal to any thread (TensorFlow's, gRPC's): their blocking reads and
+        # writes are resumed rather than failed with EINTR. The waits of interruptible() poll, and polls
+        # are cut short whatever this says, so they still end at once.
+        signal.siginterrupt(signum, False)
 
 
 def request_stop(signum: int = signal.SIGINT) -> None:
