@@ -42,12 +42,20 @@ ABORTS = ("Traceback", "corrupted", "double free", "Segmentation", "Fatal Python
 
 
 def free_port(span: int) -> int:
+    """A base port whose ``span`` ports are all free now (another run may still take one later)."""
     while True:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        if port + span < 65000:
+        if port + span >= 65000:
+            continue
+        try:
+            for p in range(port, port + span):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
             return port
+        except OSError:
+            continue
 
 
 def trial(workdir: str, protocol: str, n_envs: int, threaded: bool, signum: int, delay: float):
@@ -116,9 +124,13 @@ def main() -> None:
     for i in range(args.start, args.start + args.count):
         protocol, n_envs, threaded = combos[i % len(combos)]
         signum = (signal.SIGTERM, signal.SIGINT)[(i // len(combos)) % 2 ^ (i % 2)]
-        delay = random.Random(args.seed * 100003 + i).uniform(0.0, args.max_wait)
-        with tempfile.TemporaryDirectory(prefix="signals-") as workdir:
-            ok, why, delay, rc, out = trial(workdir, protocol, n_envs, threaded, signum, delay)
+        wait = random.Random(args.seed * 100003 + i).uniform(0.0, args.max_wait)
+        for _ in range(3):  # a run that never reached training (a port taken meanwhile) is not a trial
+            with tempfile.TemporaryDirectory(prefix="signals-") as workdir:
+                ok, why, delay, rc, out = trial(workdir, protocol, n_envs, threaded, signum, wait)
+            if why != "never started training":
+                break
+            print(f"    trial {i + 1} never started training, again: {out.strip().splitlines()[-1][:200]}")
         good += ok
         print(f"{i + 1:3d} {protocol:4s} N={n_envs} threaded={threaded!s:5s} {signal.Signals(signum).name:7s} "
               f"after {delay:4.1f} s: exit {rc} {why}", flush=True)
