@@ -212,6 +212,8 @@ class TrainerController:
             if self.train and self._ready:
                 logger.info("Learning was interrupted (%s). Please wait while the model is saved and exported.",
                             signal.Signals(stop.signum).name)
+                # The scenes are closed first: no environment thread (sockets, gRPC) runs beside the save.
+                self.env.close()
                 try:
                     with shielded():
                         self._save_and_export()
