@@ -225,7 +225,7 @@ def run(make_options: Callable[[], RunOptions]) -> int:
     """Build the options (their errors are reported like the run's), train, map the end onto an exit status."""
     from trainers.stopping import Stop, install_signal_handlers
 
-    install_signal_handlers()  # from here on SIGINT and SIGTERM raise Stop, even during start-up
+    install_signal_handlers()  # from here on SIGINT and SIGTERM request a stop, even during start-up
     try:
         train(make_options())
     except UnityException as e:
@@ -278,8 +278,11 @@ def train(opts: RunOptions) -> None:
 
     if editor is None:
         restarts = opts.restarts
-    env = EnvironmentSet(launch, opts.num_envs, curriculum=opts.curriculum, restart_policy=restarts,
-                         no_decision_seconds=opts.timeout, schedule=opts.schedule)
+    from trainers.stopping import interruptible
+
+    with interruptible():  # a stop requested so far, or while the environments start (or wait for Play), ends it
+        env = EnvironmentSet(launch, opts.num_envs, curriculum=opts.curriculum, restart_policy=restarts,
+                             no_decision_seconds=opts.timeout, schedule=opts.schedule)
     try:
         controller = TrainerController(
             env, opts.config, env_name=opts.env if opts.env is not None else EDITOR_EXPORT_NAME,

@@ -9,7 +9,9 @@
   a communicator sees the environment only through its ``Peer``;
 - the algorithms (``trainers`` but the controller, which drives the environment set, and the
   ``unityagents-learn`` front end, which builds it) know of ``unityagents`` only its data types,
-  exceptions and demonstration files: no sockets, processes or protocols.
+  exceptions and demonstration files: no sockets, processes or protocols;
+- nothing imports a front end (``learn.py``, ``learn_hub.py``) but another front end, and the front
+  ends know nothing of the Unity side (``academy``): they launch scenes through ``unityagents``.
 """
 from __future__ import annotations
 
@@ -25,8 +27,14 @@ TRAINER_MAY_USE = ("unityagents.brain", "unityagents.base_env", "unityagents.exc
 DRIVERS = ("trainers.controller", "trainers.learn_r22")
 
 
+#: The command-line front ends at the top of the tree, and those that live in packages
+#: (``unityagents-learn``; ``unityagents-tune``, which runs trials through the other two's settings).
+FRONT_ENDS = ("learn", "learn_hub")
+FRONT_END_MODULES = FRONT_ENDS + ("trainers.learn_r22", "unityagents_tune.cli")
+
+
 def modules() -> Dict[str, str]:
-    found = {}
+    found = {name: os.path.join(ROOT, f"{name}.py") for name in FRONT_ENDS}
     for package in PACKAGES:
         for folder, _, files in os.walk(os.path.join(ROOT, package)):
             for f in files:
@@ -143,3 +151,16 @@ def test_the_algorithms_know_no_sockets_or_processes():
             if wire:
                 bad[m] = wire
     assert bad == {}
+
+
+def test_nothing_imports_a_front_end_but_a_front_end():
+    bad = {m: sorted(d for d in deps if d.split(".")[0] in FRONT_ENDS)
+           for m, deps in graph().items() if m not in FRONT_END_MODULES}
+    assert {m: d for m, d in bad.items() if d} == {}
+
+
+def test_the_front_ends_know_nothing_of_the_unity_side():
+    g = graph()
+    assert "trainers.controller" in g["learn"] and "unityagents.vector.environment_set" in g["learn"]
+    bad = {m: sorted(d for d in g[m] if d.split(".")[0] == "academy") for m in FRONT_END_MODULES}
+    assert {m: d for m, d in bad.items() if d} == {}

@@ -19,11 +19,13 @@ brain over the agents of the environments that are ready, and, when some environ
 
 Stopping (``learn.py`` maps these onto its exit status):
 
-* SIGINT (Ctrl-C) or SIGTERM (``docker stop``, systemd, a cluster scheduler) at any point raises
-  ``Stop`` (``trainers.stopping``); once the trainers are built the run saves a checkpoint and
-  exports exactly once, then re-raises it, so the caller knows which signal ended the run and
-  whether anything was saved. A second signal while saving is held back until the files are
-  written (``shielded``): a save is never cut in half.
+* SIGINT (Ctrl-C) or SIGTERM (``docker stop``, systemd, a cluster scheduler) requests a stop
+  (``trainers.stopping``), which the loop takes at a safe point: between steps (``check_stop``),
+  at once while it waits for an environment (``interruptible``), right after a save; a long
+  update ends early between minibatches. Once the trainers are built the run then saves a
+  checkpoint and exports exactly once and raises ``Stop``, so the caller knows which signal
+  ended the run and whether anything was saved. A second signal while saving is held back
+  until the files are written (``shielded``): a save is never cut in half.
 * If the environment fails for good it saves, exports and re-raises the ``UnityException``.
 * A model whose weights or normaliser statistics are no longer finite (NaN/inf) is never saved
   or exported: the last good checkpoint stays the latest, and the run stops with
@@ -54,7 +56,7 @@ from trainers.lessons import advance_curriculum, check_curriculum_between_resets
 from trainers.run_paths import RunPaths
 from trainers.saver import PoisonedModelError, RunSaver
 from trainers.settings.trainer_config import TrainerConfig
-from trainers.stopping import Stop, shielded
+from trainers.stopping import Stop, check_stop, clear_stop_request, interruptible, shielded
 from trainers.tf_utils import tf
 from trainers.timers import Timers
 from trainers.trainer.agent_processor import AgentProcessor
@@ -161,6 +163,7 @@ class TrainerController:
             if self.init_from is not None:
                 self.files.initialize_from(self.init_from)
             self._initialize_behaviours()
+        check_stop()  # a signal during the build: nothing was learned yet, so nothing is saved
         self._ready = True
         self.graph.finalize()
         for t in self.trainers.values():
@@ -227,6 +230,8 @@ class TrainerController:
             if self.train and self._ready:
                 logger.info("Learning was interrupted (%s). Please wait while the model is saved and exported.",
                             signal.Signals(stop.signum).name)
+                # The scenes are closed first: no environment thread (sockets, gRPC) runs beside the save.
+                self.env.close()
                 try:
                     with shielded():
                         self._save_and_export()
@@ -255,6 +260,7 @@ class TrainerController:
                 self.background.close()
             except Exception:  # noqa: BLE001 - the run is already ending with the error that stopped it
                 logger.exception("A background update failed while the run was ending.")
+            clear_stop_request()  # the updates have ended: a later run in this process starts afresh
             self.env.close()
             for t in self.trainers.values():
                 t.close()
@@ -273,7 +279,7 @@ class TrainerController:
                            "" if self.load else " with untrained weights (add --load to use the last checkpoint)")
         advance_curriculum(self.env.curriculum, self.trainers)
         timers = self.timers
-        with timers("env_reset"):
+        with timers("env_reset"), interruptible():
             info = self.processor.infos(self.env.reset(train_mode=self.fast_simulation))
         started = time.time()
         if self.env.n_envs > 1 and getattr(self.env, "schedule", "sync") == "overlapped":
@@ -367,9 +373,10 @@ class TrainerController:
         ready = list(range(env.n_envs))
         env_steps = 0
         while self._keep_going():
+            check_stop()  # a safe point: between steps
             if env.needs_idle_reset:  # an answered environment's Academy is done, or it was lost
                 advance_curriculum(self.env.curriculum, self.trainers)
-                with timers("env_reset"):
+                with timers("env_reset"), interruptible():
                     restarted, ended = env.reset_idle()
                 lesson = lesson_numbers(env.curriculum)
                 self._end_episodes(ended)
@@ -382,7 +389,8 @@ class TrainerController:
                 if ready:
                     action, memory, value = self.processor.decisions(info, actions, memories, values)
                     env.send(ready, action=action, memory=memory, value=value)
-                ready = env.collect()
+                with interruptible():
+                    ready = env.collect()
             pass_environment_stats(self.env.stats, self.trainers)
             deciding = {name: 0 for name in self.trainers}
             with timers("buffer"):
@@ -406,9 +414,10 @@ class TrainerController:
         timers = self.timers
         lesson = lesson_numbers(self.env.curriculum)
         while self._keep_going():
+            check_stop()  # a safe point: between steps
             if self.env.needs_reset:  # some environment's Academy is done, or it was lost
                 advance_curriculum(self.env.curriculum, self.trainers)
-                with timers("env_reset"):
+                with timers("env_reset"), interruptible():
                     steps, ended = self.env.reset_finished()
                     info = self.processor.infos(steps)
                 lesson = lesson_numbers(self.env.curriculum)
@@ -420,7 +429,9 @@ class TrainerController:
                 for t in self.trainers.values():  # the threaded ones learn while the environments simulate
                     if threaded(t):
                         self._update(t)
-                new_info = self.processor.infos(self.env.receive_step())
+                with interruptible():
+                    answer = self.env.receive_step()
+                new_info = self.processor.infos(answer)
             pass_environment_stats(self.env.stats, self.trainers)
             with timers("buffer"):
                 for name in self.trainers:

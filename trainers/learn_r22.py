@@ -201,7 +201,7 @@ def load(config_path: Optional[str], options: Dict[str, Any], env_args: Optional
     """``(RunConfig, R22TrainerConfig, EnvironmentParameters)`` for the file and the options; raises on errors."""
     raw = merge_command_line(read_yaml(config_path), options, env_args)
     where = config_path or "<command line>"
-    run = resolve(where, raw, tuple(registry.names()))
+    run = resolve(where, raw, registry)
     if run.sections["debug"]:
         logging.getLogger().setLevel(logging.DEBUG)
     for warning in dict.fromkeys(run.warnings):

@@ -1,14 +1,28 @@
-"""How a run stops on a signal: SIGINT or SIGTERM raise ``Stop``, and a save in progress finishes first.
+"""How a run stops on a signal: SIGINT or SIGTERM set a stop request that the run takes at a safe point.
 
-``learn.py`` installs the handlers once, early, in the main thread; the controller wraps every
-write of checkpoints and exports in ``shielded()``, so that a signal arriving while files are
-written waits until they are whole and is raised right after.
+The handlers never raise at whatever bytecode the main thread happens to run (inside TensorFlow's
+or NumPy's wrappers, or half-way through a buffer's bookkeeping). They only record the request;
+the run takes it where stopping is safe:
+
+* ``check_stop()`` raises ``Stop`` if a request is pending: the controller calls it between
+  environment steps and after every save;
+* ``stop_requested()`` tells long loops to end early without raising: the trainers' updates
+  break between minibatches (also on the background update thread, where nothing may raise);
+* inside ``interruptible()`` (waiting on an environment: a launch, a reset, a step's answer) a
+  signal raises ``Stop`` at once, since a wait holds nothing half done;
+* inside ``shielded()`` (writing checkpoints and exports) a signal only warns: the files are
+  finished first, and the request is raised right after, when the outermost shield ends.
+
+A second signal adds nothing (but a SIGTERM outranks a SIGINT not yet taken): the request
+stands, and a save in progress finishes.
+``learn.py`` installs the handlers once, early, in the main thread.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import signal
+from typing import Optional
 
 logger = logging.getLogger("unityagents")
 
@@ -22,33 +36,94 @@ class Stop(KeyboardInterrupt):
         self.saved = False
 
 
-_shield = {"depth": 0, "deferred": None}
+#: ``request``: the signal number of the stop not yet raised; ``stopping``: of the first request, kept
+#: once raised (the updates still in flight end early); ``shield``: depth of ``shielded()``;
+#: ``waits``: depth of ``interruptible()``.
+_state = {"request": None, "stopping": None, "shield": 0, "waits": 0}
 
 
 def _on_signal(signum, frame) -> None:
-    if _shield["depth"]:
-        if _shield["deferred"] is None:
-            _shield["deferred"] = signum
-        logger.warning("%s received while saving: the save finishes first, then the run stops.",
-                       signal.Signals(signum).name)
+    first = _state["stopping"] is None
+    request_stop(signum)
+    name = signal.Signals(signum).name
+    if _state["shield"]:
+        logger.warning("%s received while saving: the save finishes first, then the run stops.", name)
         return
-    raise Stop(signum)
+    if _state["waits"]:
+        raise _take()
+    if first:
+        logger.info("%s received: the run stops at its next safe point (between steps or updates).", name)
+
+
+def _take() -> Stop:
+    signum, _state["request"] = _state["request"], None
+    return Stop(signum)
 
 
 def install_signal_handlers() -> None:
-    """SIGINT and SIGTERM raise ``Stop`` in the main thread (call it from there, once, early)."""
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
+    """SIGINT and SIGTERM request a stop (call it from the main thread, once, early); no request is pending after."""
+    clear_stop_request()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _on_signal)
+        # The kernel may deliver the signal to any thread (TensorFlow's, gRPC's): their blocking reads and
+        # writes are resumed rather than failed with EINTR. The waits of interruptible() poll, and polls
+        # are cut short whatever this says, so they still end at once.
+        signal.siginterrupt(signum, False)
+
+
+def request_stop(signum: int = signal.SIGINT) -> None:
+    """Request a stop as the signal ``signum`` would (for code that stops a run without a signal).
+
+    A SIGTERM outranks a SIGINT not yet raised: signals that arrive together are handled in the
+    order of their numbers, not of their arrival, and a supervisor that sent SIGTERM expects 143."""
+    if _state["request"] is None or (_state["request"] == signal.SIGINT and signum == signal.SIGTERM):
+        _state["request"] = signum
+    if _state["stopping"] is None:
+        _state["stopping"] = signum
+
+
+def stop_requested() -> Optional[int]:
+    """The signal number of the run's stop request, or None: long loops end early when it is set.
+
+    Safe from any thread; it never raises, and stays set once the request was raised (an update
+    on the background thread still ends early while the run saves)."""
+    return _state["stopping"]
+
+
+def clear_stop_request() -> None:
+    """Forget the request (a new run in the same process, or a test)."""
+    _state["request"] = _state["stopping"] = None
+
+
+def check_stop() -> None:
+    """A safe point: raise ``Stop`` for a pending request (taking it), unless files are being written."""
+    if _state["request"] is not None and not _state["shield"]:
+        raise _take()
+
+
+@contextlib.contextmanager
+def interruptible():
+    """A wait that a signal may cut short: a pending request is raised on entry, a signal inside raises."""
+    check_stop()
+    _state["waits"] += 1
+    try:
+        yield
+    finally:
+        _state["waits"] -= 1
 
 
 @contextlib.contextmanager
 def shielded():
-    """Hold SIGINT/SIGTERM back while files are written; a held signal is raised right after."""
-    _shield["depth"] += 1
+    """Hold SIGINT/SIGTERM back while files are written; a pending request is raised right after."""
+    _state["shield"] += 1
+    waits, _state["waits"] = _state["waits"], 0  # nothing raises inside a save, even within a wait
     try:
         yield
-    finally:
-        _shield["depth"] -= 1
-        if _shield["depth"] == 0 and _shield["deferred"] is not None:
-            signum, _shield["deferred"] = _shield["deferred"], None
-            raise Stop(signum)
+    except BaseException:  # the save's own error goes on; a pending request waits for the next safe point
+        _state["waits"] = waits
+        _state["shield"] -= 1
+        raise
+    _state["waits"] = waits
+    _state["shield"] -= 1
+    if _state["shield"] == 0:
+        check_stop()

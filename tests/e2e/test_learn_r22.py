@@ -202,9 +202,13 @@ def test_sac_goes_through_the_trainer_registry(tmp_path):
     with pytest.raises(RunConfigError, match="'sac' is a Release 22 trainer type that this project has not built"):
         learn_r22.load(write(tmp_path / "sac.yaml", text), options, None, registry)
     registry.register("sac", registry.get("ppo"))  # a stand-in: the name reaches the registered class
-    with pytest.raises(Exception) as error:
-        learn_r22.load(write(tmp_path / "sac.yaml", text), options, None, registry)
-    assert "not built" not in str(error.value)  # past the trainer-type check, into that class's own keys
+    run = learn_r22.load(write(tmp_path / "sac.yaml", text), options, None, registry)[0]
+    assert [b.block["trainer"] for b in run.behaviors.values()] == ["sac"]
+    # hyperparameters: holds that class's own declared keys, checked as its flat block would be
+    with pytest.raises(RunConfigError) as error:
+        learn_r22.load(write(tmp_path / "sac.yaml", text.replace("{batch_size: 64}", "{batch_size: 64, tau: 0.1}")),
+                       options, None, registry)
+    assert "hyperparameters.tau" in str(error.value) and "not built" not in str(error.value)
 
 
 def test_run_folder_rules_resume_force_and_unwritable(tmp_path, monkeypatch, capsys):

@@ -103,8 +103,8 @@ def test_unknown_trainer_name_lists_the_known_ones(tmp_path):
 
 def test_shipped_plugin_yaml_files_validate(plugin_site):
     registry = load_registry()
-    a2c = load_trainer_config(os.path.join(PACKAGE, "a2c", "a2c_3DBall.yaml"), registry)
-    dqn = load_trainer_config(os.path.join(PACKAGE, "dqn", "dqn_Basic.yaml"), registry)
+    a2c = load_trainer_config(os.path.join(PACKAGE, "a2c", "learn_3DBall.yaml"), registry)
+    dqn = load_trainer_config(os.path.join(PACKAGE, "dqn", "learn_Basic.yaml"), registry)
     assert a2c.settings_for("Ball3DBrain").trainer_type == "a2c"
     assert dqn.settings_for("BasicBrain").parameters["learning_starts"] == 500
 
@@ -364,7 +364,7 @@ def test_dqn_plugin_learns_basic_through_learn_py(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    config = os.path.join(PACKAGE, "dqn", "dqn_Basic.yaml")
+    config = os.path.join(PACKAGE, "dqn", "learn_Basic.yaml")
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "learn.py"), "Basic", "--train", "--trainer-config",
                            config, "--run-path", "dqn", "--base-port", str(port)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)

@@ -52,6 +52,7 @@ from trainers.settings.schema import (
     settings_type,
     settings_view,
 )
+from trainers.stopping import stop_requested
 from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
 from unityagents.demo import Demonstration, DemonstrationError, load_demonstration
@@ -225,6 +226,8 @@ class BehavioralCloning:
         for _ in range(int(self.settings["num_epoch"])):
             order = rng.permutation(n)
             for k in range(n_batches):
+                if losses and stop_requested():  # the run stops: the minibatches taken so far are the update
+                    break
                 feed = self.feed(order[k * batch:(k + 1) * batch])
                 feed[self.learning_rate] = learning_rate
                 losses.append(sess.run([self.loss, self.train_op], feed)[0])

@@ -35,6 +35,7 @@ import numpy as np
 from trainers.buffer import ReplayBuffer
 from trainers.encoders import concat_features, create_inputs
 from trainers.models import dense, mlp
+from trainers.stopping import stop_requested
 from trainers.tf_utils import tf
 from trainers.trainer.base import (
     COMMON_HYPERPARAMETERS,
@@ -244,6 +245,8 @@ class ImitationTrainer(Trainer):
         fetches = [m.loss] + ([m.accuracy] if m.accuracy is not None else []) + [m.update_batch]
         metrics = []
         for _ in range(self.settings.batches_per_epoch):
+            if metrics and stop_requested():  # the run stops: the minibatches taken so far are the update
+                break
             batch = self.demonstrations.sample(batch_size, self.rng, distinct=True)
             feed: Dict[tf.Tensor, Any] = {m.batch_size: batch_size, m.teacher_actions: batch["actions"]}
             if m.state_in is not None:

@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from trainers.stopping import stop_requested
 from trainers.tf_utils import compiled_call, tf
 
 #: Where Release 22's linear schedules end at ``max_steps`` (``ModelUtils.DecayedValue`` floors).
@@ -176,10 +177,14 @@ class PPOOptimizer:
         extra_metrics: List[List[float]] = []
         extra_names: List[str] = []
         for _ in range(self.settings.num_epoch):
+            if metrics and stop_requested():
+                break
             permutation = self.rng.permutation(n)
             shuffled = [batch[key][permutation] for _, key, _ in inputs]
             shuffled_extra = {key: batch[key][permutation] for key in extra_fields}
             for start, end in zip(bounds[:-1], bounds[1:]):
+                if metrics and stop_requested():  # the run stops: the minibatches taken so far are the update
+                    break
                 values = [self._flat(a[start:end]) if per_step else a[start:end]
                           for a, (_, _, per_step) in zip(shuffled, inputs)]
                 extra_feed, extra_fetches, extra_names = self.minibatch_extras(

@@ -98,6 +98,8 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
 
     trainer_type = "ppo"
     hyperparameters = PPO_HYPERPARAMETERS
+    #: Release 22's run config: an omitted beta or epsilon schedule follows learning_rate_schedule.
+    release22_defaults = {"beta_schedule": None, "epsilon_schedule": None}
     #: A hybrid brain (continuous actions and discrete branches) gets one policy over both parts.
     supports_hybrid_actions = True
 

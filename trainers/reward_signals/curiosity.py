@@ -33,6 +33,8 @@ class CuriositySignal(RewardSignal):
         "learning_rate": learning_rate_param(3.0e-4, "Adam learning rate of its models"),
         "num_layers": layers_param("hidden layers of the encoding phi(s)"),
     }
+    #: Release 22's run config weighs every signal 1.0 unless told.
+    release22_defaults = {"strength": 1.0}
     needs_next_inputs = True
 
     def __init__(self, brain: BrainParameters, settings: Mapping[str, Any]):

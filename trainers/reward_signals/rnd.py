@@ -32,6 +32,8 @@ class RNDSignal(RewardSignal):
         "learning_rate": learning_rate_param(1.0e-4, "Adam learning rate of the predictor"),
         "num_layers": layers_param("hidden layers of the predictor; the fixed target has one fewer (at least one)"),
     }
+    #: Release 22's run config weighs every signal 1.0 unless told.
+    release22_defaults = {"strength": 1.0}
 
     def __init__(self, brain: BrainParameters, settings: Mapping[str, Any]):
         super().__init__(brain, settings)

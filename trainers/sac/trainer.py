@@ -51,6 +51,7 @@ from trainers.sac.settings import (
 )
 from trainers.sac.settings import check_environment as check_sac_environment
 from trainers.sac.settings import check_parameters as check_sac_parameters
+from trainers.stopping import stop_requested
 from trainers.tf_utils import CompiledRuns, tf
 from trainers.trainer.base import UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo
@@ -266,10 +267,12 @@ class SACTrainer(SequenceReplay):
         if self.gradient_step == 0:
             self.update_targets(hard=True)  # the targets start as copies of the initialised critics
         while self._due(self.settings.steps_per_update) > self.gradient_step:
+            if stop_requested():  # the run stops: the steps taken so far are the update
+                break
             self.update(self.sample())
             self.gradient_step += 1
         if self._trains_signals():
-            while self._due(self._signal_steps()) > self.signal_updates:
+            while self._due(self._signal_steps()) > self.signal_updates and not stop_requested():
                 batch = self.sample()
                 if self.use_recurrent:  # the reward models learn from real steps only
                     real = batch["masks"] > 0.5

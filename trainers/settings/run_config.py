@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional
 
 from trainers.ghost.self_play import validate_self_play
 from trainers.imitation.bc import BC_PARAMETERS
-from trainers.reward_signals.base import GAMMA, strength_param
+from trainers.reward_signals import SIGNALS
 from trainers.settings.schema import Param, TrainerConfigError, check_block, did_you_mean, key_path, positive
 
 
@@ -44,35 +44,50 @@ def _count(default: int) -> Param:
 
 SCHEDULES = ("linear", "constant")
 VIS_ENCODE_TYPES = ("simple", "nature_cnn", "resnet", "match3", "fully_connected")
-_PPO_LIKE: Schema = {
-    "batch_size": Param(int, 1024), "buffer_size": Param(int, 10240), "learning_rate": Param(float, 3.0e-4),
-    "learning_rate_schedule": Param(str, "linear", choices=SCHEDULES), "beta": Param(float, 5.0e-3),
-    "beta_schedule": Param(str, choices=SCHEDULES), "epsilon": Param(float, 0.2),
-    "epsilon_schedule": Param(str, choices=SCHEDULES), "lambd": Param(float, 0.95), "num_epoch": Param(int, 3)}
-HYPERPARAMETERS: Dict[str, Schema] = {
-    "ppo": {**_PPO_LIKE, "shared_critic": Param(bool, False)},
-    "sac": {"batch_size": Param(int, 128), "buffer_size": Param(int, 50000), "learning_rate": Param(float, 3.0e-4),
-            "learning_rate_schedule": Param(str, "constant", choices=SCHEDULES), "buffer_init_steps": Param(int, 0),
-            "tau": Param(float, 0.005), "steps_per_update": Param(float, 1.0), "save_replay_buffer": Param(bool, False),
-            "init_entcoef": Param(float, 1.0), "reward_signal_steps_per_update": Param(float)},
-    "poca": dict(_PPO_LIKE),
-}
+#: Release 22's own trainer types; a registered trainer (built-in or plugin) is configured alike.
+RELEASE22_TRAINER_TYPES = ("ppo", "sac", "poca")
+#: The keys of a trainer's declaration that Release 22 places outside ``hyperparameters:`` (the
+#: behaviour's own keys, ``network_settings``, ``reward_signals``, and the trainer's selection).
+OUTSIDE_HYPERPARAMETERS = frozenset({
+    "trainer", "is_ghost", "is_imitation",
+    "max_steps", "summary_freq", "time_horizon", "threaded", "self_play", "behavioral_cloning",
+    "normalize", "hidden_units", "num_layers", "vis_encode_type", "use_recurrent", "memory_size", "sequence_length",
+    "gamma", "reward_signals", "init_path", "deterministic"})
+#: Release 22 hyperparameters that no trainer here builds, by trainer type (``NOT_BUILT`` says why).
+NOT_BUILT_HYPERPARAMETERS: Dict[str, Schema] = {"ppo": {"shared_critic": Param(bool, False)}}
+
+
+def hyperparameters_schema(trainer_type: str, cls: Any) -> Schema:
+    """The ``hyperparameters:`` block of ``trainer_type``: the keys its class declares (``hyperparameters``)
+    that Release 22 does not place elsewhere, with the class's ``release22_defaults`` where Release 22's differ."""
+    schema = {k: p for k, p in cls.hyperparameters.items() if k not in OUTSIDE_HYPERPARAMETERS}
+    for key, default in getattr(cls, "release22_defaults", {}).items():
+        schema[key] = replace(schema[key], default=default)
+    schema.update(NOT_BUILT_HYPERPARAMETERS.get(trainer_type, {}))
+    return schema
+
+
 NETWORK: Schema = {"normalize": Param(bool, False), "hidden_units": Param(int, 128), "num_layers": Param(int, 2),
                    "vis_encode_type": Param(str, "simple", choices=VIS_ENCODE_TYPES), "memory": Param(dict),
                    "goal_conditioning_type": Param(str, "hyper", choices=("hyper", "none")),
                    "deterministic": Param(bool, False)}
 MEMORY: Schema = {"sequence_length": Param(int, 64), "memory_size": Param(int, 128)}
-#: Every signal's keys; the discount and the strength are checked as learn.py's are.
-_SIGNAL: Schema = {"gamma": GAMMA, "strength": strength_param(1.0, ""), "network_settings": Param(dict)}
-_LEARNED: Schema = {**_SIGNAL, "learning_rate": Param(float, 3.0e-4, check=(positive, "> 0")),
-                    "encoding_size": Param(int, check=(positive, "> 0"))}
-SIGNALS: Dict[str, Schema] = {
-    "extrinsic": _SIGNAL,
-    "curiosity": _LEARNED,
-    "rnd": {**_LEARNED, "learning_rate": Param(float, 1.0e-4, check=(positive, "> 0"))},
-    "gail": {**_LEARNED, "demo_path": Param(str, required=True, doc="a .demo file"),
-             "use_actions": Param(bool, False), "use_vail": Param(bool, False)},
-}
+#: A signal's declared keys that Release 22 places in the signal's ``network_settings``, and their names there.
+SIGNAL_NETWORK = {"encoding_size": "hidden_units", "num_layers": "num_layers", "normalize": "normalize"}
+
+
+def signal_schema(cls: Any) -> Schema:
+    """A reward signal's Release 22 block: the keys its class declares (``parameters``), those of its network
+    under ``network_settings``, with the class's ``release22_defaults`` where Release 22's differ."""
+    schema = {k: p for k, p in cls.parameters.items() if k not in SIGNAL_NETWORK}
+    for key, default in getattr(cls, "release22_defaults", {}).items():
+        schema[key] = replace(schema[key], default=default)
+    schema["network_settings"] = Param(dict)
+    if "encoding_size" in cls.parameters:  # Release 22's deprecated alias of network_settings.hidden_units
+        schema["encoding_size"] = Param(int, check=(positive, "> 0"))
+    return schema
+
+
 #: learn.py's block, with Release 22's default of num_epoch (null: the trainer's own).
 BEHAVIORAL_CLONING: Schema = {**BC_PARAMETERS, "num_epoch": replace(BC_PARAMETERS["num_epoch"], default=None)}
 TRAINER: Schema = {
@@ -108,8 +123,6 @@ NOT_BUILT = {
 #: The value of each NOT_BUILT key that asks for nothing missing.
 HARMLESS = {"hyperparameters.shared_critic": False,
             "checkpoint_settings.load_model": False}
-#: network_settings keys that a reward signal takes beyond hidden_units and num_layers.
-SIGNAL_NETWORK_KEYS = {"gail": ("normalize",)}
 
 
 def check(path: str, where: str, block: Any, schema: Schema, what: str) -> Dict[str, Any]:
@@ -162,11 +175,16 @@ class RunConfig:
     default_block: Optional[Dict[str, Any]] = None
 
 
-def resolve(path: str, raw: Any, registered: Tuple[str, ...]) -> RunConfig:
+def resolve(path: str, raw: Any, registered: Any = None) -> RunConfig:
     """Check the merged dict (file plus command line) and translate it; raise ``RunConfigError``.
 
-    :param registered: the trainer types of the registry; ``trainer_type`` must be one of them.
+    :param registered: the trainer registry (``trainers.trainer.registry``), whose classes declare
+        each ``trainer_type``'s hyperparameters; a tuple of names or None loads the installed one.
     """
+    if not hasattr(registered, "get"):
+        from trainers.trainer.registry import load_registry
+
+        registered = load_registry()
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -195,10 +213,11 @@ def resolve(path: str, raw: Any, registered: Tuple[str, ...]) -> RunConfig:
     default = top["default_settings"]
     if default is not None:
         config.default_settings = _trainer_settings(path, "default_settings", default, registered, config.warnings)
-        config.default_block = translate(path, "default_settings", config.default_settings)
+        config.default_block = translate(path, "default_settings", config.default_settings, registered)
     else:  # a behaviour the config does not list trains with Release 22's defaults
         config.default_block = translate(path, "default_settings",
-                                         _trainer_settings(path, "default_settings", {}, registered, config.warnings))
+                                         _trainer_settings(path, "default_settings", {}, registered, config.warnings),
+                                         registered)
     behaviors = top["behaviors"] or {}
     for name, block in behaviors.items():
         where = f"behaviors.{name}"
@@ -206,35 +225,39 @@ def resolve(path: str, raw: Any, registered: Tuple[str, ...]) -> RunConfig:
             raise RunConfigError(f"{path}: {where}: expected a mapping of trainer settings, got {block!r}.")
         merged = deep_update(default, block or {}) if default is not None else (block or {})
         settings = _trainer_settings(path, where, merged, registered, config.warnings)
-        config.behaviors[str(name)] = Behavior(str(name), settings, translate(path, where, settings))
+        config.behaviors[str(name)] = Behavior(str(name), settings, translate(path, where, settings, registered))
     return config
 
 
-def _trainer_settings(path: str, where: str, block: Dict[str, Any], registered: Tuple[str, ...],
+def _trainer_settings(path: str, where: str, block: Dict[str, Any], registry: Any,
                       warnings: List[str]) -> Dict[str, Any]:
     """One TrainerSettings block, checked, with Release 22's defaults."""
     settings = check(path, where, block, TRAINER, "a behaviour's trainer settings")
     trainer_type = settings["trainer_type"]
-    if trainer_type not in HYPERPARAMETERS and trainer_type not in registered:
+    registered = tuple(registry.names())
+    if trainer_type in getattr(registry, "broken", {}):
+        try:
+            registry.get(trainer_type)
+        except Exception as e:  # noqa: BLE001 - the registry's message names the plugin and why it failed
+            raise RunConfigError(f"{path}: {where}.trainer_type: {e}") from None
+    if trainer_type not in RELEASE22_TRAINER_TYPES and trainer_type not in registered:
         raise RunConfigError(
             f"{path}: {where}.trainer_type: {trainer_type!r} is not a Release 22 trainer type (ppo, sac, poca) nor a "
-            f"registered one ({', '.join(registered)}).{did_you_mean(trainer_type, list(HYPERPARAMETERS))}")
+            f"registered one ({', '.join(registered)})."
+            f"{did_you_mean(trainer_type, [*RELEASE22_TRAINER_TYPES, *registered])}")
     if trainer_type not in registered:
         raise RunConfigError(
             f"{path}: {where}.trainer_type: {trainer_type!r} is a Release 22 trainer type that this project has "
             f"not built (registered trainer types: {', '.join(registered)}). Use trainer_type: ppo, or install a "
             "trainer plugin that registers it.")
-    hp_spec = HYPERPARAMETERS.get(trainer_type)
-    if hp_spec is None:
-        raise RunConfigError(
-            f"{path}: {where}.trainer_type: the registered trainer {trainer_type!r} has no Release 22 hyperparameters "
-            "to translate; configure it in learn.py's trainer_configurations.yaml.")
+    hp_spec = hyperparameters_schema(trainer_type, registry.get(trainer_type))
     hp = check(path, f"{where}.hyperparameters", settings["hyperparameters"], hp_spec,
                      f"{trainer_type} hyperparameters")
     for key in ("beta_schedule", "epsilon_schedule"):
         if key in hp and hp[key] is None:
             hp[key] = hp["learning_rate_schedule"]  # as Release 22: an omitted one follows the learning rate's
-    if trainer_type == "sac" and hp["reward_signal_steps_per_update"] is None:
+    if hp.get("steps_per_update") is not None and "reward_signal_steps_per_update" in hp \
+            and hp["reward_signal_steps_per_update"] is None:
         hp["reward_signal_steps_per_update"] = hp["steps_per_update"]
     settings["hyperparameters"] = hp
     settings["network_settings"] = _network(path, f"{where}.network_settings", settings["network_settings"])
@@ -248,11 +271,12 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registered: 
                              f"({', '.join(SIGNALS)}), or remove the key to train on the extrinsic reward.")
     resolved = {}
     for name, block in signals.items():
-        sig = check(path, f"{where}.reward_signals.{name}", block, SIGNALS[name], f"the {name} signal")
+        cls = SIGNALS[name]
+        sig = check(path, f"{where}.reward_signals.{name}", block, signal_schema(cls), f"the {name} signal")
         sig["network_settings"] = _network(path, f"{where}.reward_signals.{name}.network_settings",
                                            sig["network_settings"], memory_allowed=False)
         for key, value in ((block or {}).get("network_settings") or {}).items():
-            if key not in ("hidden_units", "num_layers", "memory", *SIGNAL_NETWORK_KEYS.get(name, ())) \
+            if key not in ("hidden_units", "num_layers", "memory", *_network_keys(cls)) \
                     and value != NETWORK[key].default:
                 raise RunConfigError(
                     f"{path}: {where}.reward_signals.{name}.network_settings.{key}: {value!r} asks for a configurable "
@@ -290,6 +314,11 @@ def _network(path: str, where: str, block: Any, memory_allowed: bool = True) -> 
     return net
 
 
+def _network_keys(cls: Any) -> List[str]:
+    """The ``network_settings`` keys a signal's class declares (under its own names, ``SIGNAL_NETWORK``)."""
+    return [SIGNAL_NETWORK[k] for k in cls.parameters if k in SIGNAL_NETWORK]
+
+
 def _yaml(value: Any) -> str:
     """A value as the YAML file would spell it (null, false, 'constant')."""
     return {None: "null", False: "false", True: "true"}.get(value, repr(value)) if not isinstance(value, (int, float)) \
@@ -303,38 +332,36 @@ def _refuse_not_built(path: str, key: str, where: str, value: Any) -> None:
                              f"build. Remove the key (or set it to {_yaml(HARMLESS[key])}).")
 
 
-def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
-    """The flat block of ``trainer_configurations.yaml`` that trains like these Release 22 settings."""
+def translate(path: str, where: str, s: Dict[str, Any], registry: Any = None) -> Dict[str, Any]:
+    """The flat block of ``trainer_configurations.yaml`` that trains like these Release 22 settings.
+
+    :param registry: the trainer registry; its class of ``trainer_type`` says which shared keys it takes.
+    """
     net, hp = s["network_settings"], s["hyperparameters"]
     memory = net["memory"]
-    if memory is not None and s["trainer_type"] not in ("ppo", "sac"):
+    if memory is not None and s["trainer_type"] not in ("ppo", "sac") and (
+            s["trainer_type"] == "poca" or registry is None
+            or "use_recurrent" not in registry.get(s["trainer_type"]).hyperparameters):
         raise RunConfigError(f"{path}: {where}.network_settings.memory: the {s['trainer_type']} trainer has no "
                              "recurrent policy here, so it cannot keep a memory. Remove the memory block, or use "
                              "trainer_type: ppo.")
-    for key in ("shared_critic",):
+    for key in NOT_BUILT_HYPERPARAMETERS.get(s["trainer_type"], {}):
         if key in hp:
             _refuse_not_built(path, f"hyperparameters.{key}", f"{where}.hyperparameters.{key}", hp[key])
-    if s["trainer_type"] != "ppo":
-        # A registered trainer under a Release 22 name (sac, poca): the Release 22 keys as they are;
-        # the trainer's own declaration (trainers.settings.trainer_config) refuses any it does not take, by name.
-        block = {"trainer": s["trainer_type"], **{k: v for k, v in hp.items() if v is not None}}
-        block.update(max_steps=float(s["max_steps"]), summary_freq=s["summary_freq"], time_horizon=s["time_horizon"],
-                     hidden_units=net["hidden_units"], num_layers=net["num_layers"], normalize=net["normalize"],
-                     threaded=s["threaded"])
-        if memory is not None:  # sac: an LSTM in actor and critics, trained on sequences from the replay
-            block.update(use_recurrent=True, memory_size=memory["memory_size"],
-                         sequence_length=memory["sequence_length"])
-    else:
-        block = {"trainer": "ppo", "batch_size": hp["batch_size"], "buffer_size": hp["buffer_size"],
-                 "learning_rate": hp["learning_rate"], "learning_rate_schedule": hp["learning_rate_schedule"],
-                 "beta": hp["beta"], "epsilon": hp["epsilon"], "lambd": hp["lambd"], "num_epoch": hp["num_epoch"],
-                 "beta_schedule": hp["beta_schedule"], "epsilon_schedule": hp["epsilon_schedule"],
-                 "normalize": net["normalize"], "hidden_units": net["hidden_units"], "num_layers": net["num_layers"],
-                 "max_steps": float(s["max_steps"]), "time_horizon": s["time_horizon"],
-                 "summary_freq": s["summary_freq"], "threaded": s["threaded"]}
-        if memory is not None:  # an LSTM of memory_size floats per agent, trained on sequence_length steps
-            block.update(use_recurrent=True, memory_size=memory["memory_size"],
-                         sequence_length=memory["sequence_length"])
+    # The trainer's own keys as they are, then the shared ones it declares; a shared key that it does
+    # not declare goes through only when set away from Release 22's default, for its loader to refuse by name.
+    declared = registry.get(s["trainer_type"]).hyperparameters if registry is not None else {}
+    not_built = NOT_BUILT_HYPERPARAMETERS.get(s["trainer_type"], {})
+    block = {"trainer": s["trainer_type"], **{k: v for k, v in hp.items() if v is not None and k not in not_built}}
+    shared = dict(max_steps=float(s["max_steps"]), summary_freq=s["summary_freq"], time_horizon=s["time_horizon"],
+                  normalize=net["normalize"], hidden_units=net["hidden_units"], num_layers=net["num_layers"],
+                  threaded=s["threaded"])
+    defaults = {"max_steps": float(TRAINER["max_steps"].default), "summary_freq": TRAINER["summary_freq"].default,
+                "time_horizon": TRAINER["time_horizon"].default, "threaded": False,
+                **{k: NETWORK[k].default for k in ("normalize", "hidden_units", "num_layers")}}
+    block.update({k: v for k, v in shared.items() if k in declared or registry is None or v != defaults[k]})
+    if memory is not None:  # an LSTM of memory_size floats per agent, trained on sequence_length steps
+        block.update(use_recurrent=True, memory_size=memory["memory_size"], sequence_length=memory["sequence_length"])
     if s["init_path"] is not None:  # resolved and checked before the environment starts (learn_r22)
         block["init_path"] = s["init_path"]
     if net["deterministic"]:  # mean / most probable actions (the trainer's declaration refuses it if it has none)
@@ -352,15 +379,9 @@ def translate(path: str, where: str, s: Dict[str, Any]) -> Dict[str, Any]:
         return block
     out: Dict[str, Any] = {}
     for name, sig in signals.items():
-        entry = {"strength": sig["strength"], "gamma": sig["gamma"]}
-        if name in ("curiosity", "rnd", "gail"):
-            entry["learning_rate"] = sig["learning_rate"]
-            entry["encoding_size"] = sig["network_settings"]["hidden_units"]
-            entry["num_layers"] = sig["network_settings"]["num_layers"]
-        for key in SIGNAL_NETWORK_KEYS.get(name, ()):
-            entry[key] = sig["network_settings"][key]
-        if name == "gail":
-            entry.update(demo_path=sig["demo_path"], use_actions=sig["use_actions"], use_vail=sig["use_vail"])
+        entry = {k: v for k, v in sig.items() if k not in ("network_settings", "encoding_size") and v is not None}
+        for key in _network_keys(SIGNALS[name]):  # what the signal declares of its network, as it names it
+            entry[next(k for k, v in SIGNAL_NETWORK.items() if v == key)] = sig["network_settings"][key]
         out[name] = entry
     block["reward_signals"] = out
     return block

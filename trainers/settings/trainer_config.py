@@ -242,6 +242,10 @@ def load_trainer_config(path: str, registry: TrainerRegistry) -> TrainerConfig:
             f"line {e.first_line}); YAML would silently keep only the last value. Remove one of them.") from None
     except yaml.YAMLError as e:
         raise TrainerConfigError(f"The trainer configuration {path} is not valid YAML: {e}") from None
+    if isinstance(raw, dict) and isinstance(raw.get("behaviors"), dict) and "default" not in raw:
+        raise TrainerConfigError(
+            f"{path} is a Release 22 run config (behaviors:), which learn.py does not read: train it with "
+            f"`unityagents-learn {path} --env=<scene> --run-id=<id>`, or give learn.py a file of one block per brain.")
     return trainer_config_from_dict(path, raw, registry)
 
 

@@ -54,9 +54,14 @@ class BackgroundUpdates:
         """Block until the update of ``brain`` (None: of every trainer) is done; raise its error."""
         names = [brain] if brain is not None else list(self._in_flight)
         for name in names:
-            future = self._in_flight.pop(name, None)
-            if future is not None:
+            future = self._in_flight.get(name)
+            if future is None:
+                continue
+            try:
                 future.result()
+            finally:  # an interrupted wait keeps the update in flight, so that the next wait finds it
+                if future.done():
+                    self._in_flight.pop(name, None)
 
     def close(self) -> None:
         """Wait for every update (their errors are raised), then stop the thread."""

@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from trainers.buffer import ReplayBuffer
+from trainers.stopping import stop_requested
 from trainers.tf_utils import tf
 from trainers.trainer.base import (
     COMMON_HYPERPARAMETERS,
@@ -207,7 +208,11 @@ class OffPolicyTrainer(RLTrainer):
         return len(self.replay) >= max(self.settings.learning_starts, self.settings.batch_size)
 
     def is_ready_update(self) -> bool:
-        return self._warm() and self._new_transitions >= self.settings.train_every
+        return self._warm() and self._new_transitions >= self.update_ratio()[0]
+
+    def update_ratio(self) -> Tuple[int, int]:
+        """``(train_every, gradient_steps)``: a round of this many gradient steps per this many new transitions."""
+        return self.settings.train_every, self.settings.gradient_steps
 
     def update_model(self) -> None:
         """``gradient_steps`` updates per ``train_every`` transitions that arrived since the last round.
@@ -215,13 +220,15 @@ class OffPolicyTrainer(RLTrainer):
         A brain with 12 agents adds 12 transitions per step, so it may get several rounds at once;
         the ratio of gradient steps to transitions does not depend on the number of agents.
         """
-        train_every = self.settings.train_every
+        train_every, gradient_steps = self.update_ratio()
         rounds = self._new_transitions // train_every
         self._new_transitions -= rounds * train_every
         if self.gradient_step == 0:
             self.update_targets(hard=True)  # the target starts as a copy of the initialised network
         interval = self.settings.target_update_interval
-        for _ in range(rounds * self.settings.gradient_steps):
+        for _ in range(rounds * gradient_steps):
+            if stop_requested():  # the run stops: the steps taken so far are the update
+                break
             self.update(self.replay.sample(self.settings.batch_size, self.rng))
             self.gradient_step += 1
             if self.gradient_step % interval == 0:

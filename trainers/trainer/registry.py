@@ -19,7 +19,7 @@ import logging
 from importlib.metadata import entry_points
 from typing import Dict, List, Optional, Type
 
-from trainers.trainer.base import Trainer, UnityTrainerException
+from trainers.trainer.base import Param, Trainer, UnityTrainerException
 
 logger = logging.getLogger("unityagents")
 
@@ -41,11 +41,14 @@ class TrainerRegistry:
     def __init__(self) -> None:
         self.trainers: Dict[str, Type[Trainer]] = {}
         self.broken: Dict[str, str] = {}
+        #: name -> the entry point (``module:Class``) of each broken plugin.
+        self.broken_targets: Dict[str, str] = {}
 
     def register(self, name: str, cls: Type[Trainer]) -> None:
         if not (isinstance(cls, type) and issubclass(cls, Trainer)):
             raise UnityTrainerException(
                 f"The trainer plugin {name!r} points to {cls!r}, which is not a subclass of trainers.Trainer.")
+        check_declaration(name, cls)
         if name in self.trainers and self.trainers[name] is not cls:
             logger.warning("Trainer type %r from %s replaces %s.", name, cls.__module__,
                            self.trainers[name].__module__)
@@ -56,6 +59,8 @@ class TrainerRegistry:
             extra = ""
             if name in self.broken:
                 extra = f" The plugin {name!r} is installed but failed to load: {self.broken[name]}"
+                if name in self.broken_targets:
+                    extra += f" (entry point {name} = {self.broken_targets[name]} in the group '{ENTRY_POINT_GROUP}')."
             raise UnityTrainerException(
                 f"Unknown trainer type {name!r}. Known trainer types: {', '.join(self.names()) or 'none'}."
                 f"{extra} A trainer from a plugin package must be pip-installed so that it registers "
@@ -67,6 +72,22 @@ class TrainerRegistry:
 
     def __contains__(self, name: str) -> bool:
         return name in self.trainers
+
+
+def check_declaration(name: str, cls: type) -> None:
+    """Refuse a trainer class whose ``hyperparameters`` are not all typed ``Param``s (the loaders and the
+    generated docs read every key's type from them)."""
+    declared = getattr(cls, "hyperparameters", None)
+    if not isinstance(declared, dict):
+        raise UnityTrainerException(
+            f"{cls.__module__}.{cls.__name__} (trainer {name!r}) declares hyperparameters as "
+            f"{type(declared).__name__}, not a dict of key -> Param. Declare them as "
+            "{**OnPolicyTrainer.hyperparameters, 'key': Param(type, default)}.")
+    for key, param in declared.items():
+        if not isinstance(param, Param) or not isinstance(param.kind, type):
+            raise UnityTrainerException(
+                f"{cls.__module__}.{cls.__name__} (trainer {name!r}) declares the setting {key!r} without a type "
+                f"({param!r}). Declare it as Param(type, default), e.g. Param(float, 0.1).")
 
 
 def _load(name: str, target: str, registry: TrainerRegistry) -> None:
@@ -86,6 +107,7 @@ def load_registry(group: str = ENTRY_POINT_GROUP, extra: Optional[Dict[str, str]
             registry.register(ep.name, ep.load())
         except Exception as e:  # a broken plugin must not stop the others
             registry.broken[ep.name] = f"{type(e).__name__}: {e}"
+            registry.broken_targets[ep.name] = ep.value
             logger.error("The trainer plugin %r (%s) failed to load and is skipped: %s: %s",
                          ep.name, ep.value, type(e).__name__, e)
     for name, target in {**_BUILTINS, **(extra or {})}.items():

@@ -16,6 +16,7 @@ import numpy as np
 
 from trainers.buffer import AgentBuffer
 from trainers.returns import add_gae_fields
+from trainers.stopping import stop_requested
 from trainers.tf_utils import tf
 from trainers.trainer.base import (
     Param,
@@ -24,10 +25,12 @@ from trainers.trainer.base import (
     max_grad_norm_param,
     network_params,
     non_negative,
+    positive,
     unit_interval,
 )
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import ON_POLICY_HYPERPARAMETERS, OnPolicyTrainer
+from trainers.trainer.rl_trainer import linear_schedule
 from trainers.trainer.trajectory import PolicyOutput
 
 from .a2c_model import A2CModel
@@ -43,6 +46,13 @@ A2C_HYPERPARAMETERS: Dict[str, Param] = {
     "lambd": Param(float, 1.0, check=(unit_interval, "in [0, 1]"),
                    doc="GAE lambda; 1 gives the plain n-step returns of A2C"),
     "learning_rate": learning_rate_param(7.0e-4, "optimiser learning rate"),
+    "batch_size": Param(int, None, check=(positive, "> 0"),
+                        doc="samples per gradient step (the update's steps split into that many or more each); "
+                            "unset, or buffer_size: the whole buffer in one step (classic A2C)"),
+    "num_epoch": Param(int, 1, check=(positive, "> 0"), doc="passes over the collected steps per update"),
+    "learning_rate_schedule": Param(str, "constant", check=(lambda x: x in ("linear", "constant"),
+                                                           "'linear' or 'constant'"),
+                                    doc="'linear' decays the learning rate to 0 at max_steps"),
     "optimizer": Param(str, "rmsprop", check=(lambda x: x in ("rmsprop", "adam"), "'rmsprop' or 'adam'"),
                        doc="'rmsprop' (decay 0.99, as in the A3C paper) or 'adam'"),
     "beta": Param(float, 0.0, check=(non_negative, ">= 0"), doc="entropy bonus coefficient"),
@@ -138,14 +148,31 @@ class A2CTrainer(OnPolicyTrainer):
             feed[placeholder] = batch[f"observations{k}"]
         return feed
 
+    def current_learning_rate(self) -> float:
+        """``learning_rate``, decayed linearly to 0 at max_steps with ``learning_rate_schedule: linear``."""
+        if self.settings.learning_rate_schedule == "constant":
+            return self.settings.learning_rate
+        return max(linear_schedule(self.settings.learning_rate, 0.0, self.step, self.get_max_steps), 1e-10)
+
     def update(self, batch: Dict[str, np.ndarray]) -> None:
-        """One gradient step on the whole batch (A2C uses each sample once)."""
+        """One gradient step on the whole batch (A2C uses each sample once), or, with ``batch_size`` below
+        it, ``num_epoch`` shuffled passes of minibatches of about ``batch_size`` that use every sample."""
         m = self.model
-        policy_loss, value_loss, entropy, _ = self.sess.run(
-            [m.policy_loss, m.value_loss, m.mean_entropy, m.update_batch], self.update_feed(batch))
-        self.add_stat("policy_loss", policy_loss)
-        self.add_stat("value_loss", value_loss)
-        self.add_stat("policy_entropy", entropy)
+        n = len(batch["actions"])
+        n_batches = max(n // self.settings.batch_size, 1) if self.settings.batch_size else 1
+        fetches = [m.policy_loss, m.value_loss, m.mean_entropy, m.update_batch]
+        metrics = []
+        for _ in range(self.settings.num_epoch):
+            parts = np.array_split(self.rng.permutation(n), n_batches) if n_batches > 1 else [None]
+            for rows in parts:
+                if metrics and stop_requested():  # the run stops: the steps taken so far are the update
+                    break
+                feed = self.update_feed(batch if rows is None else {k: v[rows] for k, v in batch.items()})
+                if self.settings.learning_rate_schedule != "constant":
+                    feed[m.learning_rate] = self.current_learning_rate()
+                metrics.append(self.sess.run(fetches, feed)[:3])
+        for key, value in zip(("policy_loss", "value_loss", "policy_entropy"), np.mean(metrics, axis=0)):
+            self.add_stat(key, value)
 
     def export_nodes(self) -> List[str]:
         return ["action", "value_estimate", "action_probs"]

@@ -7,7 +7,7 @@ gradient step per ``update`` call. Discrete actions only: Q-learning needs ``arg
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Tuple
 
 import numpy as np
 
@@ -42,6 +42,19 @@ DQN_HYPERPARAMETERS: Dict[str, Param] = {
                                    doc="probability of a random action after the schedule"),
     "exploration_fraction": Param(float, 0.1, check=(positive_fraction, "in (0, 1]"),
                                   doc="fraction of max_steps over which epsilon decays linearly"),
+    "exploration_schedule": Param(str, "linear", check=(lambda x: x in ("linear", "constant"),
+                                                         "'linear' or 'constant'"),
+                                  doc="'linear' decays epsilon over exploration_fraction of max_steps; 'constant' "
+                                      "keeps exploration_initial_eps"),
+    "learning_rate_schedule": Param(str, "constant", check=(lambda x: x in ("linear", "constant"),
+                                                           "'linear' or 'constant'"),
+                                    doc="'linear' decays the learning rate to 0 at max_steps"),
+    "steps_per_update": Param(float, None, check=(lambda x: x > 0, "> 0"),
+                              doc="agent steps per gradient step (Release 22's name); when given it sets the "
+                                  "ratio instead of train_every and gradient_steps"),
+    "save_replay_buffer": Param(bool, False, check=(lambda x: not x, "false (the replay buffer is not saved with "
+                                                                     "checkpoints; a resumed run refills it)"),
+                                doc="must stay false: a resumed run starts with an empty replay buffer"),
     "double_dqn": Param(bool, True,
                         doc="pick the next action with the online network, evaluate it with the target (double DQN)"),
     "max_grad_norm": max_grad_norm_param(10.0),
@@ -83,8 +96,23 @@ class DQNTrainer(OffPolicyTrainer):
             )
             self.create_target_updates(self.model.online_variables, self.model.target_variables)
 
+    def update_ratio(self) -> Tuple[int, int]:
+        """``steps_per_update`` when given: one gradient step per that many agent steps (several per step below 1)."""
+        ratio = self.settings.steps_per_update
+        if ratio is None:
+            return super().update_ratio()
+        return (max(int(round(ratio)), 1), 1) if ratio >= 1 else (1, max(int(round(1 / ratio)), 1))
+
+    def current_learning_rate(self) -> float:
+        """``learning_rate``, decayed linearly to 0 at max_steps with ``learning_rate_schedule: linear``."""
+        if self.settings.learning_rate_schedule == "constant":
+            return self.settings.learning_rate
+        return max(linear_schedule(self.settings.learning_rate, 0.0, self.step, self.get_max_steps), 1e-10)
+
     def exploration_epsilon(self) -> float:
-        """The probability of a random action at the current agent step (linear schedule)."""
+        """The probability of a random action at the current agent step (``exploration_schedule``)."""
+        if self.settings.exploration_schedule == "constant":
+            return self.settings.exploration_initial_eps
         return linear_schedule(self.settings.exploration_initial_eps, self.settings.exploration_final_eps,
                                self.step, self.settings.exploration_fraction * self.get_max_steps)
 
@@ -116,6 +144,8 @@ class DQNTrainer(OffPolicyTrainer):
         m = self.model
         feed = {**self._feed(batch), **self._feed(batch, "next_"),
                 m.taken_actions: batch["actions"], m.rewards: batch["rewards"], m.dones: batch["dones"]}
+        if self.settings.learning_rate_schedule != "constant":
+            feed[m.learning_rate] = self.current_learning_rate()
         loss, _ = self.sess.run([m.loss, m.update_batch], feed)
         self.add_stat("q_loss", loss)
 

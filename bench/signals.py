@@ -1,0 +1,147 @@
+"""Signals at random moments of training: does every run end as documented, saved, without an abort?
+
+Each trial is one ``learn.py 3DBall --train`` process (real scene processes, 127.0.0.1), over
+API-2 or gRPC, with 1 or 4 environments, threaded updates or not (cycled through, all eight
+combinations equally often), sent SIGTERM or SIGINT (alternating) a random 0-6 s after its first
+summary file appears (the trainers are built: training has begun). A trial counts as good when:
+
+* the exit status is the README's (SIGTERM 143, SIGINT 0 once something was saved);
+* the run folder holds a whole checkpoint (``tf.train.latest_checkpoint``) and the export
+  ``3DBall.bytes``, and no temporary file;
+* no abort: the status is not a signal death, and the output holds no "Traceback", "corrupted",
+  "double free" or "Segmentation".
+
+Printed: one line per trial, then the counts.
+
+    python bench/signals.py [--count 100] [--seed 0] [--max-wait 6]
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LEARN = os.path.join(ROOT, "learn.py")
+CONFIG = """default:
+    max_steps: 1.0e7
+    batch_size: 256
+    buffer_size: 2048
+    summary_freq: 1.0e6
+    threaded: {threaded}
+"""
+EXPECTED = {signal.SIGTERM: 143, signal.SIGINT: 0}
+ABORTS = ("Traceback", "corrupted", "double free", "Segmentation", "Fatal Python error")
+
+
+def free_port(span: int) -> int:
+    """A base port whose ``span`` ports are all free now (another run may still take one later)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port + span >= 65000:
+            continue
+        try:
+            for p in range(port, port + span):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+            return port
+        except OSError:
+            continue
+
+
+def trial(workdir: str, protocol: str, n_envs: int, threaded: bool, signum: int, delay: float):
+    """(good, why, seconds after training began that the signal went, exit status)."""
+    config = os.path.join(workdir, "c.yaml")
+    with open(config, "w") as f:
+        f.write(CONFIG.format(threaded=str(threaded).lower()))
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, LEARN, "3DBall", "--train", "--trainer-config", config, "--run-path", "run",
+         "--protocol", protocol, "--num-envs", str(n_envs), "--base-port", str(free_port(n_envs + 2))],
+        cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    summaries = os.path.join(workdir, "summaries")
+    deadline = time.time() + 180
+    try:
+        while not any(f.startswith("events") for _, _, files in os.walk(summaries) for f in files):
+            if proc.poll() is not None or time.time() > deadline:
+                out = proc.communicate()[0]
+                return False, "never started training", 0.0, proc.returncode, out
+            time.sleep(0.05)
+        time.sleep(delay)
+        proc.send_signal(signum)
+        out, _ = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out = proc.communicate()[0]
+        return False, "did not end within 300 s of the signal", delay, None, out
+    rc = proc.returncode
+    model = os.path.join(workdir, "models", "run")
+    why = []
+    if rc is None or rc < 0:
+        why.append(f"died of signal {-rc}")
+    elif rc != EXPECTED[signum]:
+        why.append(f"exit {rc}, expected {EXPECTED[signum]}")
+    aborts = [a for a in ABORTS if a in out]
+    if aborts:
+        why.append("output holds " + ", ".join(aborts))
+    if not os.path.isfile(os.path.join(model, "3DBall.bytes")):
+        why.append("no export")
+    index = os.path.join(model, "checkpoint")
+    whole = False
+    if os.path.isfile(index):
+        with open(index) as f:
+            first = f.readline().split('"')
+        prefix = os.path.join(model, first[1]) if len(first) > 1 else None
+        whole = prefix is not None and os.path.isfile(prefix + ".index") and any(
+            name.startswith(os.path.basename(prefix) + ".data") for name in os.listdir(model))
+    if not whole:
+        why.append("no whole checkpoint")
+    leftovers = [n for n in os.listdir(model) if n.endswith((".tmp", ".tempstate"))] if os.path.isdir(model) else []
+    if leftovers:
+        why.append(f"temporary files {leftovers}")
+    return not why, "; ".join(why) or "ok", delay, rc, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--count", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-wait", type=float, default=6.0)
+    parser.add_argument("--start", type=int, default=0, help="first trial (to rerun a trial by its number - 1)")
+    args = parser.parse_args()
+    combos = list(itertools.product(("api2", "grpc"), (1, 4), (False, True)))
+    good, started = 0, time.time()
+    failures = []
+    for i in range(args.start, args.start + args.count):
+        protocol, n_envs, threaded = combos[i % len(combos)]
+        signum = (signal.SIGTERM, signal.SIGINT)[(i // len(combos)) % 2 ^ (i % 2)]
+        wait = random.Random(args.seed * 100003 + i).uniform(0.0, args.max_wait)
+        for _ in range(3):  # a run that never reached training (a port taken meanwhile) is not a trial
+            with tempfile.TemporaryDirectory(prefix="signals-") as workdir:
+                ok, why, delay, rc, out = trial(workdir, protocol, n_envs, threaded, signum, wait)
+            if why != "never started training":
+                break
+            print(f"    trial {i + 1} never started training, again: {out.strip().splitlines()[-1][:200]}")
+        good += ok
+        print(f"{i + 1:3d} {protocol:4s} N={n_envs} threaded={threaded!s:5s} {signal.Signals(signum).name:7s} "
+              f"after {delay:4.1f} s: exit {rc} {why}", flush=True)
+        if not ok:
+            failures.append((i + 1, why))
+            print(f"--- trial {i + 1}'s output, last lines:\n{out[-4000:]}\n---", flush=True)
+    print(f"\n{good} of {args.count} ended with the documented exit status, a whole checkpoint and export, "
+          f"and no abort ({time.time() - started:.0f} s)")
+    for i, why in failures:
+        print(f"trial {i}: {why}")
+
+
+if __name__ == "__main__":
+    main()
