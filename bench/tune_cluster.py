@@ -25,19 +25,7 @@ import yaml
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tune_common import ROOT, base_config, rows, tune  # noqa: E402
 
-
-def guards(folder: str):
-    alive = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    line = f.read()
-            except OSError:
-                continue
-            if b"unityagents_tune.guard" in line and folder.encode() in line:
-                alive.append(int(pid))
-    return alive
+from unityagents_tune.guard import running  # noqa: E402
 
 
 def main() -> None:
@@ -74,10 +62,10 @@ def main() -> None:
         started = sorted(f[: -len(".history.csv")] for f in os.listdir(trials_dir) if f.endswith(".history.csv"))
         killed_at = time.time() - start
         deadline = time.time() + 90
-        while guards(trials_dir) and time.time() < deadline:
+        while running(str(trials_dir)) and time.time() < deadline:
             time.sleep(0.5)
         print(f"killed the sweep after {killed_at:.0f} s with {len(started)} trials started ({', '.join(started)}); "
-              f"trial runs alive {time.time() + 90 - deadline:.0f} s later: {len(guards(trials_dir))}")
+              f"trial runs alive {time.time() + 90 - deadline:.0f} s later: {len(running(str(trials_dir)))}")
         second = tune(folder, raw, sweep, "tpe", args.port, f"--ray-address={cluster.address}", "--resume")
         print(f"resumed; exit status {second.returncode}; {time.time() - start:.0f} s in all")
         trials = rows(os.path.join(folder, "tpe", "trials.csv"))

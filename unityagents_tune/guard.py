@@ -12,6 +12,26 @@ import signal
 import sys
 import threading
 import time
+from typing import List
+
+#: How a trial's command line names this module (``python -m unityagents_tune.guard ...``).
+MODULE = "unityagents_tune.guard"
+
+
+def running(folder: str) -> List[int]:
+    """The process ids of the trial runs still alive whose command line names ``folder`` (a sweep's
+    trials folder): what must be none once their sweep is gone."""
+    alive = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    line = f.read()
+            except OSError:
+                continue
+            if MODULE.encode() in line and folder.encode() in line:
+                alive.append(int(pid))
+    return alive
 
 
 def _watch(parent: int) -> None:

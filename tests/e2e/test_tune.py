@@ -14,6 +14,7 @@ import yaml
 
 from tests.conftest import free_port
 from trainers import learn_r22
+from unityagents_tune.guard import running
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = os.path.join(ROOT, "config", "ppo", "3DBall.yaml")
@@ -25,20 +26,6 @@ def tune(cwd, *args):
                RAY_USAGE_STATS_ENABLED="0")
     return subprocess.Popen([sys.executable, "-m", "unityagents_tune.cli", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def guards(trials):
-    alive = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    line = f.read()
-            except OSError:
-                continue
-            if b"unityagents_tune.guard" in line and str(trials).encode() in line:
-                alive.append(int(pid))
-    return alive
 
 
 @pytest.mark.slow
@@ -65,7 +52,7 @@ def test_a_killed_sweep_resumes_and_accounts_for_every_trial(tmp_path):
     first.kill()
     first.wait()
     deadline = time.time() + 60
-    while guards(trials):  # the trials' runs end with their sweep
+    while running(str(trials)):  # the trials' runs end with their sweep
         assert time.time() < deadline, "a trial outlived its killed sweep"
         time.sleep(0.5)
 
