@@ -197,11 +197,11 @@ class RunOptions:
     curriculum: Any = None
     seed: int = 0
     # Which files are kept.
-    paths: Any = None  # trainers.run_paths.RunPaths; None: models/<run_path>/ and summaries/
+    paths: Any = None  # runner.run_paths.RunPaths; None: models/<run_path>/ and summaries/
     keep_checkpoints: int = 5
     save_freq: int = 50000
     checkpoint_interval: Optional[int] = None  # also save every this many agent steps of the first learner
-    device: Optional[str] = None  # the graph's device: cpu, cuda, cuda:N (trainers.devices); None: TensorFlow's choice
+    device: Optional[str] = None  # the graph's device: cpu, cuda, cuda:N (runner.devices); None: TensorFlow's choice
     # The environments.
     worker_id: int = 0
     base_port: int = 5005
@@ -241,8 +241,8 @@ def run(make_options: Callable[[], RunOptions]) -> int:
 
 def train(opts: RunOptions) -> None:
     """Launch the environments of ``opts`` and run the trainer controller until it ends."""
-    from trainers.controller import TrainerController
-    from trainers.devices import placement
+    from runner.controller import TrainerController
+    from runner.devices import placement
 
     device = placement(opts.device)  # a GPU that is not there is refused before any environment starts
 
@@ -308,7 +308,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def _run_options(options) -> RunOptions:
     """learn.py's options, checked (everything that can be checked without the environment)."""
-    from trainers.checkpoints import latest_checkpoint
+    from runner.checkpoints import latest_checkpoint
     from trainers.settings.trainer_config import load_trainer_config
     from trainers.trainer.registry import load_registry
 

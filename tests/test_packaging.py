@@ -55,7 +55,7 @@ def test_the_wheel_holds_the_shipped_files_and_the_front_ends(wheel):
     assert "curricula/push.json" in expected
     missing = [n for n in expected if f"{learn.SHIPPED_DIR}/{n}" not in names]
     assert not missing, f"the wheel lacks the shipped files {missing}"
-    for module in ("learn.py", "learn_hub.py", "trainers/learn_r22.py", "academy/__main__.py",
+    for module in ("learn.py", "learn_hub.py", "trainers/learn_r22.py", "runner/controller.py", "academy/__main__.py",
                    "unityagents_tune/cli.py"):
         assert module in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

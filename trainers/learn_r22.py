@@ -61,9 +61,9 @@ from typing import Any, Dict, List, Optional, Tuple
 import yaml
 from docopt import docopt
 
-from trainers.checkpoints import resolve_init_path
-from trainers.devices import Placement
-from trainers.run_paths import RunPaths
+from runner.checkpoints import resolve_init_path
+from runner.devices import Placement
+from runner.run_paths import RunPaths
 from trainers.settings.environment_parameters import EnvironmentParameters, parse_environment_parameters
 from trainers.settings.run_config import RunConfig, RunConfigError, resolve
 from trainers.settings.schema import coerce_value

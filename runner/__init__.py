@@ -1,0 +1,8 @@
+"""The run: what drives trainers against environments, between the front ends and ``trainers``.
+
+The controller loop (``controller``), the build of trainers from their settings (``build``), the
+run's files (``run_paths``, ``saver``, ``checkpoints``), curriculum lessons (``lessons``), device
+placement (``devices``), timers (``timers``) and updates on a background thread (``background``).
+The front ends (``learn.py``, ``unityagents-learn``, the tuner) build a run through this package;
+``trainers`` never imports it, and it never imports a front end.
+"""
