@@ -223,7 +223,7 @@ class RunOptions:
 
 def run(make_options: Callable[[], RunOptions]) -> int:
     """Build the options (their errors are reported like the run's), train, map the end onto an exit status."""
-    from trainers.stopping import Stop, install_signal_handlers
+    from runner.stopping import Stop, install_signal_handlers
 
     install_signal_handlers()  # from here on SIGINT and SIGTERM request a stop, even during start-up
     try:
@@ -278,7 +278,7 @@ def train(opts: RunOptions) -> None:
 
     if editor is None:
         restarts = opts.restarts
-    from trainers.stopping import interruptible
+    from runner.stopping import interruptible
 
     with interruptible():  # a stop requested so far, or while the environments start (or wait for Play), ends it
         env = EnvironmentSet(launch, opts.num_envs, curriculum=opts.curriculum, restart_policy=restarts,

@@ -20,7 +20,7 @@ brain over the agents of the environments that are ready, and, when some environ
 Stopping (``learn.py`` maps these onto its exit status):
 
 * SIGINT (Ctrl-C) or SIGTERM (``docker stop``, systemd, a cluster scheduler) requests a stop
-  (``trainers.stopping``), which the loop takes at a safe point: between steps (``check_stop``),
+  (``runner.stopping``), which the loop takes at a safe point: between steps (``check_stop``),
   at once while it waits for an environment (``interruptible``), right after a save; a long
   update ends early between minibatches. Once the trainers are built the run then saves a
   checkpoint and exports exactly once and raises ``Stop``, so the caller knows which signal
@@ -56,9 +56,9 @@ from runner.devices import placement
 from runner.lessons import advance_curriculum, check_curriculum_between_resets, lesson_numbers
 from runner.run_paths import RunPaths
 from runner.saver import PoisonedModelError, RunSaver
+from runner.stopping import Stop, check_stop, clear_stop_request, interruptible, shielded
 from runner.timers import Timers
 from trainers.settings.trainer_config import TrainerConfig
-from trainers.stopping import Stop, check_stop, clear_stop_request, interruptible, shielded
 from trainers.tf_utils import tf
 from trainers.trainer.agent_processor import AgentProcessor
 from trainers.trainer.base import Trainer, UnityTrainerException

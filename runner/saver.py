@@ -32,11 +32,11 @@ from runner.checkpoints import (
     write_json_atomically,
 )
 from runner.run_paths import RunPaths
+from runner.stopping import shielded
 from runner.timers import Timers
 from trainers.export.frozen_graph import contract_inputs, export_graph, write_atomically
 from trainers.export.onnx_model import export_onnx, onnx_file_stem
 from trainers.flat_adam import OPTIMIZER_STATE
-from trainers.stopping import shielded
 from trainers.tf_utils import tf
 from trainers.trainer.base import Trainer, UnityTrainerException
 

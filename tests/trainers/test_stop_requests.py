@@ -4,10 +4,10 @@ import signal
 
 import pytest
 
+from runner import stopping
+from runner.stopping import Stop
 from tests.conftest import write
 from tests.unityagents.vector.test_environment_set import ScriptedWorker
-from trainers import stopping
-from trainers.stopping import Stop
 
 
 @pytest.fixture
