@@ -1,9 +1,9 @@
 """The layers stay apart: read from the sources' imports (``ast``), without importing anything.
 
 - no import cycle among the project's modules;
-- the Unity side (``academy``) imports nothing of the trainers, and of ``unityagents`` only the
+- the Unity side (``academy``) imports nothing of the run or the trainers, and of ``unityagents`` only the
   generated protocol messages (``unityagents.wire.protos``) that both ends of the wire share;
-- the wire (``unityagents``) imports nothing of the trainers and never TensorFlow;
+- the wire (``unityagents``) imports nothing of the run or the trainers and never TensorFlow;
 - the tuner (``unityagents_tune``) sits on top: nothing else imports it;
 - the protocols (``unityagents.wire``) import nothing of the environment or the set above them:
   a communicator sees the environment only through its ``Peer``;
@@ -117,14 +117,14 @@ def test_no_import_cycle():
 
 
 def test_the_unity_side_imports_only_the_shared_messages():
-    bad = {m: sorted(d for d in deps if d.split(".")[0] in ("trainers", "unityagents")
+    bad = {m: sorted(d for d in deps if d.split(".")[0] in ("runner", "trainers", "unityagents")
                      and not d.startswith("unityagents.wire.protos"))
            for m, deps in graph().items() if m.startswith("academy")}
     assert {m: d for m, d in bad.items() if d} == {}
 
 
 def test_the_wire_knows_nothing_of_learning():
-    bad = {m: sorted(d for d in deps if d.split(".")[0] in ("trainers", "tensorflow"))
+    bad = {m: sorted(d for d in deps if d.split(".")[0] in ("runner", "trainers", "tensorflow"))
            for m, deps in graph().items() if m.split(".")[0] == "unityagents"}
     assert {m: d for m, d in bad.items() if d} == {}
 
