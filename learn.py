@@ -183,7 +183,7 @@ def shipped_file(path: str) -> str:
 class RunOptions:
     """One training (or inference) run, as both front ends build it once from their command line
     (``learn.py``'s docopt options; ``unityagents-learn``'s Release 22 run config and ``--`` options,
-    ``trainers.learn_r22``), checked and typed; what starts the run reads only this."""
+    ``learn_r22``), checked and typed; what starts the run reads only this."""
 
     env: Optional[str]  # a build or built-in scene; None: the Unity Editor
     config: Any  # trainers.settings.trainer_config.TrainerConfig

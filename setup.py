@@ -1,5 +1,5 @@
-"""Installs the packages (unityagents, runner, trainers, academy, unityagents_tune), learn.py, learn_hub.py
-and their commands.
+"""Installs the packages (unityagents, runner, trainers, academy, unityagents_tune), learn.py, learn_hub.py,
+learn_r22.py and their commands.
 
 The built-in trainers and stats writers register under the same entry-point groups as plugins do
 (``unityagents.trainers``, ``unityagents.stats_writers``), so a plugin package is discovered
@@ -43,7 +43,7 @@ setup(
     python_requires=">=3.9",
     packages=find_packages(include=["unityagents", "unityagents.*", "runner", "runner.*", "trainers", "trainers.*",
                                     "academy", "academy.*", "unityagents_tune", "unityagents_tune.*"]),
-    py_modules=["learn", "learn_hub"],
+    py_modules=["learn", "learn_hub", "learn_r22"],
     install_requires=[
         "numpy>=1.24",
         "pyyaml>=6.0",
@@ -75,7 +75,7 @@ setup(
     entry_points={
         "console_scripts": [
             "learn = learn:cli",
-            "unityagents-learn = trainers.learn_r22:cli",
+            "unityagents-learn = learn_r22:cli",
             "unityagents-tune = unityagents_tune.cli:cli",
             "unityagents-push-to-hf = learn_hub:push_cli",
             "unityagents-load-from-hf = learn_hub:load_cli",

@@ -2,10 +2,11 @@
 
 Printed:
 
-1. imports back up: a module importing a layer above its own (front ends ``learn``, ``learn_hub``
-   and ``trainers.learn_r22`` > ``runner`` > ``trainers`` > ``unityagents``; ``academy`` beside them, sharing
-   only the protocol messages), and, inside ``trainers``, ``trainers.settings`` (which every
-   trainer imports) importing a trainer, a reward signal, self-play or imitation;
+1. imports back up: a module importing a layer above its own (front ends ``learn``, ``learn_hub``,
+   ``learn_r22`` and its ``trainers.learn_r22`` door > ``runner`` > ``trainers`` > ``unityagents``;
+   ``academy`` beside them, sharing only the protocol messages), and, inside ``trainers``,
+   ``trainers.settings`` (which every trainer imports) importing a trainer, a reward signal,
+   self-play or imitation;
 2. files touched per "add a ...": for each built-in of a kind (trainer types, reward signals,
    protocols, scenes), the files outside its own module or folder whose code names it in a string
    literal (a registry line, a schema, a docs table): what adding one more of that kind touches,
@@ -28,7 +29,7 @@ sys.path.insert(0, ROOT)
 from tests.test_layers import imports_of  # noqa: E402
 from tests.test_layers import modules as package_modules  # noqa: E402
 
-FRONT_ENDS = ("learn", "learn_hub")
+FRONT_ENDS = ("learn", "learn_hub", "learn_r22")
 FRONT_END_MODULES = FRONT_ENDS + ("trainers.learn_r22",)
 
 

@@ -12,8 +12,8 @@ import time
 import pytest
 import yaml
 
+import learn_r22
 from tests.conftest import free_port
-from trainers import learn_r22
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = os.path.join(ROOT, "config", "ppo", "3DBall.yaml")

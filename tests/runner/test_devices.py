@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import learn
+import learn_r22
 from runner.controller import TrainerController
 from runner.devices import DeviceError, Placement, placement
 from tests.conftest import write
 from tests.unityagents.vector.test_environment_set import ScriptedWorker
-from trainers import learn_r22
 from trainers.settings.trainer_config import load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.registry import load_registry
