@@ -183,7 +183,7 @@ def shipped_file(path: str) -> str:
 class RunOptions:
     """One training (or inference) run, as both front ends build it once from their command line
     (``learn.py``'s docopt options; ``unityagents-learn``'s Release 22 run config and ``--`` options,
-    ``trainers.learn_r22``), checked and typed; what starts the run reads only this."""
+    ``learn_r22``), checked and typed; what starts the run reads only this."""
 
     env: Optional[str]  # a build or built-in scene; None: the Unity Editor
     config: Any  # trainers.settings.trainer_config.TrainerConfig
@@ -197,11 +197,11 @@ class RunOptions:
     curriculum: Any = None
     seed: int = 0
     # Which files are kept.
-    paths: Any = None  # trainers.run_paths.RunPaths; None: models/<run_path>/ and summaries/
+    paths: Any = None  # runner.run_paths.RunPaths; None: models/<run_path>/ and summaries/
     keep_checkpoints: int = 5
     save_freq: int = 50000
     checkpoint_interval: Optional[int] = None  # also save every this many agent steps of the first learner
-    device: Optional[str] = None  # the graph's device: cpu, cuda, cuda:N (trainers.devices); None: TensorFlow's choice
+    device: Optional[str] = None  # the graph's device: cpu, cuda, cuda:N (runner.devices); None: TensorFlow's choice
     # The environments.
     worker_id: int = 0
     base_port: int = 5005
@@ -223,7 +223,7 @@ class RunOptions:
 
 def run(make_options: Callable[[], RunOptions]) -> int:
     """Build the options (their errors are reported like the run's), train, map the end onto an exit status."""
-    from trainers.stopping import Stop, install_signal_handlers
+    from runner.stopping import Stop, install_signal_handlers
 
     install_signal_handlers()  # from here on SIGINT and SIGTERM request a stop, even during start-up
     try:
@@ -241,8 +241,8 @@ def run(make_options: Callable[[], RunOptions]) -> int:
 
 def train(opts: RunOptions) -> None:
     """Launch the environments of ``opts`` and run the trainer controller until it ends."""
-    from trainers.controller import TrainerController
-    from trainers.devices import placement
+    from runner.controller import TrainerController
+    from runner.devices import placement
 
     device = placement(opts.device)  # a GPU that is not there is refused before any environment starts
 
@@ -278,7 +278,7 @@ def train(opts: RunOptions) -> None:
 
     if editor is None:
         restarts = opts.restarts
-    from trainers.stopping import interruptible
+    from runner.stopping import interruptible
 
     with interruptible():  # a stop requested so far, or while the environments start (or wait for Play), ends it
         env = EnvironmentSet(launch, opts.num_envs, curriculum=opts.curriculum, restart_policy=restarts,
@@ -308,7 +308,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def _run_options(options) -> RunOptions:
     """learn.py's options, checked (everything that can be checked without the environment)."""
-    from trainers.checkpoints import latest_checkpoint
+    from runner.checkpoints import latest_checkpoint
     from trainers.settings.trainer_config import load_trainer_config
     from trainers.trainer.registry import load_registry
 

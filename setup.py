@@ -1,4 +1,5 @@
-"""Installs the packages (unityagents, trainers, academy, unityagents_tune), learn.py, learn_hub.py and their commands.
+"""Installs the packages (unityagents, runner, trainers, academy, unityagents_tune), learn.py, learn_hub.py,
+learn_r22.py and their commands.
 
 The built-in trainers and stats writers register under the same entry-point groups as plugins do
 (``unityagents.trainers``, ``unityagents.stats_writers``), so a plugin package is discovered
@@ -40,9 +41,9 @@ setup(
     version="0.3.0",
     description="Multi-brain RL training for Unity-protocol (API-2) environments, with built-in scenes",
     python_requires=">=3.9",
-    packages=find_packages(include=["unityagents", "unityagents.*", "trainers", "trainers.*",
+    packages=find_packages(include=["unityagents", "unityagents.*", "runner", "runner.*", "trainers", "trainers.*",
                                     "academy", "academy.*", "unityagents_tune", "unityagents_tune.*"]),
-    py_modules=["learn", "learn_hub"],
+    py_modules=["learn", "learn_hub", "learn_r22"],
     install_requires=[
         "numpy>=1.24",
         "pyyaml>=6.0",
@@ -67,14 +68,14 @@ setup(
         # Sharing trained runs on the Hugging Face Hub (unityagents-push-to-hf, unityagents-load-from-hf).
         "hub": ["huggingface_hub>=0.23"],
         # TensorFlow's GPU build with its CUDA libraries (Linux, NVIDIA driver), for --torch-device cuda /
-        # torch_settings.device (trainers/devices.py). It shares its package folder with tensorflow-cpu: after
+        # torch_settings.device (runner/devices.py). It shares its package folder with tensorflow-cpu: after
         # installing it, `pip uninstall -y tensorflow-cpu` and reinstall tensorflow (--force-reinstall --no-deps).
         "gpu": ['tensorflow[and-cuda]>=2.15,<2.22; platform_system == "Linux"'],
     },
     entry_points={
         "console_scripts": [
             "learn = learn:cli",
-            "unityagents-learn = trainers.learn_r22:cli",
+            "unityagents-learn = learn_r22:cli",
             "unityagents-tune = unityagents_tune.cli:cli",
             "unityagents-push-to-hf = learn_hub:push_cli",
             "unityagents-load-from-hf = learn_hub:load_cli",

@@ -40,7 +40,7 @@ logging.basicConfig(level=logging.WARNING)
 from trainers.settings.trainer_config import load_trainer_config
 from trainers.trainer.registry import load_registry
 from trainers.trainer.base import Trainer
-from trainers.controller import TrainerController
+from runner.controller import TrainerController
 from unityagents import UnityEnvironment
 config = load_trainer_config({config!r}, load_registry())
 env = UnityEnvironment("PushCollab", base_port={port}, protocol="grpc", seed={seed}, log_dir="logs")

@@ -85,7 +85,7 @@ def train(match: Match, run_dir: str, steps: int, checkpoint_every: int, seed: i
     """Train ``run_dir`` with the match's config under the scene's behaviour name."""
     import yaml
 
-    from trainers import learn_r22
+    import learn_r22
 
     with open(os.path.join(ROOT, match.config)) as f:
         config = yaml.safe_load(f)

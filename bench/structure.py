@@ -2,10 +2,11 @@
 
 Printed:
 
-1. imports back up: a module importing a layer above its own (front ends ``learn``, ``learn_hub``
-   and ``trainers.learn_r22`` > ``trainers`` > ``unityagents``; ``academy`` beside them, sharing
-   only the protocol messages), and, inside ``trainers``, ``trainers.settings`` (which every
-   trainer imports) importing a trainer, a reward signal, self-play or imitation;
+1. imports back up: a module importing a layer above its own (front ends ``learn``, ``learn_hub``,
+   ``learn_r22`` and its ``trainers.learn_r22`` door > ``runner`` > ``trainers`` > ``unityagents``;
+   ``academy`` beside them, sharing only the protocol messages), and, inside ``trainers``,
+   ``trainers.settings`` (which every trainer imports) importing a trainer, a reward signal,
+   self-play or imitation;
 2. files touched per "add a ...": for each built-in of a kind (trainer types, reward signals,
    protocols, scenes), the files outside its own module or folder whose code names it in a string
    literal (a registry line, a schema, a docs table): what adding one more of that kind touches,
@@ -28,7 +29,7 @@ sys.path.insert(0, ROOT)
 from tests.test_layers import imports_of  # noqa: E402
 from tests.test_layers import modules as package_modules  # noqa: E402
 
-FRONT_ENDS = ("learn", "learn_hub")
+FRONT_ENDS = ("learn", "learn_hub", "learn_r22")
 FRONT_END_MODULES = FRONT_ENDS + ("trainers.learn_r22",)
 
 
@@ -40,7 +41,7 @@ def modules() -> Dict[str, str]:
 def graph() -> Dict[str, Set[str]]:
     return {name: imports_of(name, path) for name, path in modules().items()}
 
-LAYER = {"front end": 3, "trainers": 2, "unityagents": 1}
+LAYER = {"front end": 4, "runner": 3, "trainers": 2, "unityagents": 1}
 SETTINGS_MAY_NOT_USE = ("trainers.ghost", "trainers.imitation", "trainers.reward_signals", "trainers.ppo",
                         "trainers.sac", "trainers.poca", "trainers.trainer")
 #: kind -> {built-in name: its own files or folder (relative)}
@@ -72,7 +73,7 @@ def imports_back_up(g: Dict[str, Set[str]]) -> List[str]:
             other = layer(d)
             if own in LAYER and other in LAYER and LAYER[other] > LAYER[own]:
                 found.append(f"{m} -> {d}")
-            elif own == "academy" and other in ("trainers", "unityagents") and not d.startswith(
+            elif own == "academy" and other in ("runner", "trainers", "unityagents") and not d.startswith(
                     "unityagents.wire.protos"):
                 found.append(f"{m} -> {d}")
             elif m.startswith("trainers.settings") and d.startswith(SETTINGS_MAY_NOT_USE):

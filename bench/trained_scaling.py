@@ -54,18 +54,18 @@ AGENTS_PER_ENV = 12  # 3DBall's platforms
 PROGRESS = re.compile(rf"{BEHAVIOR}\S*?[.:] Step: (\d+)\.")
 #: Where a sample of our trainer counts, first match wins (py-spy frames are "function (file:line)").
 PARTS = (
-    ("update", ("(trainers/ppo/optimizer.py", "update_policy", "(trainers/trainer/background.py",
+    ("update", ("(trainers/ppo/optimizer.py", "update_policy", "(runner/background.py",
                 "(trainers/trainer/on_policy.py", "(trainers/buffer.py", "(trainers/returns.py")),
     ("decode", ("receive (unityagents/wire/grpc.py", "(unityagents/wire/grpc_messages.py",
                 "(unityagents/wire/validate.py", "_next_message (unityagents/wire/grpc.py")),
     ("encode", ("send_step (unityagents/wire/grpc.py", "_reply (unityagents/wire/grpc.py")),
     ("gRPC exchange", ("(unityagents/wire/grpc_server.py", "grpc/_server.py", "grpc/_common.py",
                        "grpc/_cython")),
-    ("inference", ("_act (trainers/controller.py",)),
+    ("inference", ("_act (runner/controller.py",)),
     ("agent processor", ("(trainers/trainer/agent_processor.py", "(trainers/trainer/collector.py",
-                         "(trainers/trainer/trajectory.py", "_experience (trainers/controller.py",
-                         "_per_environment (trainers/controller.py", "(trainers/trainer/brain_info.py")),
-    ("summaries", ("(trainers/stats.py", "(trainers/trainer/summaries.py", "(trainers/timers.py")),
+                         "(trainers/trainer/trajectory.py", "_experience (runner/controller.py",
+                         "_per_environment (runner/controller.py", "(trainers/trainer/brain_info.py")),
+    ("summaries", ("(trainers/stats.py", "(trainers/trainer/summaries.py", "(runner/timers.py")),
     ("environment set", ("(unityagents/vector/", "(unityagents/base_env.py", "(unityagents/environment.py",
                          "concurrent/futures", "threading.py", "queue.py")),
 )

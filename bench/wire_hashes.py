@@ -44,7 +44,7 @@ def hashing(cls, name):
 
 hashing(api2_stream.Connection, "send")  # API-2: every token, frame and length prefix
 hashing(grpc_server.ExchangeServer, "answer")  # gRPC: every reply message
-from trainers.controller import TrainerController  # noqa: E402
+from runner.controller import TrainerController  # noqa: E402
 
 TrainerController._keep_going = lambda self: self.global_step < STEPS
 ROOT = os.getcwd()

@@ -38,7 +38,7 @@ def _learn(argv: List[str]) -> None:
 def _learn_r22(argv: List[str]) -> None:
     from docopt import docopt
 
-    from trainers import learn_r22
+    import learn_r22
 
     docopt(learn_r22.__doc__, argv=learn_r22.split_env_args(argv)[0])
 

@@ -1,17 +1,19 @@
 """The layers stay apart: read from the sources' imports (``ast``), without importing anything.
 
 - no import cycle among the project's modules;
-- the Unity side (``academy``) imports nothing of the trainers, and of ``unityagents`` only the
+- the Unity side (``academy``) imports nothing of the run or the trainers, and of ``unityagents`` only the
   generated protocol messages (``unityagents.wire.protos``) that both ends of the wire share;
-- the wire (``unityagents``) imports nothing of the trainers and never TensorFlow;
+- the wire (``unityagents``) imports nothing of the run or the trainers and never TensorFlow;
 - the tuner (``unityagents_tune``) sits on top: nothing else imports it;
 - the protocols (``unityagents.wire``) import nothing of the environment or the set above them:
   a communicator sees the environment only through its ``Peer``;
-- the algorithms (``trainers`` but the controller, which drives the environment set, and the
-  ``unityagents-learn`` front end, which builds it) know of ``unityagents`` only its data types,
-  exceptions and demonstration files: no sockets, processes or protocols;
-- nothing imports a front end (``learn.py``, ``learn_hub.py``) but another front end, and the front
-  ends know nothing of the Unity side (``academy``): they launch scenes through ``unityagents``.
+- the algorithms (``trainers``) know of ``unityagents`` only its data types, exceptions and
+  demonstration files: no sockets, processes or protocols;
+- the layers run one way: front ends -> the run (``runner``) -> the algorithms (``trainers``) ->
+  ``unityagents``; the algorithms never import the run, and the run never imports a front end;
+- nothing imports a front end (``learn.py``, ``learn_hub.py``, ``learn_r22.py``) but another front
+  end or the tuner, and the front ends know nothing of the Unity side (``academy``): they launch
+  scenes through ``unityagents``.
 """
 from __future__ import annotations
 
@@ -20,16 +22,15 @@ import os
 from typing import Dict, List, Set
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ("unityagents", "trainers", "academy", "unityagents_tune")
+PACKAGES = ("unityagents", "runner", "trainers", "academy", "unityagents_tune")
 #: What an algorithm may import of ``unityagents``.
 TRAINER_MAY_USE = ("unityagents.brain", "unityagents.base_env", "unityagents.exception", "unityagents.demo")
-#: The modules of ``trainers`` that drive environments rather than learn.
-DRIVERS = ("trainers.controller", "trainers.learn_r22")
 
 
-#: The command-line front ends at the top of the tree, and those that live in packages
-#: (``unityagents-learn``; ``unityagents-tune``, which runs trials through the other two's settings).
-FRONT_ENDS = ("learn", "learn_hub")
+#: The command-line front ends at the top of the tree (``learn_r22``: ``unityagents-learn``), and those
+#: that live in packages (``trainers.learn_r22``, the door that ``python -m trainers.learn_r22`` opens
+#: onto ``learn_r22``; ``unityagents-tune``, which runs trials through the other two's settings).
+FRONT_ENDS = ("learn", "learn_hub", "learn_r22")
 FRONT_END_MODULES = FRONT_ENDS + ("trainers.learn_r22", "unityagents_tune.cli")
 
 
@@ -115,14 +116,14 @@ def test_no_import_cycle():
 
 
 def test_the_unity_side_imports_only_the_shared_messages():
-    bad = {m: sorted(d for d in deps if d.split(".")[0] in ("trainers", "unityagents")
+    bad = {m: sorted(d for d in deps if d.split(".")[0] in ("runner", "trainers", "unityagents")
                      and not d.startswith("unityagents.wire.protos"))
            for m, deps in graph().items() if m.startswith("academy")}
     assert {m: d for m, d in bad.items() if d} == {}
 
 
 def test_the_wire_knows_nothing_of_learning():
-    bad = {m: sorted(d for d in deps if d.split(".")[0] in ("trainers", "tensorflow"))
+    bad = {m: sorted(d for d in deps if d.split(".")[0] in ("runner", "trainers", "tensorflow"))
            for m, deps in graph().items() if m.split(".")[0] == "unityagents"}
     assert {m: d for m, d in bad.items() if d} == {}
 
@@ -144,7 +145,7 @@ def test_the_protocols_know_nothing_of_the_environment_above_them():
 def test_the_algorithms_know_no_sockets_or_processes():
     bad = {}
     for m, deps in graph().items():
-        if m.startswith("trainers") and m not in DRIVERS:
+        if m.startswith("trainers") and m not in FRONT_END_MODULES:
             wire = sorted(d for d in deps if d.startswith("unityagents.") and d.count(".") == 1
                           and not d.startswith(TRAINER_MAY_USE) and not d.startswith("unityagents.wire.protos"))
             wire += sorted(d for d in deps if d.split(".")[0] in ("socket", "subprocess", "grpc"))
@@ -153,14 +154,52 @@ def test_the_algorithms_know_no_sockets_or_processes():
     assert bad == {}
 
 
+def back_up(g: Dict[str, Set[str]], below: str, above: str) -> Dict[str, List[str]]:
+    """The modules of the package ``below`` (front-end modules aside) that import the package ``above``."""
+    bad = {m: sorted(d for d in deps if d.split(".")[0] == above)
+           for m, deps in g.items() if m.split(".")[0] == below and m not in FRONT_END_MODULES}
+    return {m: d for m, d in bad.items() if d}
+
+
+def test_the_reader_sees_an_import_back_up():
+    planted = {"trainers.ppo.trainer": {"runner.controller", "numpy"}, "trainers.learn_r22": {"runner.devices"}}
+    assert back_up(planted, "trainers", "runner") == {"trainers.ppo.trainer": ["runner.controller"]}
+
+
+def test_the_algorithms_never_import_the_run():
+    """``trainers`` learns; ``runner`` drives it. A plugin trainer needs nothing of the run."""
+    g = graph()
+    assert "runner.controller" in g and "runner.build" in g  # the reader finds the package
+    assert back_up(g, "trainers", "runner") == {}
+
+
+def front_ends_imported(g: Dict[str, Set[str]], package: str) -> Dict[str, List[str]]:
+    """The front ends that the modules of ``package`` import."""
+    bad = {m: sorted(d for d in deps if d.split(".")[0] in FRONT_ENDS or d in FRONT_END_MODULES)
+           for m, deps in g.items() if m.split(".")[0] == package}
+    return {m: d for m, d in bad.items() if d}
+
+
+def test_the_run_never_imports_a_front_end():
+    assert front_ends_imported({"runner.saver": {"trainers.learn_r22", "learn", "trainers.buffer"}}, "runner") == {
+        "runner.saver": ["learn", "trainers.learn_r22"]}
+    assert front_ends_imported(graph(), "runner") == {}
+
+
+def test_the_front_ends_reach_the_run_through_runner():
+    g = graph()
+    assert "runner.controller" in g["learn"] and "runner.run_paths" in g["learn_r22"]
+    assert g["trainers.learn_r22"] == {"sys", "learn_r22"}  # the old path, a door onto the front end only
+
+
 def test_nothing_imports_a_front_end_but_a_front_end():
     bad = {m: sorted(d for d in deps if d.split(".")[0] in FRONT_ENDS)
-           for m, deps in graph().items() if m not in FRONT_END_MODULES}
+           for m, deps in graph().items() if m not in FRONT_END_MODULES and m.split(".")[0] != "unityagents_tune"}
     assert {m: d for m, d in bad.items() if d} == {}
 
 
 def test_the_front_ends_know_nothing_of_the_unity_side():
     g = graph()
-    assert "trainers.controller" in g["learn"] and "unityagents.vector.environment_set" in g["learn"]
+    assert "runner.controller" in g["learn"] and "unityagents.vector.environment_set" in g["learn"]
     bad = {m: sorted(d for d in g[m] if d.split(".")[0] == "academy") for m in FRONT_END_MODULES}
     assert {m: d for m, d in bad.items() if d} == {}

@@ -55,12 +55,12 @@ def test_the_wheel_holds_the_shipped_files_and_the_front_ends(wheel):
     assert "curricula/push.json" in expected
     missing = [n for n in expected if f"{learn.SHIPPED_DIR}/{n}" not in names]
     assert not missing, f"the wheel lacks the shipped files {missing}"
-    for module in ("learn.py", "learn_hub.py", "trainers/learn_r22.py", "academy/__main__.py",
-                   "unityagents_tune/cli.py"):
+    for module in ("learn.py", "learn_hub.py", "learn_r22.py", "trainers/learn_r22.py", "runner/controller.py",
+                   "academy/__main__.py", "unityagents_tune/cli.py"):
         assert module in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
-    for script in ("learn = learn:cli", "unityagents-learn = trainers.learn_r22:cli",
+    for script in ("learn = learn:cli", "unityagents-learn = learn_r22:cli",
                    "unityagents-tune = unityagents_tune.cli:cli",
                    "unityagents-push-to-hf = learn_hub:push_cli", "unityagents-load-from-hf = learn_hub:load_cli"):
         assert script in text

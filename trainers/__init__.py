@@ -1,5 +1,6 @@
-"""Learning: trainers, the models they build, and the controller that runs them against an environment.
+"""Learning: trainers, the models they build, buffers, reward signals, export and settings.
 
-This package knows nothing of sockets; it consumes the environment's steps (``unityagents.base_env``)
-through one agent processor (``trainers.trainer.agent_processor``).
+This package knows nothing of sockets or of the run that drives it (``runner``); it consumes the
+environment's steps (``unityagents.base_env``) through one agent processor
+(``trainers.trainer.agent_processor``).
 """

@@ -23,7 +23,7 @@ its earlier reads alias.
 Checkpoints: the optimizer state is four variables under ``name`` (``m``, ``v``, ``beta1_power``,
 ``beta2_power``) instead of two slots per variable, and they are listed in the graph collection
 ``OPTIMIZER_STATE``, so a restore can tell the optimizer's state from the weights
-(``trainers.saver``: a checkpoint with per-variable ``Adam`` slots restores its weights and starts
+(``runner.saver``: a checkpoint with per-variable ``Adam`` slots restores its weights and starts
 the optimizer afresh).
 """
 from __future__ import annotations

@@ -1,74 +1,18 @@
-"""How a run stops on a signal: SIGINT or SIGTERM set a stop request that the run takes at a safe point.
+"""The run's stop request, as the trainers read it: a long update ends early between minibatches when it is set.
 
-The handlers never raise at whatever bytecode the main thread happens to run (inside TensorFlow's
-or NumPy's wrappers, or half-way through a buffer's bookkeeping). They only record the request;
-the run takes it where stopping is safe:
-
-* ``check_stop()`` raises ``Stop`` if a request is pending: the controller calls it between
-  environment steps and after every save;
-* ``stop_requested()`` tells long loops to end early without raising: the trainers' updates
-  break between minibatches (also on the background update thread, where nothing may raise);
-* inside ``interruptible()`` (waiting on an environment: a launch, a reset, a step's answer) a
-  signal raises ``Stop`` at once, since a wait holds nothing half done;
-* inside ``shielded()`` (writing checkpoints and exports) a signal only warns: the files are
-  finished first, and the request is raised right after, when the outermost shield ends.
-
-A second signal adds nothing (but a SIGTERM outranks a SIGINT not yet taken): the request
-stands, and a save in progress finishes.
-``learn.py`` installs the handlers once, early, in the main thread.
+The run (``runner.stopping``) sets the request on SIGINT or SIGTERM and raises it at its safe
+points. A trainer, built in or a plugin, only reads ``stop_requested()``: safe from any thread,
+it never raises, and stays set once the run took the request (an update on the background thread
+still ends early while the run saves).
 """
 from __future__ import annotations
 
-import contextlib
-import logging
 import signal
 from typing import Optional
 
-logger = logging.getLogger("unityagents")
-
-
-class Stop(KeyboardInterrupt):
-    """SIGINT or SIGTERM arrived. ``saved`` tells whether the run saved and exported before stopping."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-        self.saved = False
-
-
-#: ``request``: the signal number of the stop not yet raised; ``stopping``: of the first request, kept
-#: once raised (the updates still in flight end early); ``shield``: depth of ``shielded()``;
-#: ``waits``: depth of ``interruptible()``.
-_state = {"request": None, "stopping": None, "shield": 0, "waits": 0}
-
-
-def _on_signal(signum, frame) -> None:
-    first = _state["stopping"] is None
-    request_stop(signum)
-    name = signal.Signals(signum).name
-    if _state["shield"]:
-        logger.warning("%s received while saving: the save finishes first, then the run stops.", name)
-        return
-    if _state["waits"]:
-        raise _take()
-    if first:
-        logger.info("%s received: the run stops at its next safe point (between steps or updates).", name)
-
-
-def _take() -> Stop:
-    signum, _state["request"] = _state["request"], None
-    return Stop(signum)
-
-
-def install_signal_handlers() -> None:
-    """SIGINT and SIGTERM request a stop (call it from the main thread, once, early); no request is pending after."""
-    clear_stop_request()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _on_signal)
-        # The kernel may deliver the signal to any thread (TensorFlow's, gRPC's): their blocking reads and
-        # writes are resumed rather than failed with EINTR. The waits of interruptible() poll, and polls
-        # are cut short whatever this says, so they still end at once.
-        signal.siginterrupt(signum, False)
+#: ``request``: the signal number of the stop the run has not taken yet; ``stopping``: of the first
+#: request, kept once taken.
+_state = {"request": None, "stopping": None}
 
 
 def request_stop(signum: int = signal.SIGINT) -> None:
@@ -90,40 +34,17 @@ def stop_requested() -> Optional[int]:
     return _state["stopping"]
 
 
+def pending_request() -> Optional[int]:
+    """The signal number of the request the run has not taken yet, or None."""
+    return _state["request"]
+
+
+def take_request() -> Optional[int]:
+    """Take the pending request (the run raises it now); ``stop_requested()`` stays set."""
+    signum, _state["request"] = _state["request"], None
+    return signum
+
+
 def clear_stop_request() -> None:
     """Forget the request (a new run in the same process, or a test)."""
     _state["request"] = _state["stopping"] = None
-
-
-def check_stop() -> None:
-    """A safe point: raise ``Stop`` for a pending request (taking it), unless files are being written."""
-    if _state["request"] is not None and not _state["shield"]:
-        raise _take()
-
-
-@contextlib.contextmanager
-def interruptible():
-    """A wait that a signal may cut short: a pending request is raised on entry, a signal inside raises."""
-    check_stop()
-    _state["waits"] += 1
-    try:
-        yield
-    finally:
-        _state["waits"] -= 1
-
-
-@contextlib.contextmanager
-def shielded():
-    """Hold SIGINT/SIGTERM back while files are written; a pending request is raised right after."""
-    _state["shield"] += 1
-    waits, _state["waits"] = _state["waits"], 0  # nothing raises inside a save, even within a wait
-    try:
-        yield
-    except BaseException:  # the save's own error goes on; a pending request waits for the next safe point
-        _state["waits"] = waits
-        _state["shield"] -= 1
-        raise
-    _state["waits"] = waits
-    _state["shield"] -= 1
-    if _state["shield"] == 0:
-        check_stop()

@@ -97,7 +97,7 @@ def _int_option(options: Dict[str, Any], flag: str, low: int = 1) -> int:
 def prepare(options: Dict[str, Any]) -> Plan:
     """Read and check the run config and the sweep against each other; refuse before any trial starts."""
     import learn
-    from trainers import learn_r22
+    import learn_r22
     from trainers.trainer.registry import load_registry
 
     registry = load_registry()
@@ -153,7 +153,7 @@ def with_checkpoint_interval(raw: Dict[str, Any], resolved: Dict[str, Any], inte
 
 def dry_run_text(plan: Plan) -> str:
     """Each trial's resolved run config as ``unityagents-learn`` would run it (the first draws of the search)."""
-    from trainers import learn_r22
+    import learn_r22
     from trainers.trainer.registry import load_registry
 
     registry, rng = load_registry(), random.Random(plan.seed)

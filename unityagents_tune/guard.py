@@ -43,7 +43,7 @@ def _watch(parent: int) -> None:
 def main() -> None:
     parent = int(sys.argv[1])
     threading.Thread(target=_watch, args=(parent,), daemon=True, name="parent-watch").start()
-    from trainers import learn_r22
+    import learn_r22
 
     sys.exit(learn_r22.main(sys.argv[2:]))
 

@@ -208,7 +208,7 @@ class TrialRun:
 
     def save_to(self, target: str) -> None:
         """Copy the run's checkpoints and training status into ``target`` (the run keeps going); a
-        checkpoint being written now is copied partly and skipped on resume (trainers/checkpoints.py)."""
+        checkpoint being written now is copied partly and skipped on resume (runner/checkpoints.py)."""
         source = os.path.join(self.folder, "checkpoints")
         os.makedirs(os.path.join(target, "checkpoints"), exist_ok=True)
         for path in glob.glob(os.path.join(source, "*")):

@@ -16,10 +16,10 @@ import shutil
 import numpy as np
 import pytest
 
+from runner.checkpoints import SaveFailedError, checkpoint_damage, latest_checkpoint
+from runner.controller import TrainerController
 from tests.conftest import fill_the_disk, write
 from tests.unityagents.vector.test_environment_set import ScriptedWorker
-from trainers.checkpoints import SaveFailedError, checkpoint_damage, latest_checkpoint
-from trainers.controller import TrainerController
 from trainers.settings.trainer_config import load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import yaml
 
+import learn_r22
 from tests.conftest import free_port, in_process, write
-from trainers import learn_r22
 from trainers.trainer.registry import load_registry
 
 CONFIG = """

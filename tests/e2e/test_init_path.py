@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
+import learn_r22
+from runner.checkpoints import latest_checkpoint
 from tests.conftest import free_port, in_process, write
-from trainers import learn_r22
-from trainers.checkpoints import latest_checkpoint
 from trainers.settings.run_config import RunConfigError
 from trainers.tf_utils import tf
 from trainers.trainer.registry import load_registry

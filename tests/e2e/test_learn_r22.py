@@ -10,8 +10,8 @@ import json
 import pytest
 import yaml
 
+import learn_r22
 from tests.conftest import free_port, in_process, write
-from trainers import learn_r22
 from trainers.settings.environment_parameters import EnvironmentParameters, parse_environment_parameters
 from trainers.settings.run_config import RunConfigError
 from trainers.settings.trainer_config import load_trainer_config

@@ -12,10 +12,10 @@ import numpy as np
 import onnx
 import pytest
 
+import learn_r22
 from tests.conftest import learn_over_grpc, load_config, run_academy, write
 from tests.e2e.test_learn_r22 import R22_3DBALL
 from tests.onnx_contract import assert_contract
-from trainers import learn_r22
 from trainers.trainer.base import TrainerConfigError
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.registry import load_registry

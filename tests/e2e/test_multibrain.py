@@ -155,7 +155,7 @@ def tennis_ghost_run(tmp_path_factory):
     ``test_num_envs``'s): its folder, its log, the controller, and the op count right after set-up."""
     import logging
 
-    from trainers.controller import TrainerController
+    from runner.controller import TrainerController
     from trainers.settings.trainer_config import load_trainer_config
     from trainers.trainer.registry import load_registry
     from unityagents import UnityEnvironment

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+import learn_r22
 from tests.conftest import free_port, in_process, write
-from trainers import learn_r22
 
 pytestmark = pytest.mark.slow
 

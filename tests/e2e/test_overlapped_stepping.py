@@ -11,8 +11,8 @@ import time
 import numpy as np
 import pytest
 
+from runner.controller import TrainerController
 from tests.unityagents.vector.test_environment_set import BRAIN, RecordingTrainer, ScriptedWorker
-from trainers.controller import TrainerController
 from trainers.trainer.collector import ExperienceCollector
 from trainers.trainer.on_policy import OnPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput

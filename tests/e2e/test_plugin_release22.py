@@ -10,9 +10,9 @@ import textwrap
 import pytest
 import yaml
 
+import learn_r22
 from tests.conftest import free_port, in_process, learn_in_process, write
 from tests.e2e.test_plugins import EXAMPLE, PACKAGE, PLUGIN_ENTRY_POINTS, write_dist_info
-from trainers import learn_r22
 from trainers.settings.run_config import RunConfigError
 from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.trainer.registry import load_registry

@@ -9,8 +9,8 @@ games (the rest are mostly draws), so the bar below is one that only learning cl
 import numpy as np
 import pytest
 
+import learn_r22
 from tests.conftest import free_port, in_process, write
-from trainers import learn_r22
 
 R22_SOCCER = """
 behaviors:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
+import learn_r22
 from tests.conftest import free_port, in_process, write
-from trainers import learn_r22
 
 SAC_TENNIS = """
 behaviors:

@@ -12,9 +12,9 @@ import os
 import numpy as np
 import pytest
 
+import learn_r22
 from tests.conftest import free_port, in_process, write
 from tests.fake_env import learn_from_step
-from trainers import learn_r22
 from trainers.ghost.self_play import (
     LATEST,
     SelfPlaySchedule,

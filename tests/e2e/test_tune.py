@@ -12,8 +12,8 @@ import time
 import pytest
 import yaml
 
+import learn_r22
 from tests.conftest import free_port
-from trainers import learn_r22
 from unityagents_tune.guard import running
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

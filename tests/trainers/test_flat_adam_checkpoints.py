@@ -9,10 +9,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from runner.saver import RunSaver
+from runner.timers import Timers
 from trainers.flat_adam import FlatAdam
-from trainers.saver import RunSaver
 from trainers.tf_utils import tf
-from trainers.timers import Timers
 from trainers.trainer.base import UnityTrainerException
 
 

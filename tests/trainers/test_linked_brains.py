@@ -1,7 +1,7 @@
 """What of a step each trainer is handed: its own brain's batch and those it declares as links."""
 import pytest
 
-from trainers.controller import TrainerController, brains_read
+from runner.controller import TrainerController, brains_read
 from trainers.ghost.trainer import GhostTrainer
 from trainers.imitation.trainer import ImitationTrainer
 from trainers.trainer.base import Trainer, UnityTrainerException

@@ -11,7 +11,7 @@ import struct
 import pytest
 import yaml
 
-from trainers import learn_r22
+import learn_r22
 from unityagents_tune import cli, outputs
 from unityagents_tune.sweep import SweepError, apply, lookup, mid_run_changeable, parse, read
 from unityagents_tune.trial import PORT_SLOTS, EventReader, TrialContext, TrialRun

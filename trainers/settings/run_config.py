@@ -14,8 +14,8 @@ Three kinds of key are told apart, and none is silently dropped:
   unless its value is the one that changes nothing;
 * any other key: an error with a did-you-mean.
 
-The precedence of the command line over the file is applied by the caller (``trainers.learn_r22``)
-before ``resolve`` runs: ``resolve`` gets the merged dict.
+The precedence of the command line over the file is applied by the caller (``learn_r22``, the
+``unityagents-learn`` front end) before ``resolve`` runs: ``resolve`` gets the merged dict.
 """
 from __future__ import annotations
 

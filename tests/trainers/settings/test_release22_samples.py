@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from trainers import learn_r22
+import learn_r22
 
 SAMPLES = os.path.join(__file__.rsplit("/tests/", 1)[0], "tests", "data", "release22")
 

@@ -13,8 +13,8 @@ from typing import Dict, List, Mapping, Optional
 
 import yaml
 
-from trainers.checkpoints import write_text_atomically
-from trainers.run_paths import RunPaths
+from runner.checkpoints import write_text_atomically
+from runner.run_paths import RunPaths
 from trainers.settings.trainer_config import BrainSettings
 from trainers.trainer.base import Trainer, UnityTrainerException
 from unityagents.brain import BrainParameters, team_base

@@ -4,10 +4,10 @@ import signal
 
 import pytest
 
+from runner import stopping
+from runner.stopping import Stop
 from tests.conftest import write
 from tests.unityagents.vector.test_environment_set import ScriptedWorker
-from trainers import stopping
-from trainers.stopping import Stop
 
 
 @pytest.fixture
@@ -98,7 +98,7 @@ class SignalAtStep(ScriptedWorker):
 
 
 def run(tmp_path, worker, config="B:\n    max_steps: 1.0e6\n    summary_freq: 1000000\n"):
-    from trainers.controller import TrainerController
+    from runner.controller import TrainerController
     from trainers.settings.trainer_config import load_trainer_config
     from trainers.trainer.registry import load_registry
     from unityagents.vector.environment_set import EnvironmentSet
@@ -130,7 +130,7 @@ def test_a_signal_around_a_wait_cuts_the_step_saves_and_exports(handlers, tmp_pa
 
 
 def test_a_signal_while_learning_from_a_step_lets_the_step_finish(handlers, tmp_path, monkeypatch):
-    from trainers.controller import TrainerController
+    from runner.controller import TrainerController
 
     original = TrainerController._experience
 

@@ -6,7 +6,7 @@ a named node under whatever timer is open when it starts, so the same name under
 two nodes, and each node keeps a count and a total; ``self`` is the part of its total that no child
 accounts for.
 
-    from trainers.timers import timers
+    from runner.timers import timers
 
     with timers("env_step"):
         with timers("env_wait"):
@@ -18,7 +18,7 @@ accounts for.
     timers.write_json(os.path.join(model_path, "timers.json"))
 
 Cost on the hot path: one small object, two ``perf_counter`` calls, a dict lookup and a list
-push/pop per ``with`` (about a microsecond; ``python -m trainers.timers`` measures it here). One
+push/pop per ``with`` (about a microsecond; ``python -m runner.timers`` measures it here). One
 ``Timers`` belongs to one thread: a thread of its own (an environment worker) should use its own
 ``Timers`` and merge nothing, since wall time spent in parallel does not add up.
 """

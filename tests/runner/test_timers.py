@@ -1,4 +1,4 @@
-"""trainers/timers.py: the tree, counts and totals (on a fake clock: no timing assertions), the JSON."""
+"""runner/timers.py: the tree, counts and totals (on a fake clock: no timing assertions), the JSON."""
 from __future__ import annotations
 
 import json
@@ -6,8 +6,8 @@ import os
 
 import pytest
 
+from runner.timers import NAMES, Timers, timed
 from tests.conftest import fill_the_disk
-from trainers.timers import NAMES, Timers, timed
 
 
 class FakeClock:

@@ -9,7 +9,7 @@ is still intact, and a model whose weights or normaliser statistics went NaN/inf
 
 A checkpoint is TensorFlow's files plus ``<prefix>.state.json``: the step counters, each
 trainer's Python-side state and the curriculum, which the variables do not hold. Resuming takes
-the newest *whole* checkpoint (``trainers.checkpoints``): a damaged newer one is named in a
+the newest *whole* checkpoint (``runner.checkpoints``): a damaged newer one is named in a
 warning and skipped; with none whole the run stops naming each one.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import logging
 import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from trainers.checkpoints import (
+from runner.checkpoints import (
     STATE_SUFFIX,
     SaveFailedError,
     checkpoint_damage,
@@ -31,13 +31,13 @@ from trainers.checkpoints import (
     resolve_init_path,
     write_json_atomically,
 )
+from runner.run_paths import RunPaths
+from runner.stopping import shielded
+from runner.timers import Timers
 from trainers.export.frozen_graph import contract_inputs, export_graph, write_atomically
 from trainers.export.onnx_model import export_onnx, onnx_file_stem
 from trainers.flat_adam import OPTIMIZER_STATE
-from trainers.run_paths import RunPaths
-from trainers.stopping import shielded
 from trainers.tf_utils import tf
-from trainers.timers import Timers
 from trainers.trainer.base import Trainer, UnityTrainerException
 
 logger = logging.getLogger("unityagents")

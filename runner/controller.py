@@ -1,7 +1,7 @@
 """The training loop: a set of environments, one trainer per External brain, one Graph and one Session.
 
 ``TrainerController`` owns the run's ``tf.Graph`` and ``tf.Session``. It builds every trainer
-(``trainers.build``, each under its graph scope), the run's files (``trainers.saver``: the
+(``runner.build``, each under its graph scope), the run's files (``runner.saver``: the
 ``Saver``, checkpoints, resuming, exports) and the initializer, then **finalizes the graph**, so
 an op created inside the loop fails loudly instead of growing the graph. It drives the
 environments and the trainers (all environments in lock step with ``schedule="sync"`` or one
@@ -20,7 +20,7 @@ brain over the agents of the environments that are ready, and, when some environ
 Stopping (``learn.py`` maps these onto its exit status):
 
 * SIGINT (Ctrl-C) or SIGTERM (``docker stop``, systemd, a cluster scheduler) requests a stop
-  (``trainers.stopping``), which the loop takes at a safe point: between steps (``check_stop``),
+  (``runner.stopping``), which the loop takes at a safe point: between steps (``check_stop``),
   at once while it waits for an environment (``interruptible``), right after a save; a long
   update ends early between minibatches. Once the trainers are built the run then saves a
   checkpoint and exports exactly once and raises ``Stop``, so the caller knows which signal
@@ -49,18 +49,18 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from trainers.build import build_trainers, write_resolved_parameters
-from trainers.checkpoints import SaveFailedError, StepInterval
-from trainers.devices import placement
-from trainers.lessons import advance_curriculum, check_curriculum_between_resets, lesson_numbers
-from trainers.run_paths import RunPaths
-from trainers.saver import PoisonedModelError, RunSaver
+from runner.background import BackgroundUpdates
+from runner.build import build_trainers, write_resolved_parameters
+from runner.checkpoints import SaveFailedError, StepInterval
+from runner.devices import placement
+from runner.lessons import advance_curriculum, check_curriculum_between_resets, lesson_numbers
+from runner.run_paths import RunPaths
+from runner.saver import PoisonedModelError, RunSaver
+from runner.stopping import Stop, check_stop, clear_stop_request, interruptible, shielded
+from runner.timers import Timers
 from trainers.settings.trainer_config import TrainerConfig
-from trainers.stopping import Stop, check_stop, clear_stop_request, interruptible, shielded
 from trainers.tf_utils import tf
-from trainers.timers import Timers
 from trainers.trainer.agent_processor import AgentProcessor
-from trainers.trainer.background import BackgroundUpdates
 from trainers.trainer.base import Trainer, UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.collector import ExperienceCollector
@@ -93,7 +93,7 @@ class TrainerController:
     :param checkpoint_interval: also save each time the first learner's agent steps pass a multiple
         of this (Release 22 counts ``checkpoint_interval`` in trainer steps); None: ``save_freq`` only.
     :param device: where the graph runs: a Release 22 device name (``cpu``, ``cuda``, ``cuda:N``), a
-        ``trainers.devices.Placement``, or None for TensorFlow's choice (``trainers.devices``).
+        ``runner.devices.Placement``, or None for TensorFlow's choice (``runner.devices``).
     """
 
     def __init__(self, env, config: TrainerConfig, env_name: str, run_path: str = "ppo",

@@ -4,7 +4,7 @@ import types
 
 import pytest
 
-from trainers.trainer.background import BackgroundUpdates
+from runner.background import BackgroundUpdates
 
 
 def trainer(name: str):

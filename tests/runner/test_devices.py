@@ -1,4 +1,4 @@
-"""``--torch-device`` / ``torch_settings.device`` as TensorFlow placement (``trainers.devices``).
+"""``--torch-device`` / ``torch_settings.device`` as TensorFlow placement (``runner.devices``).
 
 Nothing here needs a GPU: the CPU placement runs for real, a GPU that is not there is refused
 (asked for one past the last GPU TensorFlow sees, so the refusal holds on a machine with GPUs too),
@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import learn
+import learn_r22
+from runner.controller import TrainerController
+from runner.devices import DeviceError, Placement, placement
 from tests.conftest import write
 from tests.unityagents.vector.test_environment_set import ScriptedWorker
-from trainers import learn_r22
-from trainers.controller import TrainerController
-from trainers.devices import DeviceError, Placement, placement
 from trainers.settings.trainer_config import load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.registry import load_registry

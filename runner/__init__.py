@@ -1,0 +1,9 @@
+"""The run: what drives trainers against environments, between the front ends and ``trainers``.
+
+The controller loop (``controller``), the build of trainers from their settings (``build``), the
+run's files (``run_paths``, ``saver``, ``checkpoints``), stopping on SIGINT or SIGTERM at safe
+points (``stopping``), curriculum lessons (``lessons``), device placement (``devices``), timers
+(``timers``) and updates on a background thread (``background``). The front ends (``learn.py``,
+``learn_r22.py``, the tuner) build a run through this package; ``trainers`` never imports it, and
+it never imports a front end.
+"""
