@@ -66,7 +66,7 @@ PPO_BASIC = """behaviors:
     network_settings:
       normalize: false
       hidden_units: 20
-      num_layers: 2
+      num_layers: 1
       vis_encode_type: simple
     reward_signals:
       extrinsic:
