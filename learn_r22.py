@@ -63,6 +63,8 @@ from docopt import docopt
 
 from runner.checkpoints import resolve_init_path
 from runner.devices import Placement
+from runner.options import PROTOCOL, RunOptions, check_ports, protocol_options, shipped_file
+from runner.run import run as start_run
 from runner.run_paths import RunPaths
 from trainers.settings.environment_parameters import EnvironmentParameters, parse_environment_parameters
 from trainers.settings.run_config import RunConfig, RunConfigError, resolve
@@ -280,14 +282,13 @@ def check_results_folder(run: RunConfig, create: bool = True) -> Tuple[str, Opti
 
 
 def run_options(argv: List[str]):
-    """Everything checked and translated into learn.py's ``RunOptions`` (or a dry-run's text)."""
-    import learn
+    """Everything checked and translated into the run's ``RunOptions`` (or a dry-run's text)."""
     from trainers.trainer.registry import load_registry
     from unityagents.vector.restart import RestartPolicy
 
     rest, env_args = split_env_args(argv)
     options = docopt(__doc__, argv=rest)
-    config_path = options["<trainer_config_path>"] and learn.shipped_file(options["<trainer_config_path>"])
+    config_path = options["<trainer_config_path>"] and shipped_file(options["<trainer_config_path>"])
     run, config, params, run_seed, given_keys = load(config_path, options, env_args,
                                                      load_registry())
     Placement.of(run.sections["torch_settings"]["device"])  # a name that is no device is refused here
@@ -310,7 +311,7 @@ def run_options(argv: List[str]):
             path = os.path.join(folder, name)
             if name != "run_logs":
                 shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
-    protocol = coerce_value("--protocol", options["--protocol"] or "grpc", learn.OPTIONS["--protocol"],
+    protocol = coerce_value("--protocol", options["--protocol"] or "grpc", PROTOCOL,
                             RunConfigError)
     given = given_keys.get("engine_settings", ())
     engine = {k: v for k, v in eng.items() if k in ENGINE_KEYS and k in given}
@@ -323,11 +324,12 @@ def run_options(argv: List[str]):
     base_port = env_s["base_port"]
     if editor and "base_port" not in given_keys.get("env_settings", ()):
         base_port = EDITOR_PORT  # where the Editor calls, unless the user moved both
-    opts = learn.RunOptions(
+    check_ports(base_port, 0, env_s["num_envs"])
+    opts = RunOptions(
         env=env_s["env_path"] or None, config=config, run_path=cp["run_id"], train=not cp["inference"],
         load=cp["resume"], keep_checkpoints=max(keep, 1), save_freq=0, seed=run_seed, base_port=base_port,
         timeout=env_s["timeout_wait"], num_envs=env_s["num_envs"], env_args=list(env_s["env_args"] or []),
-        protocol_options=learn.protocol_options(protocol, time_scale, engine, eng["no_graphics"],
+        protocol_options=protocol_options(protocol, time_scale, engine, eng["no_graphics"],
                                                 env_s["num_areas"], eng["no_graphics_monitor"]),
         restarts=RestartPolicy(env_s["max_lifetime_restarts"], env_s["restarts_rate_limit_n"],
                                float(env_s["restarts_rate_limit_period_s"])),
@@ -365,8 +367,6 @@ def _unused_run_folder(folder: str) -> bool:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    import learn
-
     argv = sys.argv[1:] if argv is None else argv
     debug = "--debug" in argv
     logging.basicConfig(level=logging.DEBUG if debug else logging.INFO,
@@ -394,7 +394,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             made.append(os.path.dirname(opts.log_dir))
         return opts
 
-    status = learn.run(options)
+    status = start_run(options)
     if status != 0 and made and _unused_run_folder(made[0]):
         shutil.rmtree(made[0], ignore_errors=True)
     return status

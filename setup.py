@@ -11,14 +11,14 @@ import shutil
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
-#: learn.SHIPPED and learn.SHIPPED_DIR: the clone's files beside learn.py that an installed package needs.
+#: runner.options.SHIPPED and SHIPPED_DIR: the clone's files beside learn.py that an installed package needs.
 SHIPPED = ("trainer_configurations.yaml", "config", "curricula")
 SHIPPED_DIR = "unityagents_shipped"
 
 
 class BuildWithShippedFiles(build_py):
     """Builds the packages, then copies the shipped files into ``unityagents_shipped/`` beside ``learn.py``,
-    where ``learn.shipped_file`` finds them when the project is installed rather than cloned."""
+    where ``runner.options.shipped_file`` finds them when the project is installed rather than cloned."""
 
     def run(self):
         super().run()

@@ -1,6 +1,7 @@
 """The run: what drives trainers against environments, between the front ends and ``trainers``.
 
-The controller loop (``controller``), the build of trainers from their settings (``build``), the
+The run's typed options (``options``) and its start and exit status (``run``), which both front
+ends share; the controller loop (``controller``), the build of trainers from their settings (``build``), the
 run's files (``run_paths``, ``saver``, ``checkpoints``), stopping on SIGINT or SIGTERM at safe
 points (``stopping``), curriculum lessons (``lessons``), device placement (``devices``), timers
 (``timers``) and updates on a background thread (``background``). The front ends (``learn.py``,

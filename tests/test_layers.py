@@ -188,8 +188,20 @@ def test_the_run_never_imports_a_front_end():
 
 def test_the_front_ends_reach_the_run_through_runner():
     g = graph()
-    assert "runner.controller" in g["learn"] and "runner.run_paths" in g["learn_r22"]
+    assert "runner.run" in g["learn"] and "runner.run_paths" in g["learn_r22"]
     assert g["trainers.learn_r22"] == {"sys", "learn_r22"}  # the old path, a door onto the front end only
+
+
+def test_the_front_ends_stand_side_by_side_over_one_run():
+    """learn.py and unityagents-learn each build the run's options and hand them to ``runner.run``;
+    neither imports the other (the tuner reads run configs through ``learn_r22``; the old module path
+    ``trainers.learn_r22`` is a door onto it)."""
+    g = graph()
+    for front in ("learn", "learn_r22"):
+        assert {"runner.options.RunOptions", "runner.run"} & g[front], front
+    others = {m: sorted(d for d in g[m] if d.split(".")[0] in FRONT_ENDS and d.split(".")[0] != m)
+              for m in FRONT_ENDS}
+    assert {m: d for m, d in others.items() if d} == {}
 
 
 def test_nothing_imports_a_front_end_but_a_front_end():
@@ -200,6 +212,6 @@ def test_nothing_imports_a_front_end_but_a_front_end():
 
 def test_the_front_ends_know_nothing_of_the_unity_side():
     g = graph()
-    assert "runner.controller" in g["learn"] and "unityagents.vector.environment_set" in g["learn"]
+    assert "runner.run" in g["learn"] and "unityagents.vector.restart" in g["learn"]
     bad = {m: sorted(d for d in g[m] if d.split(".")[0] == "academy") for m in FRONT_END_MODULES}
     assert {m: d for m, d in bad.items() if d} == {}

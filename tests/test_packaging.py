@@ -2,7 +2,7 @@
 
 A clone has ``trainer_configurations.yaml``, ``config/`` and ``curricula/`` beside ``learn.py``; an installed
 package has them under ``unityagents_shipped/`` beside ``learn.py`` (setup.py's build_py copies them), and
-``learn.shipped_file`` finds either, so the documented commands work from any folder.
+``runner.options.shipped_file`` (``learn.shipped_file``) finds either, so the documented commands work from any folder.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import zipfile
 import pytest
 
 import learn
+import runner.options
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: What a source tree holds that is not source: left out of the copy the wheel is built from.
@@ -73,7 +74,7 @@ def test_shipped_file_finds_the_installed_copy_from_an_empty_folder(tmp_path, mo
     (installed / learn.SHIPPED_DIR / "trainer_configurations.yaml").write_text("default: {}\n")
     empty = tmp_path / "empty"
     empty.mkdir()
-    monkeypatch.setattr(learn, "HERE", str(installed))
+    monkeypatch.setattr(runner.options, "HERE", str(installed))
     monkeypatch.chdir(empty)
     assert learn.shipped_file("config/ppo/3DBall.yaml") == str(installed / learn.SHIPPED_DIR / "config/ppo/3DBall.yaml")
     assert learn.shipped_file("trainer_configurations.yaml") == str(

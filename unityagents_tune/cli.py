@@ -96,14 +96,14 @@ def _int_option(options: Dict[str, Any], flag: str, low: int = 1) -> int:
 
 def prepare(options: Dict[str, Any]) -> Plan:
     """Read and check the run config and the sweep against each other; refuse before any trial starts."""
-    import learn
     import learn_r22
+    from runner.options import shipped_file
     from trainers.trainer.registry import load_registry
 
     registry = load_registry()
-    config_path = learn.shipped_file(options["<run_config>"])
+    config_path = shipped_file(options["<run_config>"])
     raw = learn_r22.read_yaml(config_path)
-    sweep = read(learn.shipped_file(options["<sweep_file>"]))
+    sweep = read(shipped_file(options["<sweep_file>"]))
     for flag, low in (("--num-envs", 1), ("--base-port", 1), ("--cpus-per-trial", 1)):
         _int_option(options, flag, low)
     env = options["--env"] or ((raw.get("env_settings") or {}).get("env_path"))

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import learn
 import learn_r22
+import runner.run
 from runner.controller import TrainerController
 from runner.devices import DeviceError, Placement, placement
 from tests.conftest import write
@@ -95,7 +95,7 @@ def test_the_controller_builds_its_trainers_on_the_placement_and_keeps_one_graph
 
 def test_unityagents_learn_refuses_a_missing_gpu_before_any_environment_starts(tmp_path, monkeypatch, caplog):
     launched = []
-    monkeypatch.setattr(learn, "EnvironmentSet", lambda *a, **k: launched.append(a) or pytest.fail("launched"))
+    monkeypatch.setattr(runner.run, "EnvironmentSet", lambda *a, **k: launched.append(a) or pytest.fail("launched"))
     config = write(tmp_path / "3DBall.yaml", "behaviors:\n  Ball3DBrain:\n    max_steps: 100\n")
     monkeypatch.chdir(tmp_path)
     index = len(visible_gpus())
