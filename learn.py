@@ -134,7 +134,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 def _run_options(options) -> RunOptions:
     """learn.py's options, checked (everything that can be checked without the environment)."""
     from runner.checkpoints import latest_checkpoint
-    from trainers.settings.trainer_config import load_trainer_config
+    from runner.settings.trainer_config import load_trainer_config
     from trainers.trainer.registry import load_registry
 
     options = checked_options(options)

@@ -66,10 +66,10 @@ from runner.devices import Placement
 from runner.options import PROTOCOL, RunOptions, check_ports, protocol_options, shipped_file
 from runner.run import run as start_run
 from runner.run_paths import RunPaths
-from trainers.settings.environment_parameters import EnvironmentParameters, parse_environment_parameters
-from trainers.settings.run_config import RunConfig, RunConfigError, resolve
+from runner.settings.environment_parameters import EnvironmentParameters, parse_environment_parameters
+from runner.settings.run_config import RunConfig, RunConfigError, resolve
+from runner.settings.trainer_config import StrictLoader, TrainerConfig, _DuplicateKeyError, trainer_config_from_dict
 from trainers.settings.schema import coerce_value
-from trainers.settings.trainer_config import StrictLoader, TrainerConfig, _DuplicateKeyError, trainer_config_from_dict
 from trainers.trainer.base import UnityTrainerException
 from unityagents.brain import former_names, team_base
 from unityagents.editor import EDITOR_PORT
@@ -377,7 +377,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         except RunConfigError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-        except Exception as e:  # any other refusal of the config (trainers.settings.trainer_config's checks)
+        except Exception as e:  # any other refusal of the config (runner.settings.trainer_config's checks)
             from unityagents.exception import UnityException
 
             if not isinstance(e, UnityException):

@@ -37,7 +37,7 @@ DRIVER = """
 import json, logging, sys
 sys.path.insert(0, {root!r})
 logging.basicConfig(level=logging.WARNING)
-from trainers.settings.trainer_config import load_trainer_config
+from runner.settings.trainer_config import load_trainer_config
 from trainers.trainer.registry import load_registry
 from trainers.trainer.base import Trainer
 from runner.controller import TrainerController

@@ -25,8 +25,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--intra-op-threads", type=int, default=0)
     args = parser.parse_args()
+    from runner.settings.trainer_config import load_trainer_config
     from tests.fake_env import FakeEnv, Loop
-    from trainers.settings.trainer_config import load_trainer_config
     from trainers.tf_utils import tf
     from trainers.trainer.registry import load_registry
     from unityagents.brain import BrainParameters

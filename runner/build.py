@@ -15,7 +15,7 @@ import yaml
 
 from runner.checkpoints import write_text_atomically
 from runner.run_paths import RunPaths
-from trainers.settings.trainer_config import BrainSettings
+from runner.settings.trainer_config import BrainSettings
 from trainers.trainer.base import Trainer, UnityTrainerException
 from unityagents.brain import BrainParameters, team_base
 

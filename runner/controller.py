@@ -56,9 +56,9 @@ from runner.devices import placement
 from runner.lessons import advance_curriculum, check_curriculum_between_resets, lesson_numbers
 from runner.run_paths import RunPaths
 from runner.saver import PoisonedModelError, RunSaver
+from runner.settings.trainer_config import TrainerConfig
 from runner.stopping import Stop, check_stop, clear_stop_request, interruptible, shielded
 from runner.timers import Timers
-from trainers.settings.trainer_config import TrainerConfig
 from trainers.tf_utils import tf
 from trainers.trainer.agent_processor import AgentProcessor
 from trainers.trainer.base import Trainer, UnityTrainerException

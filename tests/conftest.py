@@ -195,7 +195,7 @@ def load_config(tmp_path, text: str, registry=None):
     """``text`` (dedented) as a trainer configuration file ``tmp_path/config.yaml``, loaded and
     validated with ``registry`` (by default the installed trainers): the ``TrainerConfig``, or the
     ``TrainerConfigError`` it raises, whose message names that file."""
-    from trainers.settings.trainer_config import load_trainer_config
+    from runner.settings.trainer_config import load_trainer_config
     from trainers.trainer.registry import load_registry
 
     return load_trainer_config(write(tmp_path / "config.yaml", text), registry or load_registry())
@@ -203,7 +203,7 @@ def load_config(tmp_path, text: str, registry=None):
 
 def config_error(tmp_path, text: str, registry=None) -> str:
     """The message of the ``TrainerConfigError`` that ``load_config`` of ``text`` must raise."""
-    from trainers.settings.trainer_config import TrainerConfigError
+    from runner.settings.trainer_config import TrainerConfigError
 
     with pytest.raises(TrainerConfigError) as error:
         load_config(tmp_path, text, registry)
@@ -216,8 +216,8 @@ def shipped_config_pair(flat_file: str, r22_file: str, behaviour: str, r22_behav
     name over gRPC; ``behaviour`` when not given) give, each through its own front end."""
     import yaml
 
-    from trainers.settings import run_config
-    from trainers.settings.trainer_config import trainer_config_from_dict
+    from runner.settings import run_config
+    from runner.settings.trainer_config import trainer_config_from_dict
     from trainers.trainer.registry import load_registry
 
     registry = load_registry()

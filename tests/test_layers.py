@@ -11,6 +11,8 @@
   demonstration files: no sockets, processes or protocols;
 - the layers run one way: front ends -> the run (``runner``) -> the algorithms (``trainers``) ->
   ``unityagents``; the algorithms never import the run, and the run never imports a front end;
+  the settings' ground floor (``trainers.settings``) imports no trainer; the two front ends share
+  one ``RunOptions`` and neither imports the other;
 - nothing imports a front end (``learn.py``, ``learn_hub.py``, ``learn_r22.py``) but another front
   end or the tuner, and the front ends know nothing of the Unity side (``academy``): they launch
   scenes through ``unityagents``.
@@ -171,6 +173,17 @@ def test_the_algorithms_never_import_the_run():
     g = graph()
     assert "runner.controller" in g and "runner.build" in g  # the reader finds the package
     assert back_up(g, "trainers", "runner") == {}
+
+
+def test_the_settings_ground_floor_imports_no_trainer():
+    """Every trainer and reward signal declares its keys with ``trainers.settings``; the tree that gathers
+    those declarations (``runner.settings``) sits above the trainers, so the floor imports none of them."""
+    g = graph()
+    assert "runner.settings.run_config" in g and "trainers.settings.schema" in g
+    bad = {m: sorted(d for d in deps if d.split(".")[0] in ("trainers", "runner")
+                     and not d.startswith("trainers.settings"))
+           for m, deps in g.items() if m.startswith("trainers.settings")}
+    assert {m: d for m, d in bad.items() if d} == {}
 
 
 def front_ends_imported(g: Dict[str, Set[str]], package: str) -> Dict[str, List[str]]:

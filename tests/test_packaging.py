@@ -57,7 +57,7 @@ def test_the_wheel_holds_the_shipped_files_and_the_front_ends(wheel):
     missing = [n for n in expected if f"{learn.SHIPPED_DIR}/{n}" not in names]
     assert not missing, f"the wheel lacks the shipped files {missing}"
     for module in ("learn.py", "learn_hub.py", "learn_r22.py", "trainers/learn_r22.py", "runner/controller.py",
-                   "academy/__main__.py", "unityagents_tune/cli.py"):
+                   "runner/settings/run_config.py", "academy/__main__.py", "unityagents_tune/cli.py"):
         assert module in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()

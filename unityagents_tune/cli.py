@@ -327,7 +327,7 @@ def run(plan: Plan) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    from trainers.settings.run_config import RunConfigError
+    from runner.settings.run_config import RunConfigError
     from unityagents.exception import UnityException
 
     options = docopt(__doc__, argv=sys.argv[1:] if argv is None else argv)

@@ -18,9 +18,9 @@ import pytest
 
 from runner.checkpoints import SaveFailedError, checkpoint_damage, latest_checkpoint
 from runner.controller import TrainerController
+from runner.settings.trainer_config import load_trainer_config
 from tests.conftest import fill_the_disk, write
 from tests.unityagents.vector.test_environment_set import ScriptedWorker
-from trainers.settings.trainer_config import load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
 from trainers.trainer.registry import load_registry

@@ -18,7 +18,7 @@ ROOT = __file__.rsplit("/tests/", 1)[0]
 def train(tmp_path, scene, config, curriculum=None, timeout=900):
     """Train ``config`` (YAML text) on ``scene`` over gRPC, in this process (``conftest.in_process``)."""
     from runner.controller import TrainerController
-    from trainers.settings.trainer_config import load_trainer_config
+    from runner.settings.trainer_config import load_trainer_config
     from trainers.trainer.registry import load_registry
     from unityagents import UnityEnvironment
 

@@ -14,6 +14,7 @@ import pytest
 from academy import load_scene
 from academy.academy import Academy
 from academy.envs import interact
+from runner.settings.trainer_config import load_trainer_config
 from tests.conftest import free_port, learn_over_grpc, run_academy, write
 from tests.onnx_contract import assert_contract
 from tests.recording_build import received_actions, recording_build
@@ -21,7 +22,6 @@ from tests.step_view import InfoView
 from tests.trainers.export.test_onnx_export import randomise
 from trainers.export.onnx_model import export_onnx
 from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
-from trainers.settings.trainer_config import load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.base import TrainerConfigError
 from trainers.trainer.brain_info import BrainInfo

@@ -10,8 +10,8 @@ import pytest
 
 import learn_r22
 from runner.checkpoints import latest_checkpoint
+from runner.settings.run_config import RunConfigError
 from tests.conftest import free_port, in_process, write
-from trainers.settings.run_config import RunConfigError
 from trainers.tf_utils import tf
 from trainers.trainer.registry import load_registry
 

@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 import learn_r22
+from runner.settings.environment_parameters import EnvironmentParameters, parse_environment_parameters
+from runner.settings.run_config import RunConfigError
+from runner.settings.trainer_config import load_trainer_config
 from tests.conftest import free_port, in_process, write
-from trainers.settings.environment_parameters import EnvironmentParameters, parse_environment_parameters
-from trainers.settings.run_config import RunConfigError
-from trainers.settings.trainer_config import load_trainer_config
 from trainers.trainer.registry import load_registry
 
 R22_3DBALL = """

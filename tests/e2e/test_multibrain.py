@@ -116,7 +116,7 @@ def test_a_curriculum_parameter_the_scene_lacks_stops_before_training(tmp_path):
 def test_the_shipped_files_are_consistent_with_the_scenes():
     """push.json names Push's reset parameters, with one value per lesson; the blocks pick the trainers."""
     from academy.envs.push import Push
-    from trainers.settings.trainer_config import load_trainer_config
+    from runner.settings.trainer_config import load_trainer_config
     from trainers.trainer.registry import load_registry
     from unityagents.curriculum import Curriculum
 
@@ -156,7 +156,7 @@ def tennis_ghost_run(tmp_path_factory):
     import logging
 
     from runner.controller import TrainerController
-    from trainers.settings.trainer_config import load_trainer_config
+    from runner.settings.trainer_config import load_trainer_config
     from trainers.trainer.registry import load_registry
     from unityagents import UnityEnvironment
 

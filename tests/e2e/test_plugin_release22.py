@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 import learn_r22
+from runner.settings.run_config import RunConfigError
+from runner.settings.trainer_config import TrainerConfigError, load_trainer_config
 from tests.conftest import free_port, in_process, learn_in_process, write
 from tests.e2e.test_plugins import EXAMPLE, PACKAGE, PLUGIN_ENTRY_POINTS, write_dist_info
-from trainers.settings.run_config import RunConfigError
-from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.trainer.registry import load_registry
 
 A2C = os.path.join(PACKAGE, "a2c", "a2c_3DBall.yaml")

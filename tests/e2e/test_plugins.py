@@ -14,11 +14,11 @@ import textwrap
 import numpy as np
 import pytest
 
+from runner.settings.trainer_config import TrainerConfigError, load_trainer_config
 from tests.conftest import load_config, run_academy
 from tests.fake_env import FakeEnv, Loop
 from trainers.buffer import ReplayBuffer
 from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
-from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
 from trainers.trainer.on_policy import OnPolicyTrainer

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import learn_r22
+from runner.settings.trainer_config import trainer_config_from_dict
 from tests.conftest import free_port, in_process, write
 from tests.fake_env import learn_from_step
 from trainers.ghost.self_play import (
@@ -24,7 +25,6 @@ from trainers.ghost.self_play import (
     game_result,
     validate_self_play,
 )
-from trainers.settings.trainer_config import trainer_config_from_dict
 from trainers.trainer.base import TrainerConfigError
 from trainers.trainer.registry import load_registry
 

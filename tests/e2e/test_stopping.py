@@ -156,7 +156,7 @@ def test_run_paths_outside_models_are_refused(tmp_path, run_path):
 def test_a_poisoned_model_is_never_saved_and_the_last_good_checkpoint_stays(tmp_path):
     from runner.controller import TrainerController
     from runner.saver import PoisonedModelError
-    from trainers.settings.trainer_config import load_trainer_config
+    from runner.settings.trainer_config import load_trainer_config
     from trainers.tf_utils import tf
     from trainers.trainer.registry import load_registry
     from unityagents.vector.environment_set import EnvironmentSet

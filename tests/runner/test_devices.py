@@ -13,9 +13,9 @@ import learn_r22
 import runner.run
 from runner.controller import TrainerController
 from runner.devices import DeviceError, Placement, placement
+from runner.settings.trainer_config import load_trainer_config
 from tests.conftest import write
 from tests.unityagents.vector.test_environment_set import ScriptedWorker
-from trainers.settings.trainer_config import load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.registry import load_registry
 from unityagents.vector.environment_set import EnvironmentSet

@@ -99,7 +99,7 @@ class SignalAtStep(ScriptedWorker):
 
 def run(tmp_path, worker, config="B:\n    max_steps: 1.0e6\n    summary_freq: 1000000\n"):
     from runner.controller import TrainerController
-    from trainers.settings.trainer_config import load_trainer_config
+    from runner.settings.trainer_config import load_trainer_config
     from trainers.trainer.registry import load_registry
     from unityagents.vector.environment_set import EnvironmentSet
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from runner.settings.run_config import resolve
+from runner.settings.trainer_config import TrainerConfigError
 from tests.onnx_contract import assert_contract
 from tests.trainers.ppo.test_ppo import make_trainer
 from tests.trainers.sac.test_sac import make_sac
 from trainers.encoders import VISUAL_ENCODERS
 from trainers.export.onnx_model import export_onnx
 from trainers.ppo.models import create_agent_model
-from trainers.settings.run_config import resolve
-from trainers.settings.trainer_config import TrainerConfigError
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo

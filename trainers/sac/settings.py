@@ -9,7 +9,7 @@ from trainers.ghost.self_play import SELF_PLAY_PARAM, check_team_behaviour, vali
 from trainers.imitation import bc
 from trainers.ppo.models import validate_memory_size
 from trainers.reward_signals import REWARD_SIGNALS_PARAM, validate_reward_signals
-from trainers.settings.trainer_config import total_memory_bytes
+from trainers.settings.schema import total_memory_bytes
 from trainers.trainer.base import (
     COMMON_HYPERPARAMETERS,
     DETERMINISTIC_PARAM,

@@ -1,3 +1,5 @@
-"""A run's settings: the seed's ``trainer_configurations.yaml`` (``trainer_config``), Release 22's run
-config (``run_config``) and its ``environment_parameters`` (constants, samplers, curricula).
+"""The ground floor of every setting: ``schema`` (``Param``, the one coercer and block checker).
+
+Each trainer and reward signal declares its keys with ``Param`` here; the settings tree that reads
+both config formats through those declarations sits above the trainers, in ``runner.settings``.
 """

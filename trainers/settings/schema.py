@@ -18,6 +18,7 @@ import copy
 import dataclasses
 import difflib
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Type
 
@@ -254,3 +255,11 @@ def settings_view(params: Mapping[str, Param], values: Mapping[str, Any], name: 
             kind = param.kind
             converted[f.name] = kind(float(value) if kind is int and isinstance(value, str) else value)
     return made(**converted)
+
+
+def total_memory_bytes() -> Optional[int]:
+    """Physical memory of this machine, or None where the OS does not say (no check then)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None

@@ -25,14 +25,17 @@ logger = logging.getLogger("unityagents")
 
 ENTRY_POINT_GROUP = "unityagents.trainers"
 
-# Used when this project runs from a checkout that was never pip-installed (no entry points).
+# Used when this project runs from a checkout that was never pip-installed (no entry points); the
+# order is the generated docs/configuration.md's.
 _BUILTINS = {
     "ppo": "trainers.ppo.trainer:PPOTrainer",
-    "ghost": "trainers.ghost.trainer:GhostTrainer",
-    "imitation": "trainers.imitation.trainer:ImitationTrainer",
     "sac": "trainers.sac.trainer:SACTrainer",
     "poca": "trainers.poca.trainer:POCATrainer",
+    "ghost": "trainers.ghost.trainer:GhostTrainer",
+    "imitation": "trainers.imitation.trainer:ImitationTrainer",
 }
+#: The built-in trainer types, in the order the reference documents them.
+BUILTIN_TRAINERS = tuple(_BUILTINS)
 
 
 class TrainerRegistry:

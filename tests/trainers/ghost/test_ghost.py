@@ -7,10 +7,10 @@ import textwrap
 import numpy as np
 import pytest
 
+from runner.settings.trainer_config import load_trainer_config
 from tests.fake_env import end_episodes, learn_from_step
 from trainers.ghost.trainer import EloRating, GhostTrainer
 from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
-from trainers.settings.trainer_config import load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.base import TrainerConfigError, UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo

@@ -9,10 +9,10 @@ from academy import load_scene
 from academy.academy import Academy
 from academy.brain import BrainConfig
 from academy.demo_recorder import record_demonstration
+from runner.settings.trainer_config import TrainerConfigError
 from tests.conftest import config_error, load_config
 from trainers.ppo.trainer import PPOTrainer
 from trainers.sac.trainer import SACTrainer
-from trainers.settings.trainer_config import TrainerConfigError
 from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
 from unityagents.demo import load_demonstration

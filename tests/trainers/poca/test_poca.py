@@ -9,6 +9,8 @@ import sys
 import numpy as np
 import pytest
 
+from runner.settings import run_config
+from runner.settings.trainer_config import trainer_config_from_dict
 from tests.conftest import shipped_config_pair
 from tests.fake_env import learn_from_step
 from tests.onnx_contract import assert_contract
@@ -16,8 +18,6 @@ from trainers.export.onnx_model import export_onnx
 from trainers.poca.groups import MemberStep, finish, team_reward
 from trainers.poca.models import POCACritic
 from trainers.poca.trainer import POCATrainer
-from trainers.settings import run_config
-from trainers.settings.trainer_config import trainer_config_from_dict
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo

@@ -7,10 +7,10 @@ import pytest
 from academy import load_scene
 from academy.academy import Academy
 from academy.demo_recorder import record_demonstration
+from runner.settings.trainer_config import TrainerConfigError
 from tests.conftest import load_config
 from trainers.ppo.trainer import PPOTrainer
 from trainers.reward_signals.gail import GAILSignal
-from trainers.settings.trainer_config import TrainerConfigError
 from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
 from unityagents.demo import load_demonstration

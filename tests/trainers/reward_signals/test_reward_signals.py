@@ -6,13 +6,13 @@ import os
 import numpy as np
 import pytest
 
+from runner.settings.trainer_config import TrainerConfigError, load_trainer_config
 from tests.conftest import config_error, load_config
 from tests.fake_env import learn_from_step
 from trainers.buffer import AgentBuffer
 from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
 from trainers.ppo.trainer import PPOTrainer
 from trainers.reward_signals import CuriositySignal, RNDSignal, signal_gae, validate_reward_signals
-from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import OnPolicyTrainer

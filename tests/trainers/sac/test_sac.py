@@ -8,13 +8,13 @@ import numpy as np
 import onnxruntime
 import pytest
 
+from runner.settings.trainer_config import TrainerConfigError, load_trainer_config
 from tests.conftest import learn, mean_rewards, run_academy, write
 from tests.fake_env import FakeEnv, Loop, learn_from_step
 from tests.onnx_contract import assert_contract
 from trainers.export.frozen_graph import contract_inputs, export_graph, load_graph_def
 from trainers.export.onnx_model import export_onnx
 from trainers.sac import SACTrainer
-from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.tf_utils import tf
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.registry import load_registry
@@ -208,7 +208,7 @@ def test_a_replay_buffer_larger_than_memory_is_refused_with_its_size(tmp_path, m
                                                                            "blackAndWhite": False}]})
     frame = 84 * 84 * 3
     memory = 10 ** 6 * 4 * int(1.5 * frame)  # 1.5 frames per transition
-    monkeypatch.setattr("trainers.settings.trainer_config.total_memory_bytes", lambda: memory)
+    monkeypatch.setattr("runner.settings.trainer_config.total_memory_bytes", lambda: memory)
     monkeypatch.setattr("trainers.sac.settings.total_memory_bytes", lambda: memory)
     path = write(tmp_path / "sac.yaml", "Brain:\n    trainer: sac\n    buffer_size: 1.0e6\n")
     config = load_trainer_config(path, load_registry())
@@ -225,7 +225,7 @@ def test_the_replay_size_check_counts_a_recurrent_actors_memories(tmp_path, monk
     """Each stored step of a recurrent actor keeps the memory it started from and the one it returned:
     a machine that holds the states but not the memories is refused, with the size counting them."""
     memory = 10 ** 8  # 1e6 transitions of 48 bytes fit; with 2 x 64 memory floats and a mask they do not
-    monkeypatch.setattr("trainers.settings.trainer_config.total_memory_bytes", lambda: memory)
+    monkeypatch.setattr("runner.settings.trainer_config.total_memory_bytes", lambda: memory)
     monkeypatch.setattr("trainers.sac.settings.total_memory_bytes", lambda: memory)
     block = ("Brain:\n    trainer: sac\n    buffer_size: 1.0e6\n    use_recurrent: true\n    memory_size: 64\n"
              "    sequence_length: 16\n")

@@ -2,24 +2,23 @@
 
 The tables come from the same declarations the loader checks against (each trainer's
 ``hyperparameters``, the reward signals', behavioral cloning's and self-play's nested blocks, and
-``SANE_MAXIMUM``), so the documentation cannot drift from the code; ``tests/trainers/settings/test_config.py``
-compares the file with this text. ``python -m trainers.settings.config_docs`` prints it.
+``SANE_MAXIMUM``), so the documentation cannot drift from the code; ``tests/runner/settings/test_config.py``
+compares the file with this text. ``python -m runner.settings.config_docs`` prints it.
 """
 from __future__ import annotations
 
 from typing import List, Tuple
 
-from trainers.settings.trainer_config import SANE_MAXIMUM, short_number
-from trainers.trainer.registry import TrainerRegistry
+from runner.settings.trainer_config import SANE_MAXIMUM, short_number
+from trainers.trainer.registry import BUILTIN_TRAINERS, TrainerRegistry
 
 
-def hyperparameters_markdown(registry: TrainerRegistry,
-                             names: Tuple[str, ...] = ("ppo", "sac", "poca", "ghost", "imitation")) -> str:
+def hyperparameters_markdown(registry: TrainerRegistry, names: Tuple[str, ...] = BUILTIN_TRAINERS) -> str:
     """Reference tables of the built-in trainers' keys (``docs/configuration.md`` is this text)."""
     lines = [
         "# Trainer configuration reference",
         "",
-        "Generated from the trainers' declarations by `python -m trainers.settings.config_docs`; a test keeps it in",
+        "Generated from the trainers' declarations by `python -m runner.settings.config_docs`; a test keeps it in",
         "step with the code. `trainer_configurations.yaml` has a `default:` block and one block per",
         "brain; a brain's block overrides the default key by key, and a block may be a string naming",
         "another block (an alias). Steps count agent steps. Numbers such as `1.0e6` are accepted;",

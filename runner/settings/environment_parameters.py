@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
-from trainers.settings.run_config import RunConfigError, Schema, check
+from runner.settings.run_config import RunConfigError, Schema, check
 from trainers.settings.schema import Param, did_you_mean
 from unityagents.brain import former_names
 

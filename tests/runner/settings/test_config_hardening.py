@@ -9,9 +9,9 @@ import os
 
 import pytest
 
+from runner.settings import trainer_config as config_module
+from runner.settings.trainer_config import TrainerConfigError, load_trainer_config
 from tests.conftest import load_config
-from trainers.settings import trainer_config as config_module
-from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainParameters
 

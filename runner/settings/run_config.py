@@ -3,7 +3,7 @@
 ``load_run_config`` reads such a file, checks it against the Release 22 schema (every key, type
 and value), fills Release 22's defaults, and translates each behaviour into the flat per-brain
 block that ``trainer_configurations.yaml`` would hold. That block then goes through the same
-validation as ``learn.py``'s file (``trainers.settings.trainer_config.trainer_config_from_dict``), so both front
+validation as ``learn.py``'s file (``runner.settings.trainer_config.trainer_config_from_dict``), so both front
 ends build the same trainers from the same settings.
 
 Three kinds of key are told apart, and none is silently dropped:

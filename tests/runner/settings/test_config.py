@@ -3,8 +3,8 @@ import os
 
 import pytest
 
+from runner.settings.trainer_config import TrainerConfigError, load_trainer_config
 from tests.conftest import load_config
-from trainers.settings.trainer_config import TrainerConfigError, load_trainer_config
 from trainers.trainer.registry import load_registry
 from unityagents.brain import BrainParameters
 
@@ -99,9 +99,9 @@ def test_environment_checks_run_for_external_brains(tmp_path):
 
 
 def test_configuration_reference_matches_the_code():
-    from trainers.settings.config_docs import hyperparameters_markdown
+    from runner.settings.config_docs import hyperparameters_markdown
 
     with open(os.path.join(ROOT, "docs", "configuration.md")) as f:
         assert f.read().strip() == hyperparameters_markdown(REGISTRY).strip(), \
             "docs/configuration.md is stale: regenerate it with " \
-            "`python -m trainers.settings.config_docs > docs/configuration.md`"
+            "`python -m runner.settings.config_docs > docs/configuration.md`"

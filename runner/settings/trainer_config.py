@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import logging
-import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
 
@@ -40,6 +39,7 @@ from trainers.settings.schema import (
     check_block,
     coerce_value,
     did_you_mean,
+    total_memory_bytes,
 )
 from trainers.trainer.base import COMMON_HYPERPARAMETERS, Trainer
 from trainers.trainer.registry import TrainerRegistry
@@ -85,14 +85,6 @@ SANE_MAXIMUM: Dict[str, Tuple[float, str]] = {
 #: the float32 weight, its gradient and Adam's two moments. A lower bound, so only networks that
 #: surely cannot be built are refused.
 BYTES_PER_WEIGHT = 16
-
-
-def total_memory_bytes() -> Optional[int]:
-    """Physical memory of this machine, or None where the OS does not say (no check then)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
 
 
 class _DuplicateKeyError(yaml.YAMLError):
@@ -251,7 +243,7 @@ def load_trainer_config(path: str, registry: TrainerRegistry) -> TrainerConfig:
 
 def trainer_config_from_dict(path: str, raw: Any, registry: TrainerRegistry) -> TrainerConfig:
     """Validate an already parsed file (``path`` names it in errors); the other front end's
-    translation (``trainers.settings.run_config``) ends here too, so both are checked alike."""
+    translation (``runner.settings.run_config``) ends here too, so both are checked alike."""
     if raw is None:
         raise TrainerConfigError(
             f"{path}: the file is empty (or only comments); expected a mapping with a 'default:' block and "
