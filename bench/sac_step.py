@@ -131,7 +131,7 @@ def main() -> int:
 def acting_costs(trainer: SACTrainer, rounds: int, per_round: int) -> Dict[str, List[float]]:
     """``act`` on one decision of ``AGENTS`` agents: through the trainer's compiled calls, and with
     ``Session.run`` and a feed dict in their place, alternated round by round."""
-    from trainers.trainer.agent_processor import brain_info
+    from runner.agent_processor import brain_info
     from unityagents.base_env import DecisionSteps, TerminalSteps
 
     rng = np.random.default_rng(1)

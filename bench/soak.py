@@ -43,9 +43,9 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from runner.agent_processor import brain_info  # noqa: E402
 from runner.controller import TrainerController  # noqa: E402
 from runner.settings.trainer_config import load_trainer_config  # noqa: E402
-from trainers.trainer.agent_processor import brain_info  # noqa: E402
 from trainers.trainer.registry import load_registry  # noqa: E402
 from unityagents import UnityEnvironment  # noqa: E402
 from unityagents.vector.environment_set import EnvironmentSet  # noqa: E402

@@ -148,10 +148,10 @@ def profile(scene: str, brain: str, env_steps: int, overrides: Optional[Dict] = 
     from academy import load_scene
     from academy.academy import Academy
     from academy.communicator import encode_png
+    from runner.agent_processor import AgentProcessor
+    from runner.collector import ExperienceCollector
     from runner.settings.trainer_config import load_trainer_config
     from trainers.tf_utils import tf
-    from trainers.trainer.agent_processor import AgentProcessor
-    from trainers.trainer.collector import ExperienceCollector
     from trainers.trainer.registry import load_registry
     from unityagents import UnityEnvironment
 
@@ -260,10 +260,10 @@ def profile(scene: str, brain: str, env_steps: int, overrides: Optional[Dict] = 
 
 def cpu_profile(env_steps: int, intra_op_threads: int) -> Dict[str, float]:
     """CPU us per agent-step of the PPO trainer's phases on a 3DBall-shaped stream (see the docstring)."""
+    from runner.collector import ExperienceCollector
     from runner.settings.trainer_config import load_trainer_config
     from trainers.tf_utils import tf
     from trainers.trainer.brain_info import BrainInfo
-    from trainers.trainer.collector import ExperienceCollector
     from trainers.trainer.registry import load_registry
     from unityagents.brain import BrainParameters
 

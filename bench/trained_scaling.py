@@ -62,7 +62,7 @@ PARTS = (
     ("gRPC exchange", ("(unityagents/wire/grpc_server.py", "grpc/_server.py", "grpc/_common.py",
                        "grpc/_cython")),
     ("inference", ("_act (runner/controller.py",)),
-    ("agent processor", ("(trainers/trainer/agent_processor.py", "(trainers/trainer/collector.py",
+    ("agent processor", ("(runner/agent_processor.py", "(runner/collector.py",
                          "(trainers/trainer/trajectory.py", "_experience (runner/controller.py",
                          "_per_environment (runner/controller.py", "(trainers/trainer/brain_info.py")),
     ("summaries", ("(trainers/stats.py", "(trainers/trainer/summaries.py", "(runner/timers.py")),

@@ -12,7 +12,7 @@ frozen ``.bytes`` with every brain under its scope.
 
 The environments are an ``EnvironmentSet`` (one or ``--num-envs`` of them, local or on a Ray
 cluster); the controller never sees how many: it gets one (``DecisionSteps``, ``TerminalSteps``)
-per brain, which the agent processor (``trainers.trainer.agent_processor``) turns into the
+per brain, which the agent processor (``runner.agent_processor``) turns into the
 trainers' ``BrainInfo`` and their action rows back into ``ActionTuple``; it acts once per
 brain over the agents of the environments that are ready, and, when some environment was reset
 (its Academy was done, or it crashed and was restarted), tells the trainers which agents' episodes were cut.
@@ -49,9 +49,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from runner.agent_processor import AgentProcessor
 from runner.background import BackgroundUpdates
 from runner.build import build_trainers, write_resolved_parameters
 from runner.checkpoints import SaveFailedError, StepInterval
+from runner.collector import ExperienceCollector
 from runner.devices import placement
 from runner.lessons import advance_curriculum, check_curriculum_between_resets, lesson_numbers
 from runner.run_paths import RunPaths
@@ -60,10 +62,8 @@ from runner.settings.trainer_config import TrainerConfig
 from runner.stopping import Stop, check_stop, clear_stop_request, interruptible, shielded
 from runner.timers import Timers
 from trainers.tf_utils import tf
-from trainers.trainer.agent_processor import AgentProcessor
 from trainers.trainer.base import Trainer, UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo
-from trainers.trainer.collector import ExperienceCollector
 from trainers.trainer.trajectory import PolicyOutput
 from unityagents.brain import team_base
 from unityagents.exception import UnityException

@@ -29,10 +29,10 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional
 
 import numpy as np
 
-from trainers.trainer.agent_processor import AgentProcessor
+from runner.agent_processor import AgentProcessor
+from runner.collector import ExperienceCollector
 from trainers.trainer.base import Trainer
 from trainers.trainer.brain_info import BrainInfo
-from trainers.trainer.collector import ExperienceCollector
 from unityagents.base_env import ActionTuple, BehaviorSteps, DecisionSteps, TerminalSteps
 from unityagents.brain import BrainParameters
 

@@ -12,7 +12,7 @@ from typing import Any, Dict
 
 import numpy as np
 
-from trainers.trainer.agent_processor import AgentProcessor
+from runner.agent_processor import AgentProcessor
 from trainers.trainer.brain_info import BrainInfo
 
 

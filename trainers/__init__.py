@@ -2,5 +2,5 @@
 
 This package knows nothing of sockets or of the run that drives it (``runner``); it consumes the
 environment's steps (``unityagents.base_env``) through one agent processor
-(``trainers.trainer.agent_processor``).
+(``runner.agent_processor``).
 """

@@ -4,7 +4,7 @@ The environment layer speaks per-sensor steps (``unityagents.base_env``); ``brai
 behaviour's ``DecisionSteps``/``TerminalSteps`` into one ``BrainInfo``, whose vector sensors are
 joined into one state (the layout ``BrainParameters.sensors`` records) and whose rows are the
 deciding agents, then those that only report their episode's end. ``UnityEnvironment.reset`` and
-``step`` return it (the original API's door), and the trainers consume it (``trainers.trainer.agent_processor``):
+``step`` return it (the original API's door), and the trainers consume it (``runner.agent_processor``):
 one conversion serves both.
 
 An API-2 brain reports every agent every step, so its rows are its agents in the environment's

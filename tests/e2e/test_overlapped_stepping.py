@@ -11,9 +11,9 @@ import time
 import numpy as np
 import pytest
 
+from runner.collector import ExperienceCollector
 from runner.controller import TrainerController
 from tests.unityagents.vector.test_environment_set import BRAIN, RecordingTrainer, ScriptedWorker
-from trainers.trainer.collector import ExperienceCollector
 from trainers.trainer.on_policy import OnPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput
 from unityagents.base_env import ActionTuple, DecisionSteps, TerminalSteps

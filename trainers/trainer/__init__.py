@@ -1,5 +1,5 @@
-"""What every trainer is: the interface the controller drives (``base``); how steps become
-experience (``collector``, with the types and pairing functions of ``trajectory``); the bases a
+"""What every trainer is: the interface the controller drives (``base``); the types and pairing
+functions of experience (``trajectory``; the run's ``runner.collector`` builds it); the bases a
 trainer subclasses (``rl_trainer``, ``on_policy`` with ``reward_signal_fields``, ``off_policy``); and
 the registry that finds trainer types through entry points (``registry``).
 """

@@ -12,7 +12,7 @@ The controller drives each trainer with the same calls, once per environment ste
 
 where ``all_info`` and ``new_info`` hold the trainer's own brain's batch and those of its
 ``linked_brains`` (the brain a ghost copies, the teacher an imitator learns from), nothing else,
-and ``collector`` is the trainer's ``ExperienceCollector`` (``trainers.trainer.collector``, built
+and ``collector`` is the trainer's ``ExperienceCollector`` (``runner.collector``, built
 from what the trainer declares: ``linked_brains``, ``trajectory_horizon``, ``step_fields``): it
 pairs the rows and hands the trainer an ``Experience`` of transitions, ended trajectories and
 ended episodes. After an environment reset the controller calls ``trainer.end_episode(agents)``

@@ -1,7 +1,7 @@
 """The off-policy base: a replay buffer of past transitions, minibatch updates, target networks.
 
 See ``trainers.trainer.rl_trainer`` for how the bases divide the work, and
-``trainers.trainer.collector`` for how two steps pair into transitions.
+``runner.collector`` for how two steps pair into transitions.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The on-policy base: per-agent trajectories, cut at a done or at ``time_horizon``, learnt from once.
 
 See ``trainers.trainer.rl_trainer`` for how the bases divide the work, and
-``trainers.trainer.collector`` for how steps become trajectories.
+``runner.collector`` for how steps become trajectories.
 """
 from __future__ import annotations
 

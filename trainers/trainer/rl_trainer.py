@@ -2,7 +2,7 @@
 
 A trainer (built-in or from a plugin package) is a ``trainers.trainer.base.Trainer``. Most of what a
 ``Trainer`` must do is the same for every algorithm of a family: learn from the collector's
-trajectories or transitions (``trainers.trainer.collector``), record episodes, decide when to
+trajectories or transitions (``runner.collector``), record episodes, decide when to
 learn. The bases do that once, so an algorithm only writes its graph and its learning step:
 
 ``OnPolicyTrainer`` (``trainers.trainer.on_policy``: PPO, A2C, ...)

@@ -2,7 +2,7 @@
 
 The types a trainer consumes (``Transitions``, ``Trajectory``, ``Episode``, ``Experience``) and the
 functions that pair two consecutive ``BrainInfo`` of a brain into transitions and find where
-trajectories end. ``trainers.trainer.collector`` keeps the state between steps (the decisions
+trajectories end. ``runner.collector`` keeps the state between steps (the decisions
 still waiting for an answer, the trajectories in progress, the episodes' running totals) and
 calls these with it; the trainers never pair rows themselves.
 

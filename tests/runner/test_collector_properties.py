@@ -14,8 +14,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from runner.collector import ExperienceCollector
 from trainers.trainer.brain_info import BrainInfo
-from trainers.trainer.collector import ExperienceCollector
 from trainers.trainer.trajectory import CUT, FINISHED, INTERRUPTED, PolicyOutput
 
 BRAIN = "B"

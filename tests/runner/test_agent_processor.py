@@ -1,9 +1,9 @@
-"""The agent processor (``trainers/trainer/agent_processor.py``): steps in, the trainers' batch out, in-process."""
+"""The agent processor (``runner/agent_processor.py``): steps in, the trainers' batch out, in-process."""
 from __future__ import annotations
 
 import numpy as np
 
-from trainers.trainer.agent_processor import AgentProcessor, brain_info
+from runner.agent_processor import AgentProcessor, brain_info
 from unityagents.base_env import DecisionSteps, TerminalSteps, merge_steps
 from unityagents.brain import BrainParameters
 

@@ -7,9 +7,9 @@ the value of its last observation.
 """
 import numpy as np
 
+from runner.collector import ExperienceCollector
 from trainers.buffer import AgentBuffer
 from trainers.trainer.brain_info import BrainInfo
-from trainers.trainer.collector import ExperienceCollector
 from trainers.trainer.on_policy import OnPolicyTrainer
 from trainers.trainer.trajectory import PolicyOutput
 
@@ -127,7 +127,7 @@ def test_api2_infos_pair_row_by_row_as_before():
 def test_merged_steps_keep_the_modern_fields():
     """Environment 0's agent 1 only ended its episode (interrupted), environment 1's agents decide:
     the trainers' batch keeps masks, groups, the flags and the terminal rows, keyed by environment."""
-    from trainers.trainer.agent_processor import brain_info
+    from runner.agent_processor import brain_info
     from unityagents.base_env import DecisionSteps, TerminalSteps, merge_steps
     from unityagents.brain import BrainParameters
 
