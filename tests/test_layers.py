@@ -228,3 +228,25 @@ def test_the_front_ends_know_nothing_of_the_unity_side():
     assert "runner.run" in g["learn"] and "unityagents.vector.restart" in g["learn"]
     bad = {m: sorted(d for d in g[m] if d.split(".")[0] == "academy") for m in FRONT_END_MODULES}
     assert {m: d for m, d in bad.items() if d} == {}
+
+
+def files_naming(name: str, own: str) -> Set[str]:
+    """The modules outside ``own`` (a folder or file, relative) whose string literals include ``name``."""
+    found = set()
+    for path in modules().values():
+        rel = os.path.relpath(path, ROOT)
+        if rel.startswith(own):
+            continue
+        tree = ast.parse(open(path).read(), path)
+        if any(isinstance(n, ast.Constant) and n.value == name for n in ast.walk(tree)):
+            found.add(rel.replace(os.sep, "/"))
+    return found
+
+
+def test_adding_a_trainer_or_a_reward_signal_touches_what_the_architecture_table_says():
+    """docs/architecture.md's "add a ..." rows: a built-in trainer is named in the registry (and, for
+    Release 22's own types, in its list of them); a reward signal in the signals' table only."""
+    for trainer in ("sac", "poca"):
+        assert files_naming(trainer, f"trainers/{trainer}") == {
+            "trainers/trainer/registry.py", "runner/settings/run_config.py"}, trainer
+    assert files_naming("rnd", "trainers/reward_signals/rnd.py") == {"trainers/reward_signals/__init__.py"}
