@@ -56,14 +56,26 @@ EXPECTED = {signal.SIGTERM: 143, signal.SIGINT: 0}
 ABORTS = ("Traceback", "corrupted", "double free", "Segmentation", "Fatal Python error")
 
 
+def ephemeral_ports() -> range:
+    """The ports the kernel hands out for ``bind(port 0)`` and outgoing connections."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+        return range(low, high + 1)
+    except (OSError, ValueError):
+        return range(32768, 61000)
+
+
+_PORT_DRAWS = random.Random()  # seeded from the system: concurrent benches draw apart
+
+
 def free_port(span: int) -> int:
-    """A base port whose ``span`` ports are all free now (another run may still take one later)."""
+    """A base port whose ``span`` ports are all free now, below the kernel's ephemeral range: no
+    other program's ``bind(0)`` or outgoing connection can take one of them before the run binds
+    it (only one that names the port itself could), so a trial never fails on a clash."""
+    top = min(ephemeral_ports().start, 32768) - span
     while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port + span >= 65000:
-            continue
+        port = _PORT_DRAWS.randrange(20000, top)
         try:
             for p in range(port, port + span):
                 with socket.socket() as s:
