@@ -11,9 +11,11 @@ summary file appears (the trainers are built: training has begun). A trial count
 * no abort: the status is not a signal death, and the output holds no "Traceback", "corrupted",
   "double free" or "Segmentation".
 
-Printed: one line per trial, then the counts.
+Printed: one line per trial, then the counts. Each run has ``PYTHONFAULTHANDLER=1``: a native abort
+prints every thread's Python stack; ``--keep DIR`` keeps a failed trial's run folder and whole
+output (and, with ``--cores``, its core dump) for a debugger.
 
-    python bench/signals.py [--count 100] [--seed 0] [--max-wait 6]
+    python bench/signals.py [--count 100] [--seed 0] [--max-wait 6] [--keep DIR] [--cores]
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import argparse
 import itertools
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -37,18 +40,42 @@ CONFIG = """default:
     summary_freq: 1.0e6
     threaded: {threaded}
 """
+#: The shipped settings of 3DBall (trainer_configurations.yaml): a summary every 2400 steps, ten epochs.
+SHIPPED = """default:
+    normalize: true
+    buffer_size: 1536
+    batch_size: 256
+    num_epoch: 10
+    time_horizon: 128
+    clip_value: false
+    max_steps: 1.0e7
+    summary_freq: 2400
+    threaded: {threaded}
+"""
 EXPECTED = {signal.SIGTERM: 143, signal.SIGINT: 0}
 ABORTS = ("Traceback", "corrupted", "double free", "Segmentation", "Fatal Python error")
 
 
+def ephemeral_ports() -> range:
+    """The ports the kernel hands out for ``bind(port 0)`` and outgoing connections."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+        return range(low, high + 1)
+    except (OSError, ValueError):
+        return range(32768, 61000)
+
+
+_PORT_DRAWS = random.Random()  # seeded from the system: concurrent benches draw apart
+
+
 def free_port(span: int) -> int:
-    """A base port whose ``span`` ports are all free now (another run may still take one later)."""
+    """A base port whose ``span`` ports are all free now, below the kernel's ephemeral range: no
+    other program's ``bind(0)`` or outgoing connection can take one of them before the run binds
+    it (only one that names the port itself could), so a trial never fails on a clash."""
+    top = min(ephemeral_ports().start, 32768) - span
     while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port + span >= 65000:
-            continue
+        port = _PORT_DRAWS.randrange(20000, top)
         try:
             for p in range(port, port + span):
                 with socket.socket() as s:
@@ -58,12 +85,14 @@ def free_port(span: int) -> int:
             continue
 
 
-def trial(workdir: str, protocol: str, n_envs: int, threaded: bool, signum: int, delay: float):
+def trial(workdir: str, protocol: str, n_envs: int, threaded: bool, signum: int, delay: float, config: str = CONFIG):
     """(good, why, seconds after training began that the signal went, exit status)."""
+    text = config.format(threaded=str(threaded).lower())
     config = os.path.join(workdir, "c.yaml")
     with open(config, "w") as f:
-        f.write(CONFIG.format(threaded=str(threaded).lower()))
-    env = dict(os.environ, PYTHONPATH=ROOT)
+        f.write(text)
+    # A native abort dumps every Python thread's stack (faulthandler), to tell where it happened.
+    env = dict(os.environ, PYTHONPATH=ROOT, PYTHONFAULTHANDLER="1")
     proc = subprocess.Popen(
         [sys.executable, LEARN, "3DBall", "--train", "--trainer-config", config, "--run-path", "run",
          "--protocol", protocol, "--num-envs", str(n_envs), "--base-port", str(free_port(n_envs + 2))],
@@ -116,28 +145,50 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-wait", type=float, default=6.0)
+    parser.add_argument("--shipped", action="store_true",
+                        help="3DBall's shipped settings (a summary every 2400 steps) instead of rare summaries")
+    parser.add_argument("--min-wait", type=float, default=0.0)
     parser.add_argument("--start", type=int, default=0, help="first trial (to rerun a trial by its number - 1)")
+    parser.add_argument("--keep", default=None,
+                        help="a folder where each failed trial's run folder and whole output are kept")
+    parser.add_argument("--only", default=None, help="only the combinations whose line holds this text (e.g. 'N=1')")
+    parser.add_argument("--cores", action="store_true", help="let a crashed run leave a core dump in its folder")
     args = parser.parse_args()
+    if args.cores:
+        import resource
+
+        hard = resource.getrlimit(resource.RLIMIT_CORE)[1]
+        resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
     combos = list(itertools.product(("api2", "grpc"), (1, 4), (False, True)))
-    good, started = 0, time.time()
+    good, ran, started = 0, 0, time.time()
     failures = []
     for i in range(args.start, args.start + args.count):
         protocol, n_envs, threaded = combos[i % len(combos)]
         signum = (signal.SIGTERM, signal.SIGINT)[(i // len(combos)) % 2 ^ (i % 2)]
-        wait = random.Random(args.seed * 100003 + i).uniform(0.0, args.max_wait)
+        wait = random.Random(args.seed * 100003 + i).uniform(args.min_wait, args.max_wait)
+        label = f"{protocol:4s} N={n_envs} threaded={threaded!s:5s} {signal.Signals(signum).name:7s}"
+        if args.only and args.only not in label:
+            continue
         for _ in range(3):  # a run that never reached training (a port taken meanwhile) is not a trial
             with tempfile.TemporaryDirectory(prefix="signals-") as workdir:
-                ok, why, delay, rc, out = trial(workdir, protocol, n_envs, threaded, signum, wait)
+                ok, why, delay, rc, out = trial(workdir, protocol, n_envs, threaded, signum, wait,
+                                                SHIPPED if args.shipped else CONFIG)
+                if not ok and args.keep and why != "never started training":
+                    kept = os.path.join(args.keep, f"trial{i + 1}")
+                    shutil.copytree(workdir, kept, dirs_exist_ok=True)
+                    with open(os.path.join(kept, "output.txt"), "w") as f:
+                        f.write(out)
             if why != "never started training":
                 break
             print(f"    trial {i + 1} never started training, again: {out.strip().splitlines()[-1][:200]}")
         good += ok
-        print(f"{i + 1:3d} {protocol:4s} N={n_envs} threaded={threaded!s:5s} {signal.Signals(signum).name:7s} "
+        ran += 1
+        print(f"{i + 1:3d} {label} "
               f"after {delay:4.1f} s: exit {rc} {why}", flush=True)
         if not ok:
             failures.append((i + 1, why))
             print(f"--- trial {i + 1}'s output, last lines:\n{out[-4000:]}\n---", flush=True)
-    print(f"\n{good} of {args.count} ended with the documented exit status, a whole checkpoint and export, "
+    print(f"\n{good} of {ran} ended with the documented exit status, a whole checkpoint and export, "
           f"and no abort ({time.time() - started:.0f} s)")
     for i, why in failures:
         print(f"trial {i}: {why}")

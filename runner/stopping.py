@@ -21,12 +21,15 @@ stands, and a save in progress finishes.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import logging
 import signal
+import sys
 
 from trainers.stopping import clear_stop_request, pending_request, request_stop, stop_requested, take_request
 
-__all__ = ["Stop", "install_signal_handlers", "request_stop", "stop_requested", "clear_stop_request", "check_stop",
+__all__ = ["Stop", "install_signal_handlers", "report_native_crashes", "request_stop", "stop_requested",
+           "clear_stop_request", "check_stop",
            "interruptible", "shielded"]
 logger = logging.getLogger("unityagents")
 
@@ -62,14 +65,31 @@ def _take() -> Stop:
 
 
 def install_signal_handlers() -> None:
-    """SIGINT and SIGTERM request a stop (call it from the main thread, once, early); no request is pending after."""
+    """SIGINT and SIGTERM request a stop (call it from the main thread, once, early); no request is pending after.
+
+    A native crash (an abort of the C library, a segmentation fault) also prints the Python stack
+    of every thread before the process dies, so that its report says where it happened."""
     clear_stop_request()
+    report_native_crashes()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _on_signal)
         # The kernel may deliver the signal to any thread (TensorFlow's, gRPC's): their blocking reads and
         # writes are resumed rather than failed with EINTR. The waits of interruptible() poll, and polls
         # are cut short whatever this says, so they still end at once.
         signal.siginterrupt(signum, False)
+
+
+def report_native_crashes() -> bool:
+    """Print every thread's Python stack to stderr on SIGSEGV, SIGABRT, SIGBUS, SIGFPE or SIGILL
+    (``faulthandler``), unless something (``python -X faulthandler``, pytest) already does; True
+    when it is on. A stderr without a file descriptor (captured in-process) leaves it off."""
+    if faulthandler.is_enabled():
+        return True
+    try:
+        faulthandler.enable(file=sys.stderr, all_threads=True)
+    except (AttributeError, ValueError, OSError, RuntimeError):  # no fileno (io.UnsupportedOperation is an OSError)
+        return False
+    return True
 
 
 def check_stop() -> None:
