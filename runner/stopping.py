@@ -29,8 +29,7 @@ import sys
 from trainers.stopping import clear_stop_request, pending_request, request_stop, stop_requested, take_request
 
 __all__ = ["Stop", "install_signal_handlers", "report_native_crashes", "request_stop", "stop_requested",
-           "clear_stop_request", "check_stop",
-           "interruptible", "shielded"]
+           "clear_stop_request", "check_stop", "interruptible", "shielded"]
 logger = logging.getLogger("unityagents")
 
 
