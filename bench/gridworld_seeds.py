@@ -8,8 +8,8 @@ last mean reward, the mean of the last three summaries (less sensitive to one su
 episodes), the best mean of the run, the agent-steps reached and the wall time; then the minimum
 and the mean of the first two columns over the seeds, and how many seeds end at the target.
 
-TensorFlow's kernels round differently on different CPUs, and a seed's course follows them:
-oneDNN's kernels are on by default on Intel CPUs and off on AMD ones. ``--kernels both`` trains
+TensorFlow's CPU kernels round differently, and a seed's course follows them: oneDNN's kernels
+are on by default where the CPU has AVX-512 VNNI, Eigen's elsewhere. ``--kernels both`` trains
 every seed twice, with ``TF_ENABLE_ONEDNN_OPTS=0`` and ``=1``, and prints the two side by side,
 so one machine shows what both kinds of CPU give.
 
