@@ -311,8 +311,7 @@ def run_options(argv: List[str]):
             path = os.path.join(folder, name)
             if name != "run_logs":
                 shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
-    protocol = coerce_value("--protocol", options["--protocol"] or "grpc", PROTOCOL,
-                            RunConfigError)
+    protocol = coerce_value("--protocol", options["--protocol"] or "grpc", PROTOCOL, RunConfigError)
     given = given_keys.get("engine_settings", ())
     engine = {k: v for k, v in eng.items() if k in ENGINE_KEYS and k in given}
     time_scale = float(eng["time_scale"]) if protocol == "grpc" or "time_scale" in given else 20.0
@@ -330,7 +329,7 @@ def run_options(argv: List[str]):
         load=cp["resume"], keep_checkpoints=max(keep, 1), save_freq=0, seed=run_seed, base_port=base_port,
         timeout=env_s["timeout_wait"], num_envs=env_s["num_envs"], env_args=list(env_s["env_args"] or []),
         protocol_options=protocol_options(protocol, time_scale, engine, eng["no_graphics"],
-                                                env_s["num_areas"], eng["no_graphics_monitor"]),
+                                          env_s["num_areas"], eng["no_graphics_monitor"]),
         restarts=RestartPolicy(env_s["max_lifetime_restarts"], env_s["restarts_rate_limit_n"],
                                float(env_s["restarts_rate_limit_period_s"])),
         curriculum=params if params.tracks else None, ray_address=options["--ray-address"],

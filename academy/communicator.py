@@ -15,7 +15,7 @@ buffer (TCP may split or merge segments), the unframed JSON is read until it par
 message goes out in a single ``sendall`` with TCP_NODELAY, so Nagle's algorithm and delayed ACKs
 cannot stall a prefix that waits for its payload.
 
-What the trainer sends is distrusted (issue 13): the unframed reset configuration is scanned once,
+What the trainer sends is distrusted: the unframed reset configuration is scanned once,
 in linear time, for the end of its object, with a cap on its size and on its nesting depth; the
 action message's length prefix is capped before anything is allocated; and once a message has
 begun (its first byte arrived) it must be complete within ``message_timeout`` seconds, a deadline

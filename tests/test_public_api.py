@@ -13,6 +13,7 @@ needs a new name beside the old one, not an edit of the table.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import socket
@@ -529,3 +530,21 @@ def test_the_seeds_recurrent_model_has_its_memory_tensors():
             model.batch_size: 2, model.sequence_length: 1, model.state_in: np.ones((2, 3)),
             model.memory_in: np.zeros((2, 16))})
         assert memory.shape == (2, 16)
+
+
+def test_learn_py_keeps_the_names_scripts_import_while_the_run_lives_in_runner():
+    """``learn.RunOptions``, ``learn.run``, ``learn.train``, ``learn.shipped_file``... stay importable from
+    learn.py, and are the runner's own objects (one run, whichever front end built its options)."""
+    import learn
+    import runner.options
+    import runner.run
+
+    for name in learn.__all__:
+        assert hasattr(learn, name), name
+    assert learn.RunOptions is runner.options.RunOptions and learn.shipped_file is runner.options.shipped_file
+    assert learn.run is runner.run.run and learn.train is runner.run.train
+    assert (learn.EXIT_SIGINT_SAVED, learn.EXIT_SIGINT_NOTHING_SAVED, learn.EXIT_SIGTERM) == (0, 130, 143)
+    assert list(inspect.signature(learn.run).parameters) == ["make_options"]
+    assert list(inspect.signature(learn.train).parameters) == ["opts"]
+    fields = [f.name for f in dataclasses.fields(learn.RunOptions)]
+    assert fields[:2] == ["env", "config"] and {"run_path", "train", "load", "num_envs", "paths"} <= set(fields)

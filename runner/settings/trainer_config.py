@@ -15,7 +15,7 @@ Validation happens in two stages, both before any training step:
 
 Every error is a ``TrainerConfigError`` naming the file, the brain and the key.
 
-Stage 1 also refuses what a hostile or careless user tried (issue 13): an empty file, a key given
+Stage 1 also refuses what a hostile or careless user may try: an empty file, a key given
 twice in one block (``StrictLoader``), a block that is a near miss of ``default``, non-finite
 numbers (``.inf``, ``.nan``, ``1e400``), values past ``SANE_MAXIMUM`` or int32, and networks that
 cannot fit the machine's memory. Stage 2 adds a block that is a near miss of a brain of the scene
