@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -92,14 +93,26 @@ class Trainer:
 
 
 def press_play(port):
-    """The Editor entering play mode: the scene connects to the trainer on ``port``."""
-    return subprocess.Popen([sys.executable, "-m", "academy", "3DBall", "--mlagents-port", str(port)], env=_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """The Editor entering play mode: the scene connects to the trainer on ``port``. Its output goes to
+    a temporary file, with ``faulthandler`` on, so that a scene that does not leave says where it hangs."""
+    output = tempfile.TemporaryFile()
+    scene = subprocess.Popen([sys.executable, "-m", "academy", "3DBall", "--mlagents-port", str(port)],
+                             env={**_env(), "PYTHONFAULTHANDLER": "1"}, stdout=output, stderr=subprocess.STDOUT)
+    scene.output = output
+    return scene
 
 
 def leave_play_mode(scene):
     scene.send_signal(signal.SIGINT)
-    assert scene.wait(20) == 0
+    try:
+        code = scene.wait(20)
+    except subprocess.TimeoutExpired:
+        scene.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack
+        scene.wait(10)
+        scene.output.seek(0)
+        pytest.fail("the scene did not leave play mode within 20 s of SIGINT; its output:\n"
+                    + scene.output.read().decode(errors="replace")[-6000:])
+    assert code == 0
 
 
 def checkpoint_steps(folder):
