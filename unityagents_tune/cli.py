@@ -212,6 +212,40 @@ class TrialNamer:
             return trial_name(index)
 
 
+def recorded_trial_ids(run_dir: str) -> set:
+    """The ids of the trials in the sweep's saved Ray Tune state (what ``--resume`` restores)."""
+    from ray.tune import ExperimentAnalysis
+
+    return {str(trial.trial_id) for trial in ExperimentAnalysis(os.path.join(run_dir, "ray")).trials}
+
+
+def set_aside_unrecorded(run_dir: str, trials_dir: str, recorded: set) -> List[str]:
+    """Moves the trials that a killed sweep named but that Ray Tune's saved state does not hold into
+    ``<run>/unrecorded/`` and returns their names.
+
+    Ray Tune saves the experiment's state now and then; a trial created after the last save (the
+    search suggests the next one as soon as a slot frees) is named, and may have started, but the
+    restored sweep knows nothing of it and suggests another in its place. Its claim is released so
+    that name goes to the trial that replaces it (the sweep's trials stay ``trial_000`` to
+    ``trial_<budget - 1>``), and its files are kept aside rather than resumed with another trial's
+    hyperparameters or counted as a trial of their own."""
+    moved = []
+    for claim in sorted(glob.glob(os.path.join(trials_dir, "trial_*.id"))):
+        with open(claim, encoding="utf-8") as f:
+            trial_id = f.read().strip()
+        if trial_id in recorded:
+            continue
+        name = os.path.basename(claim)[: -len(".id")]
+        target = os.path.join(run_dir, "unrecorded", f"{name}-{trial_id}")
+        os.makedirs(target, exist_ok=True)
+        for path in glob.glob(os.path.join(trials_dir, name)) + glob.glob(os.path.join(trials_dir, name + ".*")):
+            shutil.move(path, os.path.join(target, os.path.basename(path)))
+        if os.path.isdir(os.path.join(run_dir, "ray", name)):
+            shutil.move(os.path.join(run_dir, "ray", name), os.path.join(target, "ray"))
+        moved.append(name)
+    return moved
+
+
 def join_ray(address: str, cpus: int):
     """Ray for the sweep: a private local instance (``local``) or the cluster at ``address``."""
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -317,7 +351,13 @@ def run(plan: Plan) -> int:
     os.makedirs(plan.trials_dir, exist_ok=True)
     cpus = int(plan.options["--cpus-per-trial"]) * plan.sweep.budget.concurrent
     join_ray(plan.options["--ray-address"], cpus)
-    results = tuner_for(plan).fit()
+    tuner = tuner_for(plan)
+    if plan.options["--resume"]:
+        for name in set_aside_unrecorded(plan.run_dir, plan.trials_dir, recorded_trial_ids(plan.run_dir)):
+            print(f"{name} was named just before the sweep stopped, but Ray Tune's saved state does not hold it: "
+                  f"its files are in {os.path.join(plan.run_dir, 'unrecorded')}, and the name goes to the trial "
+                  "the sweep suggests in its place.")
+    results = tuner.fit()
     statuses = {}
     for result in results:
         name = os.path.basename(str(result.path or "")) if result.path else ""
