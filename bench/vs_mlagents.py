@@ -25,6 +25,11 @@ environment's), and stops with one line saying so when there is none.
 
 ``--threaded`` gives both trainers ``threaded: true`` (Release 22: the trainer in a thread of its own;
 ours: the on-policy update on a background thread beside acting).
+
+``--keep DIR`` keeps each run's TensorBoard events in ``DIR/ours-<seed>`` and ``DIR/mlagents-learn-<seed>``;
+``--plot PNG`` draws seed 0's two runs (``bench/plot_runs.py``: reward against agent-steps and against
+wall time); ``--full`` runs both to ``--budget`` instead of stopping at the target (the table's
+figures are the same: the first summary at the target).
 """
 from __future__ import annotations
 
@@ -43,6 +48,9 @@ from typing import Dict, List, Optional, Tuple
 
 import yaml
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_runs import draw, event_folder  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEHAVIOR = "3DBall"  # the built-in 3DBall's behaviour over gRPC, as in Unity's example
 
@@ -57,6 +65,9 @@ SETTINGS = {
                  lambd=0.95, num_epoch=10, hidden_units=128, num_layers=2, normalize=True, gamma=0.99,
                  time_horizon=128, summary_freq=2400),
 }
+
+#: How the plot's title names each choice of --settings.
+WHOSE = {"mlagents": "ML-Agents' own", "ours": "our shipped"}
 
 OURS_LINE = re.compile(rf"{BEHAVIOR}\S*: Step: (\d+)\. Mean Reward: (-?\d+\.\d+)")
 THEIRS_LINE = re.compile(rf"{BEHAVIOR}\. Step: (\d+)\. Time Elapsed: [\d.]+ s\. Mean Reward: (-?\d+\.\d+)")
@@ -107,8 +118,9 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 
 def timed_run(cmd: List[str], cwd: str, pattern: re.Pattern, target: float,
-              timeout: float) -> Dict[str, Optional[float]]:
-    """Run ``cmd``; time-stamp the summary lines; stop it once the target is reached.
+              timeout: float, full: bool = False) -> Dict[str, Optional[float]]:
+    """Run ``cmd``; time-stamp the summary lines; stop it once the target is reached (``full``: let
+    it run to its own end; the figures are still those of the first summary at the target).
 
     The run gets a process group of its own, and the whole group is stopped: a trainer stopped
     alone would leave the scene it launched (and a launcher's child trainer) running.
@@ -124,7 +136,7 @@ def timed_run(cmd: List[str], cwd: str, pattern: re.Pattern, target: float,
             m = pattern.search(line)
             if m:
                 rows.append((int(m[1]), float(m[2]), time.monotonic() - start))
-                if rows[-1][1] >= target:
+                if rows[-1][1] >= target and not full:
                     break
             if time.monotonic() - start > timeout:
                 break
@@ -139,7 +151,7 @@ def timed_run(cmd: List[str], cwd: str, pattern: re.Pattern, target: float,
         _signal_group(proc.pid, signal.SIGKILL)  # whatever of the group outlived the trainer
     if not rows:
         raise SystemExit(f"{cmd[0]} printed no summary line; its last output:\n{''.join(tail)}")
-    hit = rows[-1] if rows[-1][1] >= target else None
+    hit = next((row for row in rows if row[1] >= target), None)
     last = hit or rows[-1]
     first = rows[0]
     rate = (last[0] - first[0]) / (last[2] - first[2]) if last[2] > first[2] else None
@@ -148,24 +160,24 @@ def timed_run(cmd: List[str], cwd: str, pattern: re.Pattern, target: float,
 
 
 def run_ours(build: str, s: Dict, seed: int, target: float, budget: int, scratch: str,
-             threaded: bool = False) -> Dict:
+             threaded: bool = False, full: bool = False) -> Dict:
     config = os.path.join(scratch, f"ours-{seed}.yaml")
     with open(config, "w") as f:
         yaml.safe_dump(ours_config(s, budget, threaded), f)
     cmd = [sys.executable, os.path.join(ROOT, "learn.py"), build, "--train", "--protocol", "grpc",
            "--no-graphics", "--seed", str(seed), "--trainer-config", config, "--run-path", f"ours-{seed}",
            "--base-port", str(free_port())]
-    return timed_run(cmd, scratch, OURS_LINE, target, timeout=3600)
+    return timed_run(cmd, scratch, OURS_LINE, target, timeout=3600, full=full)
 
 
 def run_theirs(mlagents: str, build: str, s: Dict, seed: int, target: float, budget: int, scratch: str,
-               threaded: bool = False) -> Dict:
+               threaded: bool = False, full: bool = False) -> Dict:
     config = os.path.join(scratch, f"theirs-{seed}.yaml")
     with open(config, "w") as f:
         yaml.safe_dump(mlagents_config(s, budget, threaded), f)
     cmd = [mlagents, config, f"--env={build}", f"--run-id=theirs-{seed}", "--results-dir", scratch, "--force",
            "--no-graphics", "--seed", str(seed), "--base-port", str(free_port()), "--torch-device", "cpu"]
-    return timed_run(cmd, scratch, THEIRS_LINE, target, timeout=3600)
+    return timed_run(cmd, scratch, THEIRS_LINE, target, timeout=3600, full=full)
 
 
 def _fmt(x: Optional[float], digits: int = 0) -> str:
@@ -183,6 +195,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--frame-time-ms", type=float, default=0.0, help="emulated engine frame per decision")
     p.add_argument("--threaded", action="store_true",
                    help="threaded: true for both trainers (each updates on a thread of its own beside acting)")
+    p.add_argument("--keep", metavar="DIR", help="keep each run's TensorBoard events here")
+    p.add_argument("--plot", metavar="PNG", help="draw seed 0's two runs (reward against agent-steps and time)")
+    p.add_argument("--full", action="store_true", help="run both to --budget rather than stop at the target")
     args = p.parse_args(argv)
     if not args.mlagents or not os.access(args.mlagents, os.X_OK):
         raise SystemExit(f"mlagents-learn not found at {args.mlagents}: install it as this script's docstring says "
@@ -194,15 +209,28 @@ def main(argv: Optional[List[str]] = None) -> int:
           "agent-steps/s | rate ours / theirs | time ours / theirs |")
     print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as scratch:
+        keep = args.keep or (os.path.join(scratch, "kept") if args.plot else None)
+        if keep:
+            os.makedirs(keep, exist_ok=True)
         build = make_build(scratch, args.frame_time_ms)
         for seed in range(args.seeds):
-            a = run_ours(build, s, seed, args.target, args.budget, scratch, args.threaded)
-            b = run_theirs(args.mlagents, build, s, seed, args.target, args.budget, scratch, args.threaded)
+            a = run_ours(build, s, seed, args.target, args.budget, scratch, args.threaded, args.full)
+            b = run_theirs(args.mlagents, build, s, seed, args.target, args.budget, scratch, args.threaded,
+                           args.full)
             rate = a["rate"] / b["rate"] if a["rate"] and b["rate"] else None
             time_ratio = a["seconds"] / b["seconds"] if a["seconds"] and b["seconds"] else None
             print(f"| {seed} | {_fmt(a['steps'])} | {_fmt(a['seconds'], 1)} | {_fmt(a['rate'])} | "
                   f"{_fmt(b['steps'])} | {_fmt(b['seconds'], 1)} | {_fmt(b['rate'])} | {_fmt(rate, 2)} | "
                   f"{_fmt(time_ratio, 2)} |", flush=True)
+            if keep:
+                shutil.copytree(event_folder(os.path.join(scratch, "summaries")), os.path.join(keep, f"ours-{seed}"))
+                shutil.copytree(event_folder(os.path.join(scratch, f"theirs-{seed}")),
+                                os.path.join(keep, f"mlagents-learn-{seed}"))
+                shutil.rmtree(os.path.join(scratch, "summaries"))
+        if args.plot:
+            draw({"ours (learn.py, gRPC)": os.path.join(keep, "ours-0"),
+                  "Unity's mlagents-learn 1.1.0": os.path.join(keep, "mlagents-learn-0")}, args.plot,
+                 f"3DBall over gRPC, {WHOSE[args.settings]} PPO settings, seed 0")
     return 0
 
 

@@ -15,6 +15,11 @@ summary window first reaches 90, and its agent-steps per second.
 ``--threaded`` adds our runs with ``threaded: true``: the update runs on a background thread while
 the trainer keeps acting (each update's data partly from the policy one update old).
 
+``--keep DIR`` keeps each run's TensorBoard events in ``DIR/<run>-<seed>`` (SB3's under our reward tag,
+the mean of the episodes finished in each rollout, as our summaries count it); ``--plot PNG`` draws
+seed 0's runs (``bench/plot_runs.py``: reward against agent-steps and against wall time); ``--full``
+lets SB3 run to the budget, as ours does, rather than stop at the target (the table is the same).
+
 or with SB3 in its own virtual environment (every run uses the Python that runs the script):
 
     python -m venv --system-site-packages sb3-venv
@@ -28,6 +33,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -40,9 +46,15 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from plot_runs import TAGS, draw, event_folder  # noqa: E402
 
 from academy import load_scene  # noqa: E402
 from academy.academy import Academy  # noqa: E402
+
+#: The reward tag SB3's runs are kept under: ours (and ML-Agents'), so the plot reads both alike.
+REWARD_TAG = TAGS[0]
 
 LINE = re.compile(r"Ball3DBrain: Step: (\d+)\. Mean Reward: (-?\d+\.\d+)\..*? ([\d.]+) agent-steps/s\. "
                   r"Elapsed: (\d+):(\d+):(\d+)")
@@ -54,7 +66,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def ours(seed: int, target: float, num_envs: int, budget: int, threaded: bool = False) -> Dict[str, Optional[float]]:
+def ours(seed: int, target: float, num_envs: int, budget: int, threaded: bool = False,
+         keep: str = "") -> Dict[str, Optional[float]]:
     """``learn.py 3DBall --train`` in this process, timed from the trainers' build to each summary line;
     ``threaded``: the shipped settings with ``threaded: true`` (the update on a background thread).
 
@@ -89,6 +102,8 @@ def ours(seed: int, target: float, num_envs: int, budget: int, threaded: bool = 
         finally:
             os.chdir(cwd)
             logger.removeHandler(handler)
+        if keep and code == 0:
+            shutil.copytree(event_folder(os.path.join(scratch, "summaries")), keep)
     if code != 0:
         raise SystemExit(f"learn.py exited with {code}")
     start = next(r.created for r in records if r.getMessage().startswith("PPOTrainer for brain"))
@@ -110,7 +125,8 @@ SB3_SETTINGS = {
 }
 
 
-def sb3(seed: int, target: float, budget: int, settings: str) -> Dict[str, Optional[float]]:
+def sb3(seed: int, target: float, budget: int, settings: str, keep: str = "",
+        full: bool = False) -> Dict[str, Optional[float]]:
     # SB3 imports TensorBoard, which imports TensorFlow when it is installed; TensorFlow and PyTorch
     # in one process crash here. TensorBoard works without TensorFlow, so keep it out.
     sys.modules.setdefault("tensorflow", None)
@@ -174,18 +190,20 @@ def sb3(seed: int, target: float, budget: int, settings: str) -> Dict[str, Optio
         def env_is_wrapped(self, wrapper_class, indices=None):
             return [False] * 12
 
-    return sb3_ppo_to_target(Ball3DVecEnv(seed), seed, target, budget, SB3_SETTINGS[settings])
+    return sb3_ppo_to_target(Ball3DVecEnv(seed), seed, target, budget, SB3_SETTINGS[settings], keep, full)
 
 
-def sb3_ppo_to_target(raw, seed: int, target: float, budget: int,
-                      settings: Dict[str, Any]) -> Dict[str, Optional[float]]:
+def sb3_ppo_to_target(raw, seed: int, target: float, budget: int, settings: Dict[str, Any],
+                      keep: str = "", full: bool = False) -> Dict[str, Optional[float]]:
     """SB3 PPO for ``budget`` agent-steps on the SB3 vector env ``raw`` (which lists the rewards of its
     finished episodes in ``raw.finished``), with observation normalisation and ``settings`` (as in
     ``SB3_SETTINGS``); the rest of the settings are our shipped ones (see the module docstring).
 
     Returns the agent-steps (``steps``) and seconds (``seconds``, from the start of training) at which
     the mean reward of the episodes finished in a rollout first reaches ``target`` (None if never),
-    the agent-steps per second (``rate``) and the last rollout's mean (``final``).
+    the agent-steps per second (``rate``) and the last rollout's mean (``final``). ``keep``: the folder
+    that gets the run's TensorBoard events, that mean under our reward tag at each rollout's end;
+    ``full``: go on to ``budget`` after the target.
     """
     import torch
     from stable_baselines3 import PPO
@@ -203,11 +221,12 @@ def sb3_ppo_to_target(raw, seed: int, target: float, budget: int,
             window, self.seen = raw.finished[self.seen:], len(raw.finished)
             if window:
                 result["final"] = float(np.mean(window))
+                self.logger.record(REWARD_TAG, result["final"])
             if window and np.mean(window) >= target and result["steps"] is None:
                 result["steps"], result["seconds"] = self.num_timesteps, time.time() - self.start
 
         def _on_step(self):
-            return result["steps"] is None
+            return full or result["steps"] is None
 
     torch.manual_seed(seed)
     # Small MLPs run fastest on one thread; more threads only add contention on a small machine.
@@ -218,6 +237,10 @@ def sb3_ppo_to_target(raw, seed: int, target: float, budget: int,
                 clip_range=0.2, policy_kwargs=dict(net_arch=dict(pi=[128, 128], vf=[128, 128]),
                                                    activation_fn=torch.nn.Tanh),
                 device="cpu", seed=seed, verbose=0)
+    if keep:
+        from stable_baselines3.common.logger import configure
+
+        model.set_logger(configure(keep, ["tensorboard"]))
     start = time.time()
     try:
         model.learn(total_timesteps=budget, callback=StopAtTarget())
@@ -227,10 +250,12 @@ def sb3_ppo_to_target(raw, seed: int, target: float, budget: int,
     return result
 
 
-def _child(kind: str, seed: int, target: float, budget: int, extra) -> Dict[str, Optional[float]]:
+def _child(kind: str, seed: int, target: float, budget: int, extra, keep: str = "",
+           full: bool = False) -> Dict[str, Optional[float]]:
     """One run in its own process; its result comes back as the last line of its output (JSON)."""
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", kind, str(seed), str(target),
-                           str(budget), str(extra)], capture_output=True, text=True)
+                           str(budget), str(extra), keep, "full" if full else "to-target"],
+                          capture_output=True, text=True)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         raise SystemExit(f"the {kind} run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -238,14 +263,14 @@ def _child(kind: str, seed: int, target: float, budget: int, extra) -> Dict[str,
 
 
 def main() -> None:
-    if len(sys.argv) == 7 and sys.argv[1] == "--child":
-        kind, extra = sys.argv[2], sys.argv[6]
+    if len(sys.argv) == 9 and sys.argv[1] == "--child":
+        kind, extra, keep, full = sys.argv[2], sys.argv[6], sys.argv[7], sys.argv[8] == "full"
         seed, target, budget = int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
         if kind == "ours":
             num_envs, _, threaded = extra.partition(":")
-            result = ours(seed, target, int(num_envs), budget, threaded == "threaded")
+            result = ours(seed, target, int(num_envs), budget, threaded == "threaded", keep)
         else:
-            result = sb3(seed, target, budget, extra)
+            result = sb3(seed, target, budget, extra, keep, full)
         print(json.dumps(result))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -255,19 +280,44 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 2], help="our --num-envs to try")
     parser.add_argument("--threaded", action="store_true",
                         help="also run ours with threaded: true (the update on a background thread beside acting)")
+    parser.add_argument("--keep", metavar="DIR", help="keep each run's TensorBoard events here")
+    parser.add_argument("--plot", metavar="PNG", help="draw seed 0's runs (reward against agent-steps and time)")
+    parser.add_argument("--full", action="store_true", help="SB3 runs to --budget rather than stop at the target")
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        keep = args.keep or (scratch if args.plot else "")
+        table_runs = table(args, keep)
+        if args.plot:
+            draw(table_runs, args.plot, "3DBall, seed 0: ours against Stable-Baselines3")
+
+
+def folder_name(label: str, seed: int) -> str:
+    """A run's folder under --keep: its label in the table, as a file name, and the seed."""
+    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") + f"-{seed}"
+
+
+def table(args, keep: str) -> Dict[str, str]:
+    """Every run of every seed, printed as a table as it finishes; with ``keep``, their events kept
+    there, and seed 0's folders returned by label."""
+    def run(name: str, kind: str, seed: int, extra) -> Dict[str, Optional[float]]:
+        folder = os.path.join(keep, folder_name(name, seed)) if keep else ""
+        return _child(kind, seed, args.target, args.budget, extra, folder, args.full)
+
+    seed0: Dict[str, str] = {}
     fmt = lambda x, f="{:.0f}": "-" if x is None else f.format(x)  # noqa: E731
     print("| seed | run | agent-steps to 90 | seconds to 90 | agent-steps/s |")
     print("|---|---|---|---|---|")
     ratios = []
     for seed in range(args.seeds):
         # Each run in a fresh process: TensorFlow and PyTorch in one process crash on some machines.
-        results = {f"ours, --num-envs {n}": _child("ours", seed, args.target, args.budget, n) for n in args.num_envs}
+        results = {f"ours, --num-envs {n}": run(f"ours, --num-envs {n}", "ours", seed, n) for n in args.num_envs}
         if args.threaded:
-            results.update({f"ours, --num-envs {n}, threaded": _child("ours", seed, args.target, args.budget,
-                                                                      f"{n}:threaded") for n in args.num_envs})
-        results["SB3, our settings"] = _child("sb3", seed, args.target, args.budget, "same")
-        results["SB3, its best settings"] = _child("sb3", seed, args.target, args.budget, "best")
+            results.update({f"ours, --num-envs {n}, threaded": run(f"ours, --num-envs {n}, threaded", "ours", seed,
+                                                                   f"{n}:threaded") for n in args.num_envs})
+        results["SB3, our settings"] = run("SB3, our settings", "sb3", seed, "same")
+        results["SB3, its best settings"] = run("SB3, its best settings", "sb3", seed, "best")
+        if keep and seed == 0:
+            seed0 = {name: os.path.join(keep, folder_name(name, 0)) for name in results}
         for name, r in results.items():
             print(f"| {seed} | {name} | {fmt(r['steps'])} | {fmt(r['seconds'], '{:.1f}')} | {fmt(r['rate'])} |")
         best_ours = min((r["seconds"] for k, r in results.items() if k.startswith("ours") and r["seconds"]),
@@ -280,6 +330,7 @@ def main() -> None:
     if ratios:
         print(f"\nmedian time-to-{args.target:.0f} ratio, best ours / best SB3: {np.median(ratios):.2f} "
               "(target <= 0.5)")
+    return seed0
 
 
 if __name__ == "__main__":
