@@ -43,7 +43,7 @@ def advance_curriculum(curriculum, trainers: Mapping[str, Trainer]) -> None:
     lesson is written to every trainer's summaries."""
     if curriculum.increment_lesson(curriculum_progress(curriculum, trainers)):
         for t in trainers.values():
-            t.write_scalars(lesson_tags(lesson_numbers(curriculum)))
+            t.stats_reporter.write(t.get_step, lesson_tags(lesson_numbers(curriculum)))
 
 
 def check_curriculum_between_resets(env, trainers: Mapping[str, Trainer], checked_step: int) -> int:

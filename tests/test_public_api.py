@@ -13,9 +13,11 @@ needs a new name beside the old one, not an edit of the table.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import inspect
+import os
 import socket
 
 import numpy as np
@@ -548,3 +550,37 @@ def test_learn_py_keeps_the_names_scripts_import_while_the_run_lives_in_runner()
     assert list(inspect.signature(learn.train).parameters) == ["opts"]
     fields = [f.name for f in dataclasses.fields(learn.RunOptions)]
     assert fields[:2] == ["env", "config"] and {"run_path", "train", "load", "num_envs", "paths"} <= set(fields)
+
+
+# ------------------------------------------------------------------------------- the Trainer
+#: ``Trainer``'s public members, by who holds them: the seed's trainers' interface, what the runner
+#: calls besides, and what a plugin's trainer uses or overrides (docs/plugins.md). Anything else a
+#: trainer needs stays the base's own (a leading underscore).
+TRAINER_SEED = {"parameters", "graph_scope", "get_max_steps", "get_step", "get_last_reward", "increment_step",
+                "update_last_reward", "take_action", "end_episode", "is_ready_update", "update_model",
+                "write_summary", "write_tensorboard_text"}
+TRAINER_RUNNER = {"close", "linked_brains", "trajectory_horizon", "step_fields", "should_still_train",
+                  "process_experience", "reset_request", "prepare_update", "export_nodes", "get_state", "set_state",
+                  "is_learner", "stats_reporter", "add_environment_stat", "check_parameters", "check_environment"}
+TRAINER_PLUGIN = {"trainer_type", "hyperparameters", "settings", "setup", "build_scope", "add_stat",
+                  "record_episodes", "environment_actions", "continuous_actions_bounded"}
+
+
+def test_the_trainer_has_the_members_its_callers_use_and_no_more():
+    from trainers.trainer import Trainer
+
+    public = {name for cls in Trainer.__mro__ if cls is not object for name in vars(cls) if not name.startswith("_")}
+    assert public == TRAINER_SEED | TRAINER_RUNNER | TRAINER_PLUGIN, (
+        f"added: {sorted(public - TRAINER_SEED - TRAINER_RUNNER - TRAINER_PLUGIN)}, "
+        f"gone: {sorted(TRAINER_SEED | TRAINER_RUNNER | TRAINER_PLUGIN - public)}")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    documented = open(os.path.join(root, "docs", "plugins.md"), encoding="utf-8").read()
+    spellings = ("`{}", "`self.{}", "{} = ")
+    assert [name for name in sorted(TRAINER_PLUGIN) if not any(s.format(name) in documented for s in spellings)] == []
+    called = set()
+    for folder, _, files in os.walk(os.path.join(root, "runner")):
+        for name in files:
+            if name.endswith(".py"):
+                tree = ast.parse(open(os.path.join(folder, name), encoding="utf-8").read())
+                called |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    assert sorted(TRAINER_RUNNER - called) == []

@@ -160,7 +160,7 @@ class TeamSelfPlay:
 
     def write_summary(self, lesson: Any) -> None:
         learner = self.learner
-        if learner.summary_due():
+        if learner._summary_due():
             if "Self-play/ELO" not in learner.stats:
                 learner.add_stat("Self-play/ELO", self.schedule.elo)
             learner.add_stat("Self-play/Learning Team", float(self.schedule.learning_team))

@@ -392,7 +392,7 @@ class GhostTrainer(Trainer):
 
     def write_summary(self, lesson: Optional[int] = None) -> None:
         """Every ``summary_freq`` steps: ``Self-play/ELO`` and the learner's results since the last one."""
-        if not self.summary_due():
+        if not self._summary_due():
             return
         games, self.games = self.games, []
         values = {"Self-play/ELO": self.elo.rating, "Self-play/snapshots": self.filled_slots}
@@ -404,7 +404,7 @@ class GhostTrainer(Trainer):
             "playing snapshot %d of %d.",
             self.brain_name, self.step, self.copied_name, self.elo.rating, len(games), games.count(1.0),
             games.count(0.5), games.count(0.0), self.current_slot, self.filled_slots)
-        self.write_scalars(values)
+        self._write_scalars(values)
         super().write_summary(lesson)
 
     # ------------------------------------------------------------------ state beyond TF variables

@@ -260,7 +260,7 @@ class ImitationTrainer(Trainer):
 
     def write_summary(self, lesson: Optional[int] = None) -> None:
         """Add the teacher's mean reward and the loss to the console line, then the usual summary."""
-        if self.summary_due():
+        if self._summary_due():
             teacher, loss = self.stats.get("teacher_reward"), self.stats.get("loss")
             logger.info(
                 "%s: Step: %d. Imitating %s: teacher mean reward %s, imitation loss %s, %d pairs in the buffer.",

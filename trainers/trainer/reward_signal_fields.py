@@ -165,19 +165,19 @@ class RewardSignalFields:
             self._signal_stats.setdefault(key, []).append(float(value))
 
     @property
-    def writes_signal_rewards(self) -> bool:
+    def _writes_signal_rewards(self) -> bool:
         return bool(getattr(self, "reward_signals", None))
 
     def write_summary(self, lesson: Any = None) -> None:
         """The base's summary, plus the reward signals' tags (``Policy/<Signal> Reward``, ...)."""
-        due = self.summary_due()
+        due = self._summary_due()
         if due and "Policy/Extrinsic Value Estimate" in self._signal_stats:
             self.stats.pop("value_estimate", None)  # the signal's own tag carries it
         super().write_summary(lesson)
         if due and self._signal_stats:
             with self._stats_lock:
                 stats, self._signal_stats = self._signal_stats, {}
-            self.write_scalars({key: float(np.mean(v)) for key, v in stats.items() if v})
+            self._write_scalars({key: float(np.mean(v)) for key, v in stats.items() if v})
 
 
 __all__ = ["RewardSignalFields"]

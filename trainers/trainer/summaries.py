@@ -52,7 +52,7 @@ class TrainerSummaries:
         entry = self._environment_stats.setdefault(key, (aggregation, []))
         entry[1].append(float(value))
 
-    def write_scalars(self, values: Mapping[str, float], step: Optional[int] = None) -> None:
+    def _write_scalars(self, values: Mapping[str, float], step: Optional[int] = None) -> None:
         """Write scalar summaries (no graph ops, so safe after ``finalize``)."""
         self.stats_reporter.write(self.step if step is None else step, values)
 
@@ -60,13 +60,13 @@ class TrainerSummaries:
         """Write a two-column table (e.g. the hyperparameters) to TensorBoard's text tab."""
         self.stats_reporter.write_text(self.step, key, input_dict)
 
-    def summary_due(self) -> bool:
+    def _summary_due(self) -> bool:
         """True once per ``summary_freq`` agent steps."""
         freq = int(self.trainer_parameters.get("summary_freq", 10000))
         return self.step // freq > self._last_summary_step // freq
 
     @property
-    def writes_signal_rewards(self) -> bool:
+    def _writes_signal_rewards(self) -> bool:
         """Whether the trainer writes ``Policy/<Signal> Reward`` itself (a ``reward_signals``
         block); otherwise the extrinsic reward is the episode's reward and is written as such."""
         return False
@@ -76,7 +76,7 @@ class TrainerSummaries:
 
         ``lesson``: parameter -> lesson index of the curriculum (``lesson_tags``), or None.
         """
-        if not self.summary_due():
+        if not self._summary_due():
             return
         self._last_summary_step = self.step
         with self._stats_lock:  # a background update may be adding its losses
@@ -90,14 +90,14 @@ class TrainerSummaries:
 
         self.stats_reporter.write_progress(self.step, Progress(rewards, rate, elapsed, eta, self.is_training))
         values = {summary_tag(k): float(np.mean(v)) for k, v in stats.items() if v}
-        if "Environment/Cumulative Reward" in values and not self.writes_signal_rewards:
+        if "Environment/Cumulative Reward" in values and not self._writes_signal_rewards:
             values["Policy/Extrinsic Reward"] = values["Environment/Cumulative Reward"]
         values.update(lesson_tags(lesson))
         values["Environment/Agent Steps Per Second"] = rate
         reduce = {"sum": np.sum, "most_recent": lambda v: v[-1]}
         for key, (aggregation, entries) in self._environment_stats.items():
             values[key] = float(reduce.get(aggregation, np.mean)(entries))
-        self.write_scalars(values)
+        self._write_scalars(values)
         self._environment_stats = {}
 
     def close(self) -> None:
