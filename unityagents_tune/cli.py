@@ -34,6 +34,7 @@ trials/<trial>/ each trial's unityagents-learn results folder, ray/ Ray Tune's s
 from __future__ import annotations
 
 import glob
+import importlib
 import logging
 import os
 import random
@@ -246,6 +247,22 @@ def set_aside_unrecorded(run_dir: str, trials_dir: str, recorded: set) -> List[s
     return moved
 
 
+def require_libraries(scheduler: str) -> None:
+    """Refuse in one line, before Ray starts, when Ray Tune (or Optuna for ``tpe``) cannot be imported.
+
+    ``ray`` installs without its ``tune`` extra (pandas, pyarrow, ...), and then ``ray.tune`` fails
+    to import only once the sweep is about to start; the extra is what to install."""
+    needed = [("ray.tune", "Ray Tune")] + ([("optuna", "Optuna")] if scheduler == "tpe" else [])
+    for module, name in needed:
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            cause = e.__cause__ if isinstance(e.__cause__, ImportError) else e
+            raise SweepError(f"unityagents-tune runs its trials on {name} ({module}), which cannot be imported here "
+                             f"({cause}). Install the tuning extra: pip install -e .[tune] "
+                             "(or pip install 'ray[tune]' optuna).") from None
+
+
 def join_ray(address: str, cpus: int):
     """Ray for the sweep: a private local instance (``local``) or the cluster at ``address``."""
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -346,6 +363,7 @@ def write_outputs(plan: Plan, statuses: Dict[str, str]) -> int:
 
 
 def run(plan: Plan) -> int:
+    require_libraries(plan.sweep.scheduler.name)
     if plan.options["--force"] and not plan.options["--resume"] and os.path.isdir(plan.run_dir):
         shutil.rmtree(plan.run_dir)
     os.makedirs(plan.trials_dir, exist_ok=True)

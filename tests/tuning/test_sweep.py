@@ -138,6 +138,22 @@ def test_an_existing_sweep_is_neither_overwritten_nor_resumed_silently(tmp_path,
     assert "contradict" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("scheduler, missing", [("random", "ray.tune"), ("tpe", "optuna")])
+def test_a_sweep_without_its_tuning_libraries_is_refused_in_one_line_before_ray_starts(
+        scheduler, missing, tmp_path, monkeypatch, capsys):
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep_text(scheduler={"name": scheduler})))
+    monkeypatch.setitem(sys.modules, missing, None)  # import fails as where the module is not installed
+    monkeypatch.setattr(cli, "join_ray", lambda *a: pytest.fail("Ray started without its tuning libraries"))
+    assert cli.main([CONFIG, "sweep.yaml", "--env=3DBall"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert missing in err and "pip install -e .[tune]" in err
+    assert not (tmp_path / "results").exists()
+
+
 def test_apply_sets_each_key_and_the_budget_without_touching_the_users_config():
     raw = yaml.safe_load(open(CONFIG, encoding="utf-8"))
     before = yaml.safe_dump(raw)
