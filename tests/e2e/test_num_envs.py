@@ -159,7 +159,9 @@ def test_tennis_with_its_ghost_runs_with_two_environments(tmp_path):
     # 2 x 8 learner agents per environment step: 4000 agent steps are 250 environment steps.
     assert "Training finished after 250 environment steps" in out, out
     state = checkpoint_state(tmp_path / "models" / "t")
-    assert state["trainers"]["TennisBrain"]["step"] == 4000
+    # Overlapped stepping counts each environment's 8 learners as its answer arrives; when both answer
+    # in one collect past 3992, the last step passes max_steps by one environment's learners.
+    assert 4000 <= state["trainers"]["TennisBrain"]["step"] <= 4008
     assert state["trainers"]["ghost-TennisBrain"]["n_snapshots"] >= 2
 
 
