@@ -45,14 +45,14 @@ from unityagents import UnityEnvironment
 config = load_trainer_config({config!r}, load_registry())
 env = UnityEnvironment("PushCollab", base_port={port}, protocol="grpc", seed={seed}, log_dir="logs")
 group_rewards, lost = [], []
-record = Trainer.add_environment_stat
-def recording(self, key, value, aggregation="average"):
+record = Trainer.add_stat
+def recording(self, key, value, aggregation=None):
     if key == {stat!r}:
         group_rewards.append(value)
     elif key == {lost_stat!r}:
         lost.append(value)
     record(self, key, value, aggregation)
-Trainer.add_environment_stat = recording
+Trainer.add_stat = recording
 TrainerController(env, config, env_name="PushCollab", run_path={run!r}, seed={seed}).start_learning()
 print("GROUP_REWARDS " + json.dumps(group_rewards))
 print("MEMBERS_LOST " + json.dumps(lost))

@@ -6,11 +6,11 @@ collector pairs the rows (``trajectory.agent_pairs``, decisions answered late in
 each agent's trajectory in progress and its episode's running reward, and returns an
 ``Experience``: the step's ``Transitions``, the ``Trajectory`` objects that ended (finished,
 interrupted or cut at the trainer's ``time_horizon``), the ``Episode`` objects that ended, and
-the same for the brains the trainer links to (``Trainer.linked_brains``). A trainer learns from
-that and never pairs or counts rows.
+the same for the brains the trainer links to. What the collector keeps for a trainer is what the
+trainer declares in its ``collection``. A trainer learns from that and never pairs or counts rows.
 
 What a trajectory holds per step: the policy's ``fields`` (``PolicyOutput.fields``), ``rewards``,
-and the fields the trainer's ``step_fields(before, after)`` names (e.g. the raw inputs a reward
+and the fields its ``Collection.step_fields(before, after)`` names (e.g. the raw inputs a reward
 signal reads), each ``(values, "current" | "next")``: row ``i`` of ``before`` or row ``j`` of
 ``after``.
 
@@ -19,7 +19,7 @@ environment reset ``end_episode`` drops what the cut episodes left here.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional
 
 from trainers.buffer import AgentBuffer, Buffer
 from trainers.trainer.brain_info import BrainInfo
@@ -30,6 +30,7 @@ from trainers.trainer.trajectory import (
     Episode,
     Experience,
     PolicyOutput,
+    StepFields,
     Trajectory,
     Transitions,
     Waiting,
@@ -37,9 +38,6 @@ from trainers.trainer.trajectory import (
     trajectory_ends,
     with_late_decisions,
 )
-
-#: ``step_fields(before, after)``: ``{field: (values, "current" | "next")}`` added to each step.
-StepFields = Callable[[BrainInfo, BrainInfo], Dict[str, Tuple[Any, str]]]
 
 
 class EpisodeTally:
@@ -96,8 +94,9 @@ class ExperienceCollector:
 
     @classmethod
     def for_trainer(cls, trainer: Any) -> "ExperienceCollector":
-        """The collector of what ``trainer`` declares: its brain, links, horizon and step fields."""
-        return cls(trainer.brain_name, trainer.linked_brains, trainer.trajectory_horizon, trainer.step_fields)
+        """The collector of what ``trainer`` declares in its ``collection``: links, horizon, step fields."""
+        wants = trainer.collection
+        return cls(trainer.brain_name, wants.linked_brains, wants.horizon, wants.step_fields)
 
     # ------------------------------------------------------------------ one step
     def collect(self, before: Mapping[str, BrainInfo], after: Mapping[str, BrainInfo],

@@ -124,7 +124,7 @@ class TrainerController:
         self.global_step = 0
         self._curriculum_checked = 0  # learner step of the last between-resets curriculum check
         self.trainers: Dict[str, Trainer] = {}
-        #: brain -> the brains whose batches its trainer is handed: its own, then its ``linked_brains``.
+        #: brain -> the brains whose batches its trainer is handed: its own, then its ``collection``'s links.
         self._reads: Dict[str, Tuple[str, ...]] = {}
         #: brain -> its trainer's experience collector (pairing, trajectories, episodes).
         self.collectors: Dict[str, ExperienceCollector] = {}
@@ -451,17 +451,17 @@ def export_name(env_name: str) -> str:
 
 
 def brains_read(trainers: Dict[str, Trainer], brains: Dict[str, Any]) -> Dict[str, Tuple[str, ...]]:
-    """Each trainer's own brain, then the brains it declares in ``linked_brains``; a link to a brain
-    the scene does not have is refused before the first step."""
+    """Each trainer's own brain, then the brains its ``collection`` links; a link to a brain the scene
+    does not have is refused before the first step."""
     reads = {}
     for name, t in trainers.items():
-        links = tuple(t.linked_brains)
+        links = tuple(t.collection.linked_brains)
         missing = [b for b in links if b not in brains]
         if missing:
             raise UnityTrainerException(
                 f"The trainer of brain '{name}' ({type(t).__name__}) reads the brain(s) {missing} through "
-                f"linked_brains, but the scene has only {sorted(brains)}. Link it to a brain of the scene, "
-                "or make linked_brains return the names the trainer was configured with.")
+                f"its collection's linked_brains, but the scene has only {sorted(brains)}. Link it to a brain "
+                "of the scene, or make linked_brains hold the names the trainer was configured with.")
         reads[name] = (name, *[b for b in links if b != name])
     return reads
 
@@ -481,7 +481,7 @@ def pass_environment_stats(stats: Dict[str, List[Any]], trainers: Dict[str, Trai
         for t in trainers.values():
             if t.is_learner:
                 for value, aggregation in entries:
-                    t.add_environment_stat(key, value, aggregation)
+                    t.add_stat(key, value, aggregation)
 
 
 def _takes_agents(method) -> bool:

@@ -5,11 +5,12 @@ from runner.controller import TrainerController, brains_read
 from trainers.ghost.trainer import GhostTrainer
 from trainers.imitation.trainer import ImitationTrainer
 from trainers.trainer.base import Trainer, UnityTrainerException
+from trainers.trainer.trajectory import Collection
 
 
 class Linked:
     def __init__(self, *links):
-        self.linked_brains = links
+        self.collection = Collection(linked_brains=links)
 
 
 SCENE = {"Student": object(), "Teacher": object(), "Bystander": object()}
@@ -32,10 +33,32 @@ def test_a_link_to_a_brain_the_scene_lacks_is_refused_before_the_first_step():
 
 
 def test_the_ghost_links_the_brain_it_copies_and_the_imitator_its_teacher():
-    assert Trainer.linked_brains.fget(Linked()) == ()
+    assert Trainer.collection.fget(Linked()) == Collection()
     ghost = GhostTrainer.__new__(GhostTrainer)
     ghost.copied_name = "Learner"
     student = ImitationTrainer.__new__(ImitationTrainer)
     student.teacher_name = "Teacher"
-    assert ghost.linked_brains == ("Learner",)
-    assert student.linked_brains == ("Teacher",)
+    assert ghost.collection == Collection(linked_brains=("Learner",))
+    assert student.collection == Collection(linked_brains=("Teacher",))
+
+
+@pytest.mark.parametrize("declared", ["linked_brains", "trajectory_horizon", "step_fields"])
+def test_a_trainer_declaring_what_the_collector_reads_outside_its_collection_is_refused_in_one_line(declared):
+    with pytest.raises(TypeError) as refused:
+        type("OldPlugin", (Trainer,), {declared: property(lambda self: ())})
+    message = str(refused.value)
+    assert "\n" not in message and f"OldPlugin defines {declared}" in message
+    assert "Collection(linked_brains=..., horizon=..., step_fields=...)" in message
+
+
+def test_an_on_policy_trainer_still_adds_step_fields_through_its_collection():
+    from trainers.trainer.on_policy import OnPolicyTrainer
+
+    def fields(self, before, after):
+        return {"raw": (before, "current")}
+
+    WithFields = type("WithFields", (OnPolicyTrainer,), {"step_fields": fields})
+    trainer = WithFields.__new__(WithFields)
+    trainer._settings = type("S", (), {"time_horizon": 7})()
+    wants = trainer.collection
+    assert wants.horizon == 7 and wants.step_fields("b", "a") == {"raw": ("b", "current")}

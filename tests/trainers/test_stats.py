@@ -101,3 +101,28 @@ def test_a_broken_writer_plugin_is_an_error_naming_it(site, target, source, why)
     message = str(raised.value)
     assert "'flaky'" in message and target in message and ENTRY_POINT_GROUP in message, message
     assert why in message, message
+
+
+def test_a_scenes_own_stats_are_written_under_its_names_reduced_as_it_says(site):
+    install(site, "recorder_stats_scene_test", RECORDER, {"recorder": "recorder_stats_scene_test:make"})
+    from runner.controller import pass_environment_stats
+
+    trainer = Trainer(tf.compat.v1.Session(graph=tf.Graph()), {"B": brain()}, "B",
+                      {"max_steps": 100, "summary_freq": 2}, True)
+    # What the environment collected from the stats side channel: key -> [(value, aggregation)].
+    pass_environment_stats({"entropy": [(1.0, "sum"), (2.0, "sum")],
+                            "Hits": [(3.0, "most_recent"), (5.0, "most_recent")],
+                            "Scene/Speed": [(1.0, "average"), (4.0, "average")], "Spread": [(2.0, "histogram")]},
+                           {"B": trainer})
+    trainer.add_stat("entropy", 0.5)  # the trainer's own stat of the same key keeps its tag and mean
+    trainer.add_stat("entropy", 1.5)
+    trainer.increment_step(2)
+    trainer.write_summary(None)
+    trainer.close()
+
+    from recorder_stats_scene_test import received
+
+    (values,) = [values for kind, _, _, values in received if kind == "write"]
+    assert values["entropy"] == 3.0 and values["Hits"] == 5.0 and values["Scene/Speed"] == 2.5
+    assert values["Spread"] == 2.0
+    assert "Policy/entropy" not in values and "Policy/Hits" not in values

@@ -24,7 +24,7 @@ teams and no game is scored against the wrong side.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from trainers.ghost.trainer import SnapshotPool, _relative_name, variables_read_
 from trainers.tf_utils import tf
 from trainers.trainer.base import Trainer, UnityTrainerException, logger
 from trainers.trainer.brain_info import BrainInfo
-from trainers.trainer.trajectory import Experience
+from trainers.trainer.trajectory import Collection, Experience
 from unityagents.brain import BrainParameters, team_base, team_id
 
 
@@ -217,11 +217,9 @@ class TeamSeat(Trainer):
         return self.group.opponent_act(self, all_info[self.brain_name])
 
     @property
-    def trajectory_horizon(self) -> Optional[int]:
-        return self.group.learner.trajectory_horizon
-
-    def step_fields(self, before: BrainInfo, after: BrainInfo) -> Dict[str, Tuple[Any, str]]:
-        return self.group.learner.step_fields(before, after)
+    def collection(self) -> Collection:
+        """The learner's: a seat's experience is the learner's when its team learns."""
+        return self.group.learner.collection
 
     def process_experience(self, experience: Experience) -> None:
         """The learning team's experience is the learner's; the opponent's steps teach nothing."""

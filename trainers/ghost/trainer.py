@@ -41,7 +41,7 @@ from trainers.trainer.base import (
     positive,
 )
 from trainers.trainer.brain_info import BrainInfo
-from trainers.trainer.trajectory import Experience
+from trainers.trainer.trajectory import Collection, Experience
 from unityagents.brain import BrainParameters
 
 #: Op types that hold a variable's value (v1 ref variables are what tf_utils configures).
@@ -325,9 +325,9 @@ class GhostTrainer(Trainer):
         return slot
 
     @property
-    def linked_brains(self) -> Tuple[str, ...]:
+    def collection(self) -> Collection:
         """The learner's episodes are read beside the ghost's, to score each game."""
-        return (self.copied_name,)
+        return Collection(linked_brains=(self.copied_name,))
 
     def increment_step(self, n: int = 1) -> None:
         """Count agent steps; snapshot the learner every ``new_model_freq`` of them when training."""

@@ -51,7 +51,7 @@ from trainers.trainer.base import (
     positive,
 )
 from trainers.trainer.brain_info import BrainInfo
-from trainers.trainer.trajectory import Experience, Transitions
+from trainers.trainer.trajectory import Collection, Experience, Transitions
 from unityagents.brain import BrainParameters
 
 
@@ -215,9 +215,9 @@ class ImitationTrainer(Trainer):
         return pairs
 
     @property
-    def linked_brains(self) -> Tuple[str, ...]:
+    def collection(self) -> Collection:
         """The teacher's steps are the student's training pairs."""
-        return (self.teacher_name,)
+        return Collection(linked_brains=(self.teacher_name,))
 
     def process_experience(self, experience: Experience) -> None:
         """Store the teacher's pairs of this step (and fold its states into the normaliser); record

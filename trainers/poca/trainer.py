@@ -45,7 +45,7 @@ from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
 from trainers.tf_utils import compiled_call, tf
 from trainers.trainer.base import Param, TrainerConfigError, UnityTrainerException, check_batch_fits
 from trainers.trainer.brain_info import BrainInfo
-from trainers.trainer.trajectory import Experience, PolicyOutput, Transitions
+from trainers.trainer.trajectory import Collection, Experience, PolicyOutput, Transitions
 from unityagents.brain import CONTINUOUS_ACTION_CLIP, BrainParameters
 
 POCA_HYPERPARAMETERS: Dict[str, Param] = {
@@ -157,13 +157,10 @@ class POCATrainer(PPOTrainer):
         return (agent[0], group_id) if isinstance(agent, tuple) else group_id
 
     @property
-    def trajectory_horizon(self) -> None:
-        """None: the members' steps are assembled here into group trajectories (``groups``), cut at
-        ``time_horizon`` as a group, not per agent."""
-        return None
-
-    def step_fields(self, before: BrainInfo, after: BrainInfo) -> Dict[str, Tuple[Any, str]]:
-        return {}
+    def collection(self) -> Collection:
+        """No per-agent trajectory: the members' steps are assembled here into group trajectories
+        (``groups``), cut at ``time_horizon`` as a group, not per agent."""
+        return Collection()
 
     def process_experience(self, experience: Experience) -> None:
         """The step's member-steps into their groups; the ended episodes; groups cut at ``time_horizon``."""
@@ -233,7 +230,7 @@ class POCATrainer(PPOTrainer):
         rows = finish(group.steps, value_next, self.settings.gamma, self.settings.lambd, self._critic)
         group.episode_total += sum(team_reward(step) for step in group.steps)
         if group.over():
-            self.add_environment_stat("Environment/Group Cumulative Reward", group.episode_total)
+            self.add_stat("Environment/Group Cumulative Reward", group.episode_total)
         self.rows.extend(rows)
         if rows:
             self.add_signal_stat("Policy/Extrinsic Value Estimate", float(np.mean([r["critic_value"] for r in rows])))

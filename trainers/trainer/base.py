@@ -10,10 +10,10 @@ The controller drives each trainer with the same calls, once per environment ste
     trainer.write_summary(lesson)
     trainer.increment_step(n_agent_steps); trainer.update_last_reward()
 
-where ``all_info`` and ``new_info`` hold the trainer's own brain's batch and those of its
-``linked_brains`` (the brain a ghost copies, the teacher an imitator learns from), nothing else,
-and ``collector`` is the trainer's ``ExperienceCollector`` (``runner.collector``, built
-from what the trainer declares: ``linked_brains``, ``trajectory_horizon``, ``step_fields``): it
+where ``all_info`` and ``new_info`` hold the trainer's own brain's batch and those of the brains
+it links (the brain a ghost copies, the teacher an imitator learns from), nothing else, and
+``collector`` is the trainer's ``ExperienceCollector`` (``runner.collector``, built from the one
+thing the trainer declares for it, its ``collection``: links, trajectory horizon, step fields): it
 pairs the rows and hands the trainer an ``Experience`` of transitions, ended trajectories and
 ended episodes. After an environment reset the controller calls ``trainer.end_episode(agents)``
 (``agents``: the keys of the agents whose episodes it cut; None for all). With several
@@ -53,7 +53,7 @@ from trainers.settings.schema import (  # noqa: F401 (the trainers' and plugins'
 )
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.summaries import TrainerSummaries
-from trainers.trainer.trajectory import Episode, Experience
+from trainers.trainer.trajectory import Collection, Episode, Experience
 from unityagents.brain import BrainParameters, same_spaces_error
 
 logger = logging.getLogger("unityagents")
@@ -126,6 +126,11 @@ def network_params(hidden_units: int, of: str) -> Dict[str, Param]:
     }
 
 
+#: Per-trainer collector declarations that ``Trainer.collection`` replaced; a subclass defining one
+#: is refused when it is defined, so that it is not silently ignored.
+_MOVED_TO_COLLECTION = ("linked_brains", "trajectory_horizon")
+
+
 class Trainer(TrainerSummaries):
     """Base class of all trainers (built-in and plugins).
 
@@ -154,6 +159,17 @@ class Trainer(TrainerSummaries):
     #: they are sent as they are (clamped to [-1, 1]) instead of as ``clamp(a, -3, 3) / 3``.
     continuous_actions_bounded: ClassVar[bool] = False
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        moved = [name for name in _MOVED_TO_COLLECTION if name in vars(cls)]
+        if "step_fields" in vars(cls) and cls.collection is Trainer.collection:
+            moved.append("step_fields")
+        if moved:
+            raise TypeError(
+                f"{cls.__qualname__} defines {', '.join(moved)}, which the collector no longer reads: declare "
+                "them in one `collection` property returning trainers.trainer.trajectory.Collection(linked_brains=..., "
+                "horizon=..., step_fields=...) (docs/plugins.md, \"What the collector keeps\").")
+
     def __init__(
         self,
         sess,
@@ -181,7 +197,8 @@ class Trainer(TrainerSummaries):
         #: The latest episodes' rewards (newest last) and how many episodes ended so far in this process.
         self.episode_rewards: Deque[float] = collections.deque(maxlen=EPISODE_REWARDS_KEPT)
         self.episodes_completed = 0
-        self._environment_stats: Dict[str, Tuple[str, List[float]]] = {}
+        #: The scene's own stats since the last summary: key -> (aggregation, values) (``add_stat``).
+        self._scene_stats: Dict[str, Tuple[str, List[float]]] = {}
         self.step = 0
         self.last_reward = 0.0
         self._stats_reporter = None
@@ -248,25 +265,15 @@ class Trainer(TrainerSummaries):
         return self.trainer_parameters.get("graph_scope", "")
 
     @property
-    def linked_brains(self) -> Tuple[str, ...]:
-        """The other brains whose batches this trainer reads (a ghost's learner, an imitator's teacher).
+    def collection(self) -> Collection:
+        """What the collector keeps for this trainer: the other brains it reads, where its
+        trajectories are cut, the fields added to each step (``trainers.trainer.trajectory.Collection``).
 
-        The controller hands every call a mapping that holds this trainer's own brain and these,
-        and nothing else, so what a trainer may read of the scene is declared here, not found by
+        The default reads no other brain and keeps no trajectory: the trainer learns from each
+        step's transitions. What a trainer may read of the scene is declared here, not found by
         indexing other brains by name.
         """
-        return ()
-
-    @property
-    def trajectory_horizon(self) -> Optional[int]:
-        """The steps after which the collector cuts an agent's trajectory and hands it over; None
-        (the default) for a trainer that learns from each step's transitions and keeps no trajectory."""
-        return None
-
-    def step_fields(self, before: BrainInfo, after: BrainInfo) -> Dict[str, Tuple[Any, str]]:
-        """Fields the collector adds to each trajectory step beside the policy's: ``{field: (values,
-        "current" | "next")}``, row ``i`` of ``before`` (acted from) or ``j`` of ``after`` (reached)."""
-        return {}
+        return Collection()
 
     @property
     def get_max_steps(self) -> float:

@@ -14,7 +14,7 @@ from trainers.trainer.base import COMMON_HYPERPARAMETERS, Param, UnityTrainerExc
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.reward_signal_fields import RewardSignalFields
 from trainers.trainer.rl_trainer import RLTrainer
-from trainers.trainer.trajectory import Experience, Trajectory, bootstrap_value
+from trainers.trainer.trajectory import Collection, Experience, Trajectory, bootstrap_value
 
 ON_POLICY_HYPERPARAMETERS: Dict[str, Param] = {
     **COMMON_HYPERPARAMETERS,
@@ -72,8 +72,9 @@ class OnPolicyTrainer(RewardSignalFields, RLTrainer):
 
     # ------------------------------------------------------------------ learning from trajectories
     @property
-    def trajectory_horizon(self) -> int:
-        return self.settings.time_horizon
+    def collection(self) -> Collection:
+        """Trajectories cut at ``time_horizon``, with the fields of ``step_fields`` in each step."""
+        return Collection(horizon=self.settings.time_horizon, step_fields=self.step_fields)
 
     def step_fields(self, before: BrainInfo, after: BrainInfo) -> Dict[str, Tuple[Any, str]]:
         """The raw inputs the intrinsic reward signals read (none without them)."""

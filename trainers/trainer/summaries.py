@@ -1,8 +1,9 @@
 """What a trainer writes for people: the console line and TensorBoard summaries, every ``summary_freq`` steps.
 
 ``TrainerSummaries`` is mixed into ``trainers.trainer.base.Trainer``: a trainer records values with
-``add_stat`` (and the scene's own with ``add_environment_stat``), and ``write_summary`` writes their
-means under the tags of ``SUMMARY_TAGS``, the names ML-Agents Release 22 gives the same quantities.
+``add_stat`` (the controller the scene's own stats too), and ``write_summary`` writes each key's mean
+(or the reduction it was recorded with) under the tags of ``SUMMARY_TAGS``, the names ML-Agents
+Release 22 gives the same quantities.
 Everything goes through the trainer's ``trainers.stats.StatsReporter`` (TensorBoard, the console,
 writer plugins); no graph op is involved, so summaries are safe after ``finalize``.
 """
@@ -36,21 +37,24 @@ class TrainerSummaries:
                 self.brain_name, self.trainer_parameters.get("summary_path"), self.sess, self.is_training))
         return self._stats_reporter
 
-    def add_stat(self, key: str, value: float) -> None:
-        """Record ``value`` under ``key`` for the next summary; safe from a ``threaded`` trainer's
-        background update, which records its losses while the controller's thread writes summaries."""
+    def add_stat(self, key: str, value: float, aggregation: Optional[str] = None) -> None:
+        """Record ``value`` under ``key`` for the next summary, which writes the mean of a key's
+        values under its ``summary_tag``.
+
+        ``aggregation`` marks a scene's own stat (the controller passes what the scene sent), kept
+        apart from the trainer's: its key is its tag, as the scene named it, and its values are
+        reduced as it says: ``average``, ``sum`` or ``most_recent`` (a ``histogram`` is written as
+        its average). Safe from a ``threaded`` trainer's background update, which records its
+        losses while the controller's thread writes summaries.
+        """
         with self._stats_lock:
+            if aggregation is not None:
+                self._scene_stats.setdefault(key, (aggregation, []))[1].append(float(value))
+                return
             self.stats.setdefault(key, []).append(float(value))
         if key == "cumulative_reward":  # the episodes a curriculum's reward criteria look at
             self.episode_rewards.append(float(value))
             self.episodes_completed += 1
-
-    def add_environment_stat(self, key: str, value: float, aggregation: str = "average") -> None:
-        """A custom stat the scene sent (modern protocol): written under its own key at the next
-        summary, reduced by its ``aggregation`` (``average``, ``sum`` or ``most_recent``; a
-        ``histogram`` is written as its average)."""
-        entry = self._environment_stats.setdefault(key, (aggregation, []))
-        entry[1].append(float(value))
 
     def _write_scalars(self, values: Mapping[str, float], step: Optional[int] = None) -> None:
         """Write scalar summaries (no graph ops, so safe after ``finalize``)."""
@@ -81,6 +85,7 @@ class TrainerSummaries:
         self._last_summary_step = self.step
         with self._stats_lock:  # a background update may be adding its losses
             stats, self.stats = self.stats, {}
+            scene_stats, self._scene_stats = self._scene_stats, {}
         rewards = stats.get("cumulative_reward", [])
         elapsed = time.time() - self._start_time
         rate = (self.step - self._start_step) / elapsed if elapsed > 0 else 0.0
@@ -89,16 +94,15 @@ class TrainerSummaries:
         from trainers.stats import Progress
 
         self.stats_reporter.write_progress(self.step, Progress(rewards, rate, elapsed, eta, self.is_training))
+        reduce = {"sum": np.sum, "most_recent": lambda v: v[-1]}
         values = {summary_tag(k): float(np.mean(v)) for k, v in stats.items() if v}
         if "Environment/Cumulative Reward" in values and not self._writes_signal_rewards:
             values["Policy/Extrinsic Reward"] = values["Environment/Cumulative Reward"]
         values.update(lesson_tags(lesson))
         values["Environment/Agent Steps Per Second"] = rate
-        reduce = {"sum": np.sum, "most_recent": lambda v: v[-1]}
-        for key, (aggregation, entries) in self._environment_stats.items():
+        for key, (aggregation, entries) in scene_stats.items():  # last, under the scene's own names
             values[key] = float(reduce.get(aggregation, np.mean)(entries))
         self._write_scalars(values)
-        self._environment_stats = {}
 
     def close(self) -> None:
         """Flush and close the summary writers."""

@@ -52,6 +52,29 @@ class PolicyOutput:
     sent: Optional[np.ndarray] = None
 
 
+#: ``step_fields(before, after)``: ``{field: (values, "current" | "next")}`` added to each trajectory
+#: step, row ``i`` of ``before`` (acted from) or row ``j`` of ``after`` (reached).
+StepFields = Callable[[BrainInfo, BrainInfo], Dict[str, Tuple[Any, str]]]
+
+
+@dataclass(frozen=True)
+class Collection:
+    """What a trainer asks of the collector, declared once (``Trainer.collection``).
+
+    :param linked_brains: the other brains whose batches the trainer reads (a ghost's learner, an
+        imitator's teacher); the controller hands each call its own brain's batch and these,
+        nothing else, and their transitions and episodes arrive in ``Experience.linked``.
+    :param horizon: the steps after which an agent's trajectory is cut and handed over; None for
+        a trainer that learns from each step's transitions and keeps no trajectory.
+    :param step_fields: fields added to each trajectory step beside the policy's (``StepFields``),
+        e.g. the raw inputs a reward signal reads; None adds none.
+    """
+
+    linked_brains: Tuple[str, ...] = ()
+    horizon: Optional[int] = None
+    step_fields: Optional[StepFields] = None
+
+
 def step_rewards(info: BrainInfo) -> np.ndarray:
     """Each agent's reward plus its group reward (modern protocol; 0 without groups).
 
@@ -206,7 +229,7 @@ class Trajectory:
     """One agent's consecutive steps, handed to its trainer whole.
 
     :param steps: one value per step and field: the policy's ``fields``, ``rewards``, and what
-        the trainer's ``step_fields`` adds.
+        the trainer's ``Collection.step_fields`` adds.
     :param end: ``FINISHED``, ``INTERRUPTED`` or ``CUT``.
     :param bootstrap: ``(info, row)`` whose state the value after the last step is estimated
         from (None when ``FINISHED``: the value is 0).
@@ -239,7 +262,7 @@ class Experience:
     :param trajectories: those that ended at this step, finished first (row order), then the
         interrupted, then the ones cut at ``time_horizon``; only for a trainer with a horizon.
     :param episodes: the episodes that ended at this step, in row order.
-    :param linked: the same for each brain of the trainer's ``linked_brains`` (no trajectories).
+    :param linked: the same for each of the trainer's ``Collection.linked_brains`` (no trajectories).
     """
 
     brain: str
