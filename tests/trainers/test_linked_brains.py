@@ -43,7 +43,7 @@ def test_the_ghost_links_the_brain_it_copies_and_the_imitator_its_teacher():
 
 
 @pytest.mark.parametrize("declared", ["linked_brains", "trajectory_horizon", "step_fields"])
-def test_a_trainer_declaring_what_the_collector_reads_outside_its_collection_is_refused_in_one_line(declared):
+def test_a_trainer_declaring_what_the_collector_keeps_outside_its_collection_is_refused_in_one_line(declared):
     with pytest.raises(TypeError) as refused:
         type("OldPlugin", (Trainer,), {declared: property(lambda self: ())})
     message = str(refused.value)

@@ -166,7 +166,7 @@ class Trainer(TrainerSummaries):
             moved.append("step_fields")
         if moved:
             raise TypeError(
-                f"{cls.__qualname__} defines {', '.join(moved)}, which the collector no longer reads: declare "
+                f"{cls.__qualname__} defines {', '.join(moved)}, which the collector does not read: declare "
                 "them in one `collection` property returning trainers.trainer.trajectory.Collection(linked_brains=..., "
                 "horizon=..., step_fields=...) (docs/plugins.md, \"What the collector keeps\").")
 

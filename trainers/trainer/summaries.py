@@ -1,9 +1,9 @@
 """What a trainer writes for people: the console line and TensorBoard summaries, every ``summary_freq`` steps.
 
 ``TrainerSummaries`` is mixed into ``trainers.trainer.base.Trainer``: a trainer records values with
-``add_stat`` (the controller the scene's own stats too), and ``write_summary`` writes each key's mean
-(or the reduction it was recorded with) under the tags of ``SUMMARY_TAGS``, the names ML-Agents
-Release 22 gives the same quantities.
+``add_stat``, and ``write_summary`` writes each key's mean under the tags of ``SUMMARY_TAGS``, the
+names ML-Agents Release 22 gives the same quantities; the scene's own stats, which the controller
+records with their aggregation, go under the scene's names, reduced as the scene said.
 Everything goes through the trainer's ``trainers.stats.StatsReporter`` (TensorBoard, the console,
 writer plugins); no graph op is involved, so summaries are safe after ``finalize``.
 """
