@@ -111,12 +111,27 @@ class GrpcClient:
         self.open = True
 
     def exchange(self, message: "pb.UnityMessageProto") -> "pb.UnityMessageProto":
-        """Send ``message``; block (without deadline after the first call, as Unity) for the reply."""
+        """Send ``message``; wait (without deadline after the first call, as Unity) for the reply.
+
+        The wait polls the call's future instead of blocking inside gRPC's C core, so that a
+        signal taken while waiting (``serve_modern``'s handlers only record it) cancels the call
+        and raises ``KeyboardInterrupt`` here, in plain Python: an exception raised inside gRPC's
+        blocking call can abort the process.
+        """
+        _raise_if_signalled()
+        if self._first:  # the trainer may still be starting its server
+            self._first = False
+            call = self._call.future(message, timeout=self.connect_timeout, wait_for_ready=True)
+        else:
+            call = self._call.future(message)
         try:
-            if self._first:  # the trainer may still be starting its server
-                self._first = False
-                return self._call(message, timeout=self.connect_timeout, wait_for_ready=True)
-            return self._call(message)
+            while True:
+                try:
+                    return call.result(timeout=_SIGNAL_POLL_S)
+                except self._grpc.FutureTimeoutError:
+                    if _signalled:
+                        call.cancel()
+                        _raise_if_signalled()
         except self._grpc.RpcError as exc:
             self.open = False
             raise TrainerGone(f"the call to the trainer failed ({exc.code().name}: {exc.details()})") from None
@@ -459,8 +474,9 @@ def serve_modern(academy: Academy, port: int, package_version: str = DEFAULT_PAC
     call fails, 3 when its reply breaks the protocol (after telling it with a status-400 call).
     """
     client = GrpcClient(port)
-    previous = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() \
-        else None
+    handled = (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread() else ()
+    previous = {signum: signal.signal(signum, _record_signal) for signum in handled}
+    _signalled.clear()
     try:
         reason = ModernUnity(academy, client, package_version, decision_period, log_path, replicate).run()
         log.info("%s: quitting", reason)
@@ -477,11 +493,23 @@ def serve_modern(academy: Academy, port: int, package_version: str = DEFAULT_PAC
         client.say_goodbye()
         return 3
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         client.close()
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    """SIGTERM ends the run as SIGINT does: with Unity's goodbye (``serve_modern``)."""
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+#: The signals taken while ``serve_modern`` runs; the client raises ``KeyboardInterrupt`` for them at
+#: its next exchange or within ``_SIGNAL_POLL_S`` of a wait for the trainer's reply.
+_signalled: list = []
+_SIGNAL_POLL_S = 0.1
+
+
+def _record_signal(signum: int, frame: Any) -> None:
+    """SIGINT and SIGTERM end the run with Unity's goodbye (``serve_modern``); the handler only
+    records the signal, so that nothing raises inside gRPC's native code."""
+    _signalled.append(signum)
+
+
+def _raise_if_signalled() -> None:
+    if _signalled:
+        raise KeyboardInterrupt(signal.Signals(_signalled[0]).name)
