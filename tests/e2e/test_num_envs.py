@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from tests.conftest import (
@@ -228,7 +229,8 @@ def test_two_modern_protocol_environments_and_their_stats_reach_tensorboard(tmp_
     stat = events.Scalars("Academy/BasicBrain Episode Reward")  # the scene's stat, averaged per summary
     rewards = events.Scalars("Environment/Cumulative Reward")
     assert len(stat) == len(rewards) == 3
-    assert [round(s.value, 4) for s in stat] == [round(r.value, 4) for r in rewards]
+    # The same episodes averaged by two writers: equal up to float32 summation order, not to a rounding edge.
+    np.testing.assert_allclose([s.value for s in stat], [r.value for r in rewards], rtol=1e-5, atol=1e-6)
 
 
 def test_engine_options_need_the_modern_protocol(tmp_path):
