@@ -47,6 +47,7 @@ from typing import Any, Dict, List, Optional
 import yaml
 from docopt import docopt
 
+from unityagents.distribution import install_hint
 from unityagents_tune import outputs
 from unityagents_tune.sweep import Sweep, SweepError, apply, lookup, read, stages
 from unityagents_tune.trial import TrialContext, trial_name
@@ -259,8 +260,8 @@ def require_libraries(scheduler: str) -> None:
         except ImportError as e:
             cause = e.__cause__ if isinstance(e.__cause__, ImportError) else e
             raise SweepError(f"unityagents-tune runs its trials on {name} ({module}), which cannot be imported here "
-                             f"({cause}). Install the tuning extra: pip install -e .[tune] "
-                             "(or pip install 'ray[tune]' optuna).") from None
+                             f"({cause}). Install the tuning extra: {install_hint('tune')}, or pip install 'ray[tune]' "
+                             "optuna.") from None
 
 
 def join_ray(address: str, cpus: int):

@@ -150,7 +150,7 @@ def test_a_sweep_without_its_tuning_libraries_is_refused_in_one_line_before_ray_
     assert cli.main([CONFIG, "sweep.yaml", "--env=3DBall"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
-    assert missing in err and "pip install -e .[tune]" in err
+    assert missing in err and "pip install 'unity-tf-trainer[tune]'" in err
     assert not (tmp_path / "results").exists()
 
 
