@@ -287,9 +287,25 @@ class TrainerController:
 
     def _save_and_export(self) -> None:
         with shielded():
+            self._final_summaries()
             prefix = self.save_model()
             path = self.export()
         logger.info("Saved the checkpoint %s and the export %s.", prefix, path)
+
+    def _final_summaries(self) -> None:
+        """Each trainer writes what it gathered since its last summary (``write_final_summary``), once every
+        background update is done, before the run's last save: a run that stops before a ``summary_freq``
+        boundary still reports its reward."""
+        self._settle()
+        lesson = lesson_numbers(self.env.curriculum)
+        for t in self.trainers.values():
+            write = getattr(t, "write_final_summary", None)
+            if write is None:
+                continue
+            try:
+                write(lesson)
+            except Exception:  # noqa: BLE001 - a summary must never cost the run its checkpoint
+                logger.exception("%s: the final summary could not be written; saving goes on.", t.brain_name)
 
     def _run(self) -> None:
         if not self.train:

@@ -328,3 +328,27 @@ environment_parameters:
     assert (run_dir / "3DBall" / "3DBall-3600.onnx").is_file() and (run_dir / "3DBall" / "3DBall-200.onnx").is_file()
     status = json.loads((run_dir / "run_logs" / "training_status.json").read_text())
     assert [c["steps"] for c in status["3DBall"]["checkpoints"]][-1] == 3600
+
+
+@pytest.mark.slow
+def test_a_run_shorter_than_summary_freq_ends_with_its_summary(tmp_path):
+    """The statistics gathered since the last summary are written when the run ends, at the step reached:
+    a run of 720 agent-steps with a summary period of 12,000 still has its reward in TensorBoard."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    path = write(tmp_path / "3DBall.yaml", """
+behaviors:
+  3DBall:
+    hyperparameters: {batch_size: 64, buffer_size: 240, num_epoch: 1}
+    network_settings: {hidden_units: 16, num_layers: 1}
+    max_steps: 720
+    time_horizon: 32
+    summary_freq: 12000
+""")
+    code, out = in_process(learn_r22.main, tmp_path, [path, "--env=3DBall", "--run-id=short",
+                                                       f"--base-port={free_port()}"], timeout=300)
+    assert code == 0, out
+    events = EventAccumulator(str(tmp_path / "results" / "short" / "3DBall")).Reload()
+    assert [e.step for e in events.Scalars("Environment/Cumulative Reward")] == [720]
+    assert "Losses/Policy Loss" in events.Tags()["scalars"]
+    assert "3DBall?team=0: Step: 720." in out
