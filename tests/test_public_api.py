@@ -560,8 +560,8 @@ TRAINER_SEED = {"parameters", "graph_scope", "get_max_steps", "get_step", "get_l
                 "update_last_reward", "take_action", "end_episode", "is_ready_update", "update_model",
                 "write_summary", "write_tensorboard_text"}
 TRAINER_RUNNER = {"close", "write_final_summary", "collection", "should_still_train", "process_experience",
-                  "reset_request", "prepare_update", "export_nodes", "get_state", "set_state", "is_learner", "stats_reporter",
-                  "check_parameters", "check_environment"}
+                  "reset_request", "prepare_update", "export_nodes", "get_state", "set_state", "is_learner",
+                  "stats_reporter", "check_parameters", "check_environment"}
 TRAINER_PLUGIN = {"trainer_type", "hyperparameters", "settings", "setup", "build_scope", "add_stat",
                   "record_episodes", "environment_actions", "continuous_actions_bounded"}
 
