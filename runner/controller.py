@@ -299,11 +299,8 @@ class TrainerController:
         self._settle()
         lesson = lesson_numbers(self.env.curriculum)
         for t in self.trainers.values():
-            write = getattr(t, "write_final_summary", None)
-            if write is None:
-                continue
             try:
-                write(lesson)
+                t.write_final_summary(lesson)
             except Exception:  # noqa: BLE001 - a summary must never cost the run its checkpoint
                 logger.exception("%s: the final summary could not be written; saving goes on.", t.brain_name)
 
