@@ -102,15 +102,15 @@ def _constants(view: ModelView, table: Dict[str, Any], found: Callable) -> None:
         dtype = dtype_name(tensor.data_type)
         row = rows.get("external_data")
         if row and tensor.data_location == 1:  # TensorProto.EXTERNAL
-            yield dict(row, "external-data", name)
+            found(row, "external-data", name)
             continue
         row = rows.get("refused_types")
         if row and dtype in row["types"]:
-            yield dict(row, "constant-type", name, dtype=dtype)
+            found(row, "constant-type", name, dtype=dtype)
             continue
         row = rows.get("not_raw")
         if row and dtype in row["types"] and not tensor.raw_data and tensor.double_data:
-            yield dict(row, "constant-not-raw", name, dtype=dtype)
+            found(row, "constant-not-raw", name, dtype=dtype)
             continue
         clamped, precise = rows.get("clamped"), rows.get("float_precision")
         wanted = [r for r in (clamped, precise) if r and dtype in r["types"]]
@@ -142,7 +142,7 @@ def _graph(view: ModelView, table: Dict[str, Any], found: Callable) -> None:
     if row and view.model.producer_name == "tf2onnx" \
             and any("recurrent_in" in i.name for i in view.inputs) \
             and any("recurrent_out" in o.name for o in view.outputs):
-        yield dict(row, "legacy-lstm-importer", "producer_name")
+        found(row, "legacy-lstm-importer", "producer_name")
     row = rows.get("cpu_only")
     if row:
         for node in view.nodes:
@@ -211,6 +211,9 @@ def cast_to_integer(view: ModelView, row: Dict[str, Any], node: Any) -> Iterator
     if node.op_type != "Cast" or not node.input:
         return
     _, to = _attribute(node, "to")
+    producer = view.producers.get(node.input[0])
+    if producer is not None and producer.op_type in (row.get("harmless_producers") or ()):
+        return
     if to in _INTEGERS and view.elem_type(node.input[0]) in _FLOATS:
         yield dict(dtype=dtype_name(to))
 
