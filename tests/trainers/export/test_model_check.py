@@ -329,8 +329,15 @@ def test_what_is_not_a_model_is_one_line(tmp_path):
     truncated.write_bytes(good.read_bytes()[:60])
     empty = tmp_path / "empty.onnx"
     empty.write_bytes(b"")
+    frozen = tmp_path / "3DBall.bytes"  # the other export: a TensorFlow GraphDef, also a protobuf
+    from trainers.tf_utils import tf
+
+    with tf.Graph().as_default() as graph:
+        tf.identity(tf.constant([1.0, 2.0]), name="action")
+    frozen.write_bytes(graph.as_graph_def().SerializeToString())
     for path, words in ((text, "not an ONNX model"), (truncated, "truncated"), (empty, "not an ONNX model"),
-                        (tmp_path / "missing.onnx", "no such file")):
+                        (frozen, "not an ONNX model"), (tmp_path / "missing.onnx", "no such file"),
+                        (tmp_path, "a folder")):
         with pytest.raises(NotAModel, match=words) as caught:
             check_model(str(path))
         assert "\n" not in str(caught.value)

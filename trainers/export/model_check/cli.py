@@ -64,6 +64,15 @@ def main(argv: Optional[List[str]] = None) -> int:
             else:
                 print(f"unityagents-check-model: {e}", file=sys.stderr)
             continue
+        except Exception as e:  # a model the rules cannot read: one line, and it is the checker's to fix
+            status = 2
+            why = f"{path}: cannot be checked ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); " \
+                  "this is a bug of the check, please report it with the file."
+            if args.json:
+                documents.append({"path": path, "error": why})
+            else:
+                print(f"unityagents-check-model: {why}", file=sys.stderr)
+            continue
         if not report.loads_everywhere:
             status = max(status, 1)
         if args.json:

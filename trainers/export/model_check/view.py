@@ -21,6 +21,8 @@ def load_model(source: Any) -> Any:
     name = "the bytes given"
     if isinstance(source, (str, os.PathLike)):
         name = os.fspath(source)
+        if os.path.isdir(name):
+            raise NotAModel(f"{name}: a folder, not a file. Give the path of an .onnx model in it.")
         if not os.path.isfile(name):
             raise NotAModel(f"{name}: no such file. Give the path of an .onnx model.")
         try:
