@@ -19,6 +19,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ENGINE_DIR = os.path.join(HERE, "engines")
 PACKAGE_DIR = os.path.join(HERE, "packages")
 
+#: libyaml's safe loader where PyYAML has it (the tables are read at every run's start), else PyYAML's own.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 #: The keys a derived table uses to name what changed from its base; never inherited themselves.
 _CHANGES = ("based_on", "ops_added", "ops_removed", "rules_added", "rules_removed")
 
@@ -88,7 +90,7 @@ def _read(path: str, name: str) -> Dict[str, Any]:
     if not os.path.exists(path):
         raise TableError(f"no rule table {name} ({path})")
     with open(path, encoding="utf-8") as f:
-        data = yaml.safe_load(f)
+        data = yaml.load(f, Loader=_LOADER)
     if not isinstance(data, dict):
         raise TableError(f"rule table {path} is not a mapping")
     return data
