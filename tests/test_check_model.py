@@ -116,19 +116,24 @@ def test_the_module_runs_as_a_program_without_a_traceback(files):
 
 @pytest.mark.slow
 def test_a_run_warns_of_each_finding_and_strict_export_stops_it(tmp_path, monkeypatch):
-    """learn.py end to end on 3DBall: our export passes --strict-export; an engine that did not know one of
-    its ops (Tanh removed from Barracuda 3.0's table for this test) is a warning naming the engine, and
-    with --strict-export the run stops and that file is not written."""
-    from tests.conftest import learn_in_process, write
+    """3DBall end to end: our export passes ``unityagents-learn --strict-export``; with ``learn.py``, an engine
+    that did not know one of its ops (Tanh removed from Barracuda 3.0's table for this test) is a warning
+    naming the engine, and with --strict-export the run stops and that file is not written."""
+    import learn_r22
+    from tests.conftest import free_port, in_process, learn_in_process, write
     from trainers.export.model_check.tables import engine_table
+
+    r22 = write(tmp_path / "3DBall.yaml", "behaviors:\n  3DBall:\n    max_steps: 120\n    summary_freq: 60\n"
+                "    time_horizon: 8\n    hyperparameters: {batch_size: 16, buffer_size: 32}\n"
+                "    network_settings: {hidden_units: 8, num_layers: 1}\n")
+    code, out = in_process(learn_r22.main, tmp_path, [r22, "--env=3DBall", "--run-id=strict", "--strict-export",
+                                                      f"--base-port={free_port()}"], timeout=300)
+    assert code == 0, out
+    assert (tmp_path / "results" / "strict" / "3DBall.onnx").is_file() and "[unknown-op]" not in out
 
     config = write(tmp_path / "config.yaml", "Ball3DBrain:\n  max_steps: 120\n  summary_freq: 60\n"
                    "  batch_size: 16\n  buffer_size: 32\n  hidden_units: 8\n  time_horizon: 8\n")
     args = ("3DBall", "--train", "--trainer-config", config)
-    code, out = learn_in_process(tmp_path, *args, "--run-path", "strict", "--strict-export")
-    assert code == 0, out
-    assert (tmp_path / "models" / "strict" / "Ball3DBrain.onnx").is_file()
-    assert "[unknown-op]" not in out
 
     barracuda = engine_table("barracuda-3.0")
     monkeypatch.setitem(barracuda, "ops", barracuda["ops"] - {"Tanh"})
