@@ -130,7 +130,7 @@ def check_package(view: ModelView, table: Dict[str, Any], engine: Dict[str, Any]
         if isinstance(dims[0], int) and dims[0] > 0:
             found("batch_dim", b, value=dims[0])
         symbolic = [d for d in dims[1:] if not (isinstance(d, int) and d > 0)]
-        if symbolic and b != "recurrent_in":
+        if symbolic:
             found("fixed_dims", b, value=symbolic[0] or "?")
         if b.startswith("obs_") and len(dims) not in (2, 3, 4):
             found("observation_rank", b, value=len(dims))
