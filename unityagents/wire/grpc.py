@@ -110,6 +110,8 @@ class GrpcCommunicator(Communicator):
                                        for m in (engine_config or EngineConfig()).messages()]
         self.channels_last = True  # the layout: [C,H,W] from C# package 3.0, set in the handshake
         self.package_version = ""
+        #: What the environment says it can do (its ``UnityRLCapabilitiesProto``), after the handshake.
+        self.academy_capabilities: Optional[Any] = None
         self._handshaken = False  # behaviours announced later have no trainer
         self._closed = False
         bye = pb.UnityMessageProto()
@@ -198,6 +200,7 @@ class GrpcCommunicator(Communicator):
                 f"The environment speaks ML-Agents communication API {version!r}; this trainer speaks 1.x "
                 f"({COMMUNICATION_VERSION}: ML-Agents Release 19 and later, C# packages 2.x to 4.x). Use a build "
                 "made with such a package (a 2018 build speaks API-2: use --protocol api2).", log_path)
+        self.academy_capabilities = init.capabilities
         if not init.capabilities.baseRLCapabilities:
             logger.warning("The environment does not report base RL capabilities; it may be too old for this trainer.")
         logger.info("Connected to %s: package version %s, communication version %s (%s cameras)",
