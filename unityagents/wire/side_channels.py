@@ -27,7 +27,7 @@ import enum
 import logging
 import struct
 import uuid
-from typing import Any, DefaultDict, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import DefaultDict, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from unityagents.exception import (
     UnityCommunicationException,
@@ -449,8 +449,8 @@ class StatsSideChannel(SideChannel):
         except ValueError:
             raise UnitySideChannelException(
                 f"The stats channel ({self.channel_id}) received the stat {key!r} with aggregation {code}; expected "
-                f"one of {[m.value for m in StatsAggregationMethod]} ({', '.join(m.name for m in StatsAggregationMethod)})"
-                ". Check the scene's StatsRecorder calls and the ML-Agents package version.") from None
+                f"one of {', '.join(f'{m.value} ({m.name})' for m in StatsAggregationMethod)}. "
+                "Check the scene's StatsRecorder calls and the ML-Agents package version.") from None
         self.stats[key].append((value, method))
 
     def get_and_reset_stats(self) -> EnvironmentStats:
