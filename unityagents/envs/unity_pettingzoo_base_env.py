@@ -36,6 +36,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without gymnasiu
         "'pip install gymnasium'.") from exc
 
 from unityagents.base_env import ActionTuple, BaseEnv, BehaviorSpec
+from unityagents.exception import UnityException
 
 __all__ = ["UnityPettingzooBaseEnv"]
 
@@ -79,6 +80,12 @@ class UnityPettingzooBaseEnv:
         if not env.behavior_specs:
             env.step()
         self._update_spaces()
+        for name in env.behavior_specs:  # the agents known already, so that possible_agents is set before reset()
+            try:
+                decisions, _ = env.get_steps(name)
+            except (LookupError, UnityException):  # an environment that has not stepped yet
+                continue
+            self._possible_agents.update(_behavior_to_agent_id(name, i) for i in decisions.agent_id)
 
     # ------------------------------------------------------------------ spaces
     def _assert_loaded(self) -> BaseEnv:
