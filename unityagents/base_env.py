@@ -229,6 +229,11 @@ class ActionTuple:
     def __len__(self) -> int:
         return self.continuous.shape[0]
 
+    @property
+    def discrete_dtype(self) -> np.dtype:
+        """The dtype of the discrete part (int32, as the wire carries it)."""
+        return np.dtype(np.int32)
+
     def add_continuous(self, continuous: Any) -> None:
         """Set the continuous part (the discrete part keeps its rows, or becomes ``[n, 0]``)."""
         c = _as_rows(continuous, np.float32, "continuous")

@@ -104,11 +104,11 @@ class UnityWorkerInUseException(UnityEnvironmentException):
         "or use a different worker number."
     )
 
-    def __init__(self, message: Any, worker_id: Optional[int] = None):
-        if worker_id is None and not isinstance(message, str):
-            worker_id, message = message, self.MESSAGE_TEMPLATE.format(message)
+    def __init__(self, message: Any = None, worker_id: Optional[int] = None):
+        if worker_id is None and message is not None and not isinstance(message, str):
+            worker_id, message = message, None
         self.worker_id = 0 if worker_id is None else worker_id
-        super().__init__(message)
+        super().__init__(self.MESSAGE_TEMPLATE.format(self.worker_id) if message is None else message)
 
 
 class UnitySideChannelException(UnityEnvironmentException):
