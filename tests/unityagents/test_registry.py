@@ -85,3 +85,18 @@ def test_what_the_registry_cannot_do_is_said(tmp_path):
         len(registry)
     with pytest.raises(UnityEnvironmentException, match="BaseRegistryEntry"):
         registry.register("Basic")
+
+
+def test_the_environments_page_lists_the_registry_as_it_is():
+    import os
+    import re
+
+    page = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "environments.md")).read()
+    section = page[page.index("## The registry"):page.index("## Pictures")]
+    rows = {m[0]: (m[1], m[2]) for m in re.findall(r"^\| (\S+) \| (\S+) \| ([^|]+?) \|$", section, re.M)
+            if m[0] not in ("registry", "---")}
+    assert sorted(rows) == sorted(default_registry)
+    for name, (scene, reward) in rows.items():
+        entry = default_registry[name]
+        assert entry.scene == scene
+        assert (entry.expected_reward is None) if reward.startswith("none") else entry.expected_reward == float(reward)
