@@ -206,6 +206,7 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         communicator = communicator_class(protocol)
         atexit.register(self.close)
         self.protocol = protocol
+        self._side_channels = tuple(side_channels)  # the script's channels (the PettingZoo wrappers list them)
         self._env_args = [str(a) for a in env_args]
         self._loaded = False
         self._closed = False

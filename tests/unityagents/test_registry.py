@@ -40,12 +40,18 @@ def test_the_registry_is_a_read_only_mapping_and_a_wrong_name_gets_the_names():
 
 
 def test_make_starts_the_scene_with_the_modern_protocol():
-    env = default_registry["Basic"].make(base_port=free_port(), seed=0)
+    from unityagents.envs.unity_parallel_env import UnityParallelEnv
+    from unityagents.side_channels import EngineConfigurationChannel
+
+    channel = EngineConfigurationChannel()
+    env = default_registry["Basic"].make(base_port=free_port(), seed=0, side_channels=[channel])
     try:
         assert list(env.behavior_specs) == ["Basic?team=0"] and env.protocol == "grpc"
+        channel.set_configuration_parameters(time_scale=5.0)
         env.reset()
         decisions, _ = env.get_steps("Basic?team=0")
-        assert len(decisions) == 1
+        assert len(decisions) == 1 and channel.message_queue == []  # sent with the reset
+        assert UnityParallelEnv(env).side_channel == {"EngineConfigurationChannel": channel}
     finally:
         env.close()
 
