@@ -99,6 +99,7 @@ class TrainerController:
         ``keep_checkpoints``, in the results layout); a name missing from it keeps ``keep_checkpoints``.
     :param device: where the graph runs: a Release 22 device name (``cpu``, ``cuda``, ``cuda:N``), a
         ``runner.devices.Placement``, or None for TensorFlow's choice (``runner.devices``).
+    :param strict_export: an ONNX export that a Unity engine would refuse or warn about stops the run.
     """
 
     def __init__(self, env, config: TrainerConfig, env_name: str, run_path: str = "ppo",
@@ -107,7 +108,8 @@ class TrainerController:
                  fast_simulation: bool = True, seed: int = 0, paths: Optional[RunPaths] = None,
                  init_from: Optional[str] = None,
                  checkpoint_interval: Union[None, int, Mapping[str, int]] = None,
-                 device: Any = None, keep_per_behavior: Optional[Mapping[str, int]] = None):
+                 device: Any = None, keep_per_behavior: Optional[Mapping[str, int]] = None,
+                 strict_export: bool = False):
         self.placement = placement(device)
         self.env: EnvironmentSet = env if isinstance(env, EnvironmentSet) else EnvironmentSet.of(env)
         #: Steps -> the trainers' ``BrainInfo``; their action rows -> ``ActionTuple``.
@@ -125,6 +127,7 @@ class TrainerController:
         self.load = load
         self.train = train
         self.keep_checkpoints = keep_checkpoints
+        self.strict_export = strict_export
         self.save_freq = save_freq
         self.lesson = lesson
         self.fast_simulation = fast_simulation
@@ -161,7 +164,7 @@ class TrainerController:
         self._reads = brains_read(self.trainers, self.env.brains)
         self.collectors = {name: ExperienceCollector.for_trainer(t) for name, t in self.trainers.items()}
         self.files = RunSaver(self.sess, self.paths, self.env_name, self.keep_checkpoints, self.timers, self.seed,
-                              keep_per_behavior=self.keep_per_behavior)
+                              keep_per_behavior=self.keep_per_behavior, strict_export=self.strict_export)
         self.saver = self.files.saver
         init = tf.global_variables_initializer()
         if self.load:

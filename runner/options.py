@@ -56,6 +56,7 @@ class RunOptions:
     #: TensorFlow checkpoint of the whole run keeps ``keep_checkpoints``).
     keep_per_behavior: Optional[Mapping[str, int]] = None
     device: Optional[str] = None  # the graph's device: cpu, cuda, cuda:N (runner.devices); None: TensorFlow's choice
+    strict_export: bool = False  # an .onnx that a Unity engine would refuse or warn about stops the run
     # The environments.
     worker_id: int = 0
     base_port: int = 5005
