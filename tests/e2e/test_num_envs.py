@@ -182,10 +182,13 @@ def test_a_one_environment_run_loads_into_two(tmp_path, basic_short_run):
     config = write(tmp_path / "more.yaml", BASIC_SHORT.replace("max_steps: 3000", "max_steps: 5000"))
     code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config, "--load", "--num-envs", "2")
     assert code == 0, out
-    assert steps(out, "BasicBrain") == [4000, 5000], out
+    # One summary per 1000 steps, at the first count past each boundary: the two environments add one or
+    # two agent-steps at a time, as their replies interleave, so it may sit one step beyond it.
+    printed = steps(out, "BasicBrain")
+    assert len(printed) == 2 and 4000 <= printed[0] <= 4001 and 5000 <= printed[1] <= 5001, out
     state = json.loads(max((tmp_path / "models" / "ppo").glob("*.state.json"),
                            key=lambda p: p.stat().st_mtime).read_text())
-    assert state["trainers"]["BasicBrain"]["step"] == 5000
+    assert state["trainers"]["BasicBrain"]["step"] == printed[1]
     # 3000 one-agent steps, then 1000 steps of two agents (the environment step count resumes too).
     assert "Training finished after 4000 environment steps" in out, out
 
