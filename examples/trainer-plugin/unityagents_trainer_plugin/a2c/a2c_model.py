@@ -6,10 +6,11 @@ Built once, in the trainer's ``setup``, under the brain's scope. Exported nodes 
 ``batch_size`` and, for continuous actions, ``epsilon`` (the Gaussian noise, zeros unless fed, so
 Unity's Internal brain acts with the mean).
 
-The networks are the seed plugin's: the policy and the critic each read the encoded inputs
-through ``num_layers`` swish layers of ``hidden_units`` (the critic reads the policy's with
-``shared_critic``); a continuous policy is a Gaussian whose mean is a linear head and whose
-log-std is one state-independent variable, initialised to 0; a discrete one is a softmax.
+The networks are the seed plugin's (``..networks``): the policy and the critic each read the
+encoded inputs through ``num_layers`` swish layers of ``hidden_units`` (the critic reads the
+policy's with ``shared_critic``); a continuous policy is a Gaussian whose mean is a linear head
+and whose log-std is one state-independent variable, initialised to 0; a discrete one is a
+softmax.
 
 Loss on a batch of N steps, with ``A`` the advantages (normalised over the update by the trainer)
 and ``R`` the returns::
@@ -27,16 +28,13 @@ import math
 from typing import Optional
 
 from trainers.encoders import create_inputs
-from trainers.models import dense, mlp, new_trainable_variables
+from trainers.models import new_trainable_variables
 from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
 
+from ..networks import body, glorot_uniform, he_normal, linear
+
 _LOG_2PI = math.log(2.0 * math.pi)
-
-
-def swish(x: tf.Tensor) -> tf.Tensor:
-    """``x * sigmoid(x)``, the activation of ML-Agents' networks."""
-    return x * tf.sigmoid(x)
 
 
 class A2CModel:
@@ -65,9 +63,9 @@ class A2CModel:
         # The export contract's inputs, from the trainers package's one encoder (as PPO builds them).
         self.inputs = create_inputs(brain, h_size, normalize, vis_encode_type=vis_encode_type)
         features = self.inputs.encoded
-        hidden_policy = mlp(features, h_size, num_layers, "policy", swish)
-        hidden_value = hidden_policy if shared_critic else mlp(features, h_size, num_layers, "value", swish)
-        self.value = tf.identity(dense(hidden_value, 1, "value_head", gain=1.0), name="value_estimate")
+        hidden_policy = body(features, h_size, num_layers, "policy")
+        hidden_value = hidden_policy if shared_critic else body(features, h_size, num_layers, "value")
+        self.value = tf.identity(linear(hidden_value, 1, "value_head", glorot_uniform()), name="value_estimate")
         if self.is_continuous:
             self._gaussian_policy(hidden_policy, brain.action_space_size)
         else:
@@ -77,7 +75,7 @@ class A2CModel:
 
     def _gaussian_policy(self, hidden: tf.Tensor, action_size: int) -> None:
         """Diagonal Gaussian; the log-std is a state-independent variable initialised to 0."""
-        mu = dense(hidden, action_size, "policy_head", gain=0.2)
+        mu = linear(hidden, action_size, "policy_head", he_normal(0.2))
         self.log_sigma = tf.get_variable("log_sigma", [action_size], initializer=tf.zeros_initializer())
         sigma = tf.exp(self.log_sigma)
         self.epsilon = tf.placeholder_with_default(tf.zeros([1]), None, name="epsilon")
@@ -96,7 +94,7 @@ class A2CModel:
     def _categorical_policy(self, hidden: tf.Tensor, action_size: int) -> None:
         """Softmax over the actions, sampled in the graph (Unity's Internal brain samples too)."""
         self.epsilon = None
-        logits = dense(hidden, action_size, "policy_head", gain=0.1)
+        logits = linear(hidden, action_size, "policy_head", he_normal(0.1))
         log_probs = tf.nn.log_softmax(logits)
         self.probs = tf.nn.softmax(logits, name="action_probs")
         self.output = tf.identity(tf.multinomial(logits, 1), name="action")

@@ -4,7 +4,7 @@ Exported nodes (``docs/plugins.md`` §6): ``action``, the greedy action, int64 `
 by the trainer in NumPy, so the exported graph is the greedy policy) and ``value_estimate``
 (``max_a Q``, ``[N, 1]``); inputs ``state`` / ``observation_k`` and ``batch_size``.
 
-The Q-network is the seed plugin's: ``num_layers`` swish layers of ``hidden_units`` over the
+The Q-network is the seed plugin's (``..networks``): ``num_layers`` swish layers of ``hidden_units`` over the
 encoded inputs (a continuous state optionally normalised by running statistics), then one
 linear output per action. The update regresses ``Q(s, a)`` to ``y = r + gamma * (1 - done) *
 Q_target(s', a*)`` with the Huber loss (PyTorch's ``smooth_l1_loss``), where ``a* = argmax_a
@@ -17,9 +17,11 @@ from __future__ import annotations
 from typing import List, Optional
 
 from trainers.encoders import encode, observation_placeholders, state_placeholder, state_vector
-from trainers.models import RunningNormalizer, dense, mlp, new_trainable_variables
+from trainers.models import RunningNormalizer, new_trainable_variables
 from trainers.tf_utils import tf
 from unityagents.brain import BrainParameters
+
+from ..networks import body, glorot_uniform, linear
 
 
 def huber(x: tf.Tensor) -> tf.Tensor:
@@ -29,14 +31,9 @@ def huber(x: tf.Tensor) -> tf.Tensor:
     return 0.5 * tf.square(quadratic) + (absolute - quadratic)
 
 
-def swish(x: tf.Tensor) -> tf.Tensor:
-    """``x * sigmoid(x)``, the activation of ML-Agents' networks."""
-    return x * tf.sigmoid(x)
-
-
 class DQNModel:
     """Public tensors: ``state`` / ``observations`` (and ``next_*``), ``batch_size``, ``q_values``,
-    ``output`` (greedy action), ``value``; ``update_normalization`` (None unless normalising); the
+    ``output`` (greedy action), ``value``, ``next_q_target``; ``update_normalization`` (None unless normalising); the
     update side ``taken_actions``, ``rewards``, ``dones``, ``learning_rate``, ``target``, ``loss``,
     ``update_batch``; ``online_variables`` / ``target_variables`` in the same order (for
     ``OffPolicyTrainer.create_target_updates``)."""
@@ -63,9 +60,8 @@ class DQNModel:
         def q_network(inputs: Optional[tf.Tensor], observations: List[tf.Tensor], scope: str,
                       reuse: bool = False) -> tf.Tensor:
             with tf.variable_scope(scope, reuse=reuse):
-                hidden = mlp(encode(inputs, observations, h_size, vis_encode_type), h_size, num_layers, "hidden",
-                             swish)
-                return dense(hidden, n_actions, "q_head", gain=1.0)
+                hidden = body(encode(inputs, observations, h_size, vis_encode_type), h_size, num_layers, "hidden")
+                return linear(hidden, n_actions, "q_head", glorot_uniform())
 
         before = tf.trainable_variables()
         self.q_values = q_network(vector, self.observations, "online")
@@ -74,7 +70,7 @@ class DQNModel:
         self.value = tf.reduce_max(self.q_values, axis=1, keepdims=True, name="value_estimate")
 
         before = tf.trainable_variables()
-        next_q_target = q_network(next_vector, self.next_observations, "target")
+        self.next_q_target = next_q_target = q_network(next_vector, self.next_observations, "target")
         self.target_variables = new_trainable_variables(before)
 
         self.taken_actions = tf.placeholder(tf.int32, [None], name="taken_actions")
