@@ -63,6 +63,10 @@ DQN_HYPERPARAMETERS: Dict[str, Param] = {
     "steps_per_update": Param(float, None, check=(lambda x: x > 0, "> 0"),
                               doc="agent steps per gradient step (Release 22's name); when given it sets the "
                                   "ratio instead of train_every and gradient_steps"),
+    "reward_signal_steps_per_update": Param(float, None, check=(lambda x: x > 0, "> 0"),
+                                            doc="agent steps per update of a reward signal's model (Release 22's "
+                                                "key; Release 22 fills it from steps_per_update); this DQN trains "
+                                                "on the extrinsic reward, which has no model to update"),
     "save_replay_buffer": Param(bool, False, check=(lambda x: not x, "false (the replay buffer is not saved with "
                                                                      "checkpoints; a resumed run refills it)"),
                                 doc="must stay false: a resumed run starts with an empty replay buffer"),
