@@ -242,6 +242,16 @@ def test_dqn_blends_the_target_after_every_gradient_step_by_default(dqn_module):
         np.testing.assert_allclose(target, 0.005 * after + 0.995 * before, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("warm_up", [{"learning_starts": 10}, {"buffer_init_steps": 10}])
+def test_dqn_learns_after_its_warm_up_under_either_name(dqn_module, warm_up):
+    trainer = make_trainer(dqn_module.DQNTrainer, BASIC_LIKE, batch_size=4, hidden_units=8, **warm_up)
+    loop = Loop(FakeEnv(BASIC_LIKE, n_agents=1, episode_length=3))
+    loop.run(trainer, 9, update=False)
+    assert len(trainer.replay) == 9 and not trainer.is_ready_update()
+    loop.run(trainer, 1, update=False)
+    assert trainer.is_ready_update()
+
+
 def test_dqn_epsilon_decays_over_the_seeds_20000_steps_unless_a_fraction_is_given(dqn_module):
     trainer = make_trainer(dqn_module.DQNTrainer, BASIC_LIKE, hidden_units=8)
     assert trainer.exploration_epsilon() == pytest.approx(0.1)
