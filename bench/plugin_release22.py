@@ -92,9 +92,10 @@ def main() -> None:
             print(f"{trainer} on {scene} ({os.path.basename(path)}, max_steps {settings['max_steps']}): "
                   f"best mean {best:.3f} at step {best_step}; {reached}; {seconds:.0f} s", flush=True)
             if args.curve:
-                marks = range(args.curve, points[-1][0] + args.curve, args.curve)
+                marks = range(args.curve, points[-1][0] + 1, args.curve)
                 curve = [(m, next((r for s, r in reversed(points) if s <= m), None)) for m in marks]
-                print("  curve: " + ", ".join(f"{m // 1000}k {r:.3g}" for m, r in curve if r is not None), flush=True)
+                curve.append(points[-1])
+                print("  curve: " + ", ".join(f"{m / 1000:g}k {r:.3g}" for m, r in curve if r is not None), flush=True)
 
 
 if __name__ == "__main__":
