@@ -147,11 +147,9 @@ def test_the_release_22_block_trains_as_the_learn_py_block(plugin_site):
         new = load_trainer_config.__globals__["trainer_config_from_dict"](
             r22, {brain: run.behaviors[behaviour].block}, registry).settings_for(brain).parameters
         differ = {k: (old[k], new.get(k)) for k in old if old[k] != new.get(k)}
-        # DQN: steps_per_update 1 takes the place of train_every 1 and gradient_steps 1; A2C: a batch_size
-        # of buffer_size is the whole buffer in one step, as none.
-        assert set(differ) <= {"steps_per_update", "train_every", "batch_size"}, differ
-        if "batch_size" in differ:
-            assert differ["batch_size"] == (None, new["buffer_size"]), differ
+        # DQN: steps_per_update 1 (and Release 22's reward_signal_steps_per_update, which follows it) takes
+        # the place of train_every 1 and gradient_steps 1.
+        assert set(differ) <= {"steps_per_update", "reward_signal_steps_per_update", "train_every"}, differ
 
 
 @pytest.mark.parametrize("trainer", ["a2c", "dqn", "ppo"])
