@@ -94,7 +94,8 @@ def main() -> None:
             if args.curve:
                 marks = range(args.curve, points[-1][0] + 1, args.curve)
                 curve = [(m, next((r for s, r in reversed(points) if s <= m), None)) for m in marks]
-                curve.append(points[-1])
+                if not marks or points[-1][0] != marks[-1]:
+                    curve.append(points[-1])
                 print("  curve: " + ", ".join(f"{m / 1000:g}k {r:.3g}" for m, r in curve if r is not None), flush=True)
 
 
