@@ -302,6 +302,24 @@ BasicBrain:
 """
 
 
+@pytest.fixture(autouse=True)
+def strict_exports(request, monkeypatch):
+    """Every ONNX export a test makes in this process is checked as ``--strict-export`` checks it: a
+    model that one of the Unity engines of ML-Agents' C# packages would refuse fails the test that
+    wrote it, rather than warning in a log nobody reads. A test of the warnings themselves opts out
+    with ``@pytest.mark.lenient_export``."""
+    if request.node.get_closest_marker("lenient_export"):
+        return
+    import trainers.export.onnx_model as module
+
+    check = module.check_export
+
+    def strict_check(model, path, strict=False, *args, **kwargs):
+        return check(model, path, True, *args, **kwargs)
+
+    monkeypatch.setattr(module, "check_export", strict_check)
+
+
 @pytest.fixture(scope="session")
 def basic_short_run(tmp_path_factory):
     """``learn.py Basic --train`` with BASIC_SHORT and ``--save-freq 1000``, run once per session:

@@ -115,6 +115,7 @@ def test_the_module_runs_as_a_program_without_a_traceback(files):
 
 
 @pytest.mark.slow
+@pytest.mark.lenient_export
 def test_a_run_warns_of_each_finding_and_strict_export_stops_it(tmp_path, monkeypatch):
     """3DBall end to end: our export passes ``unityagents-learn --strict-export``; with ``learn.py``, an engine
     that did not know one of its ops (Tanh removed from Barracuda 3.0's table for this test) is a warning

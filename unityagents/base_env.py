@@ -229,6 +229,11 @@ class ActionTuple:
     def __len__(self) -> int:
         return self.continuous.shape[0]
 
+    @property
+    def discrete_dtype(self) -> np.dtype:
+        """The dtype of the discrete part (int32, as the wire carries it)."""
+        return np.dtype(np.int32)
+
     def add_continuous(self, continuous: Any) -> None:
         """Set the continuous part (the discrete part keeps its rows, or becomes ``[n, 0]``)."""
         c = _as_rows(continuous, np.float32, "continuous")
@@ -469,6 +474,28 @@ GroupId = int
 BehaviorName = str
 
 
+class BehaviorMapping(Mapping):
+    """The behaviours' specs by name, read-only (what ``BaseEnv.behavior_specs`` returns).
+
+    A view of the dict it is given: a behaviour that the environment adds later shows up here too.
+    """
+
+    def __init__(self, specs: Dict[BehaviorName, BehaviorSpec]):
+        self._dict = specs
+
+    def __len__(self) -> int:
+        return len(self._dict)
+
+    def __getitem__(self, behavior: BehaviorName) -> BehaviorSpec:
+        return self._dict[behavior]
+
+    def __iter__(self) -> Iterator[BehaviorName]:
+        return iter(self._dict)
+
+    def __repr__(self) -> str:
+        return f"BehaviorMapping({self._dict!r})"
+
+
 class BaseEnv(abc.ABC):
     """What an environment offers a script through the low-level API (mlagents_envs' ``BaseEnv``).
 
@@ -505,6 +532,7 @@ class BaseEnv(abc.ABC):
         """``(DecisionSteps, TerminalSteps)`` of ``behavior_name`` at the last reset or step."""
 
 
-__all__ = ["ActionSpec", "ActionTuple", "AgentId", "BaseEnv", "BehaviorName", "BehaviorSpec", "BehaviorSteps",
+__all__ = ["ActionSpec", "ActionTuple", "AgentId", "BaseEnv", "BehaviorMapping", "BehaviorName", "BehaviorSpec",
+           "BehaviorSteps",
            "DecisionStep", "DecisionSteps", "DimensionProperty", "GroupId", "ObservationSpec", "ObservationType",
            "TerminalStep", "TerminalSteps", "behavior_specs_of", "merge_steps"]

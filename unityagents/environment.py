@@ -32,6 +32,7 @@ import numpy as np
 from unityagents.base_env import (
     ActionTuple,
     BaseEnv,
+    BehaviorMapping,
     BehaviorSpec,
     BehaviorSteps,
     DecisionSteps,
@@ -147,7 +148,14 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         ``EngineConfigurationChannel``/``EnvironmentParametersChannel``).
     :param no_graphics_monitor: as ``no_graphics``, for every worker but worker 0 (mlagents_envs').
     :param num_areas: gRPC only: how many copies of its training area the scene should make.
+
+    mlagents_envs' class constants are here under its names: ``API_VERSION`` (the modern
+    protocol's communication version), ``DEFAULT_EDITOR_PORT``, ``BASE_ENVIRONMENT_PORT``.
     """
+
+    API_VERSION = "1.5.0"
+    DEFAULT_EDITOR_PORT = EDITOR_PORT
+    BASE_ENVIRONMENT_PORT = BASE_ENVIRONMENT_PORT
 
     def __init__(
         self,
@@ -198,6 +206,7 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         communicator = communicator_class(protocol)
         atexit.register(self.close)
         self.protocol = protocol
+        self._side_channels = tuple(side_channels)  # the script's channels (the PettingZoo wrappers list them)
         self._env_args = [str(a) for a in env_args]
         self._loaded = False
         self._closed = False
@@ -276,9 +285,14 @@ class UnityEnvironment(SceneFacts, BaseEnv):
         return self._peer.log_path
 
     @property
-    def behavior_specs(self) -> Dict[str, BehaviorSpec]:
-        """Each brain's sensors (in ``DecisionSteps.obs`` order, cameras ``(C, H, W)``) and actions."""
-        return {name: self._public_spec(name) for name in self._brains}
+    def behavior_specs(self) -> BehaviorMapping:
+        """Each brain's sensors (in ``DecisionSteps.obs`` order, cameras ``(C, H, W)``) and actions, read-only."""
+        return BehaviorMapping({name: self._public_spec(name) for name in self._brains})
+
+    @property
+    def academy_capabilities(self) -> Optional[Any]:
+        """What a modern environment says it can do (its ``UnityRLCapabilitiesProto``); None for API-2."""
+        return getattr(self._communicator, "academy_capabilities", None)
 
     def _cameras(self, behavior_name: str) -> List[bool]:
         return [s.is_camera for s in self._brains[behavior_name].sensors]

@@ -91,12 +91,24 @@ class UnityCommunicatorStoppedException(UnityCommunicationException):
 class UnityWorkerInUseException(UnityEnvironmentException):
     """The port of this worker id is taken (another environment or run listens on it).
 
+    ``UnityWorkerInUseException(worker_id)`` (mlagents_envs' form) builds its message from
+    ``MESSAGE_TEMPLATE``; ``UnityWorkerInUseException(message, worker_id)`` gives one.
+
+    :param message: what happened and what to do, or the worker id alone.
     :param worker_id: the worker id whose port (base port + worker id) could not be listened on.
     """
 
-    def __init__(self, message: str, worker_id: int = 0):
-        self.worker_id = worker_id
-        super().__init__(message)
+    MESSAGE_TEMPLATE = (
+        "Couldn't start socket communication because worker number {} is still in use. "
+        "You may need to manually close a previously opened environment "
+        "or use a different worker number."
+    )
+
+    def __init__(self, message: Any = None, worker_id: Optional[int] = None):
+        if worker_id is None and message is not None and not isinstance(message, str):
+            worker_id, message = message, None
+        self.worker_id = 0 if worker_id is None else worker_id
+        super().__init__(self.MESSAGE_TEMPLATE.format(self.worker_id) if message is None else message)
 
 
 class UnitySideChannelException(UnityEnvironmentException):

@@ -1,8 +1,8 @@
 """Side channels, under the names a script written for mlagents_envs 1.1 imports.
 
-``mlagents_envs.side_channel.*`` -> ``unityagents.side_channels``: create a channel, pass it in
-``UnityEnvironment(..., side_channels=[...])`` (the environment then speaks the modern protocol),
-and queue messages; they travel with the next ``reset()`` or ``step()``::
+``mlagents_envs.side_channel.*`` (the package and each of its submodules) -> ``unityagents.side_channels``:
+create a channel, pass it in ``UnityEnvironment(..., side_channels=[...])`` (the environment then
+speaks the modern protocol), and queue messages; they travel with the next ``reset()`` or ``step()``::
 
     channel = EngineConfigurationChannel()
     env = UnityEnvironment("3DBall", side_channels=[channel])
@@ -11,13 +11,23 @@ and queue messages; they travel with the next ``reset()`` or ``step()``::
 The classes live in ``unityagents.wire.side_channels``, with the message format.
 """
 from unityagents.wire.side_channels import (
+    DefaultTrainingAnalyticsSideChannel,
     EngineConfig,
     EngineConfigurationChannel,
     EnvironmentParametersChannel,
+    EnvironmentStats,
+    FloatPropertiesChannel,
     IncomingMessage,
     OutgoingMessage,
+    RawBytesChannel,
     SideChannel,
+    SideChannelManager,
+    StatList,
+    StatsAggregationMethod,
+    StatsSideChannel,
 )
 
-__all__ = ["EngineConfig", "EngineConfigurationChannel", "EnvironmentParametersChannel", "IncomingMessage",
-           "OutgoingMessage", "SideChannel"]
+__all__ = ["DefaultTrainingAnalyticsSideChannel", "EngineConfig", "EngineConfigurationChannel",
+           "EnvironmentParametersChannel", "EnvironmentStats", "FloatPropertiesChannel", "IncomingMessage",
+           "OutgoingMessage", "RawBytesChannel", "SideChannel", "SideChannelManager", "StatList",
+           "StatsAggregationMethod", "StatsSideChannel"]

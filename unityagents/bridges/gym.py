@@ -269,8 +269,26 @@ def _terminal_rows(brain: BrainParameters, info: Rows, agents: List[Any]) -> Dic
 
 
 # ---------------------------------------------------------------------------------- single agent
+#: mlagents_envs' keywords: given any of them, ``UnityToGymWrapper`` is mlagents_envs' wrapper.
+_UNITY_GYM_KEYWORDS = frozenset({"unity_env", "uint8_visual", "flatten_branched", "allow_multiple_obs",
+                                 "action_space_seed"})
+
+
+def _speaks_unity(args: Tuple[Any, ...], kwargs: Dict[str, Any], unity_keywords: frozenset) -> bool:
+    """Whether a wrapper was called as mlagents_envs' is: with one of its keywords, or on a ``BaseEnv``
+    that is not a ``unityagents.UnityEnvironment`` (which alone has the conveniences' ``reset_behaviors``)."""
+    env = args[0] if args else kwargs.get("unity_env", kwargs.get("env"))
+    return bool(unity_keywords & set(kwargs)) or not hasattr(env, "reset_behaviors")
+
+
 class UnityToGymWrapper(gymnasium.Env):
     """A ``gymnasium.Env`` over an External brain that has exactly one agent.
+
+    Called as mlagents_envs' wrapper is (``UnityToGymWrapper(unity_env, uint8_visual=...,
+    flatten_branched=..., allow_multiple_obs=..., action_space_seed=...)``: any of those keywords,
+    or an environment that is not a ``unityagents.UnityEnvironment``), it returns
+    ``unityagents.envs.unity_gym_env.UnityToGymWrapper`` instead, with mlagents_envs' spaces and
+    episodes.
 
     :param env: an open ``unityagents.UnityEnvironment``; the wrapper does not own it, but
         ``close()`` closes it unless ``close_env=False``.
@@ -279,6 +297,13 @@ class UnityToGymWrapper(gymnasium.Env):
     """
 
     metadata = {"render_modes": []}
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if _speaks_unity(args, kwargs, _UNITY_GYM_KEYWORDS):
+            from unityagents.envs.unity_gym_env import UnityToGymWrapper as UnityGym
+
+            return UnityGym(*args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, env: Any, brain_name: Optional[str] = None, train_mode: bool = True, close_env: bool = True):
         self._driver = _Driver(env, brain_name, train_mode)

@@ -41,14 +41,30 @@ except ImportError as exc:  # pragma: no cover - exercised only without pettingz
 
 from unityagents.base_env import BehaviorSteps
 from unityagents.brain import BrainParameters
-from unityagents.bridges.gym import Rows, _flags, _row, action_space, encode_actions, observation_space, observations
+from unityagents.bridges.gym import (
+    Rows,
+    _flags,
+    _row,
+    _speaks_unity,
+    action_space,
+    encode_actions,
+    observation_space,
+    observations,
+)
+from unityagents.envs.unity_aec_env import UnityAECEnv
 from unityagents.exception import UnityEnvironmentException
 
-__all__ = ["UnityParallelEnv", "unity_aec_env"]
+__all__ = ["UnityAECEnv", "UnityParallelEnv", "unity_aec_env"]
 
 
 class UnityParallelEnv(ParallelEnv):
     """Every agent of every External brain as a PettingZoo parallel agent.
+
+    Called as mlagents_envs' wrapper is (``UnityParallelEnv(env, seed=...)``, or on an environment
+    that is not a ``unityagents.UnityEnvironment``), it returns
+    ``unityagents.envs.unity_parallel_env.UnityParallelEnv`` instead, with mlagents_envs' agent
+    names and spaces (on a ``unityagents.UnityEnvironment``, pass ``seed`` by keyword: the second
+    positional argument here is ``max_cycles``).
 
     :param env: an open ``unityagents.UnityEnvironment``; ``close()`` closes it unless ``close_env=False``.
     :param max_cycles: truncate all live agents after this many steps of an episode (None: never).
@@ -56,6 +72,13 @@ class UnityParallelEnv(ParallelEnv):
     """
 
     metadata = {"name": "unity_parallel_v0", "render_modes": [], "is_parallelizable": True}
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if _speaks_unity(args, kwargs, frozenset({"seed"})):
+            from unityagents.envs.unity_parallel_env import UnityParallelEnv as UnityParallel
+
+            return UnityParallel(*args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, env: Any, max_cycles: Optional[int] = None, train_mode: bool = True, close_env: bool = True):
         self.env = env

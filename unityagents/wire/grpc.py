@@ -44,19 +44,19 @@ from unityagents.exception import (
     UnityProtocolException,
     UnityTimeOutException,
 )
-from unityagents.wire.base import Communicator, Handshake, Peer
+from unityagents.wire.base import STATS_AGGREGATIONS, Communicator, Handshake, Peer
 from unityagents.wire.grpc_messages import Behaviour, new_behaviour
 from unityagents.wire.grpc_server import ExchangeServer
 from unityagents.wire.protos import communicator_objects_pb2 as pb
 from unityagents.wire.side_channels import (
-    ENGINE_CONFIGURATION_CHANNEL,
-    ENVIRONMENT_PARAMETERS_CHANNEL,
     STATS_CHANNEL,
     EngineConfig,
-    IncomingMessage,
+    EngineConfigurationChannel,
+    EnvironmentParametersChannel,
+    SideChannelManager,
+    StatsSideChannel,
     check_side_channels,
-    float_parameter_payload,
-    side_channel_frame,
+    deliver,
 )
 from unityagents.wire.validate import (
     Spec,
@@ -102,14 +102,22 @@ class GrpcCommunicator(Communicator):
         super().__init__(peer)
         self.num_areas = int(num_areas)
         self._user_channels = check_side_channels(side_channels)
+        # The channels spoken here are mlagents_envs' classes too: the engine settings go first, then the
+        # reset's parameters, then the user's channels (in the order given).
+        self._engine = EngineConfigurationChannel()
+        self._engine.set_configuration(engine_config or EngineConfig())
+        self._parameters = EnvironmentParametersChannel()
+        self._stats = StatsSideChannel()
+        self._own = SideChannelManager([self._engine, self._parameters])
+        self._users = SideChannelManager(self._user_channels.values())
         self.port = port
         self.seed = int(seed or 0)
         self._behaviours: Dict[str, Behaviour] = {}
         self.brains: Dict[str, BrainParameters] = {}
-        self._outgoing: List[bytes] = [side_channel_frame(ENGINE_CONFIGURATION_CHANNEL, m)
-                                       for m in (engine_config or EngineConfig()).messages()]
         self.channels_last = True  # the layout: [C,H,W] from C# package 3.0, set in the handshake
         self.package_version = ""
+        #: What the environment says it can do (its ``UnityRLCapabilitiesProto``), after the handshake.
+        self.academy_capabilities: Optional[Any] = None
         self._handshaken = False  # behaviours announced later have no trainer
         self._closed = False
         bye = pb.UnityMessageProto()
@@ -198,6 +206,7 @@ class GrpcCommunicator(Communicator):
                 f"The environment speaks ML-Agents communication API {version!r}; this trainer speaks 1.x "
                 f"({COMMUNICATION_VERSION}: ML-Agents Release 19 and later, C# packages 2.x to 4.x). Use a build "
                 "made with such a package (a 2018 build speaks API-2: use --protocol api2).", log_path)
+        self.academy_capabilities = init.capabilities
         if not init.capabilities.baseRLCapabilities:
             logger.warning("The environment does not report base RL capabilities; it may be too old for this trainer.")
         logger.info("Connected to %s: package version %s, communication version %s (%s cameras)",
@@ -217,17 +226,14 @@ class GrpcCommunicator(Communicator):
         message.header.status = _STATUS_OK
         rl = message.unity_input.rl_input
         rl.SetInParent()  # an empty step is still an rl_input (its bytes: 0a 03 08 c8 01 1a 02 0a 00)
-        for channel_id, channel in self._user_channels.items():
-            self._outgoing.extend(side_channel_frame(channel_id, m) for m in channel.take_queued())
-        if self._outgoing:
-            rl.side_channel = b"".join(self._outgoing)
-            self._outgoing = []
+        outgoing = self._own.generate_side_channel_messages() + self._users.generate_side_channel_messages()
+        if outgoing:
+            rl.side_channel = bytes(outgoing)
         return message
 
     def send_reset(self, train_mode: bool, config: Dict[str, float]) -> None:
         for key, value in config.items():
-            frame = side_channel_frame(ENVIRONMENT_PARAMETERS_CHANNEL, float_parameter_payload(key, value))
-            self._outgoing.append(frame)
+            self._parameters.set_float_parameter(key, value)
         message = self._input()
         message.unity_input.rl_input.command = pb.RESET
         for behaviour in self._behaviours.values():
@@ -276,12 +282,16 @@ class GrpcCommunicator(Communicator):
         log = self.peer.log_path
         for channel, payload in parse_side_channels(data, log):
             if channel == STATS_CHANNEL:
-                stat = parse_stat(payload, log)
-                if stat is not None:
-                    key, value, aggregation = stat
-                    self.stats.setdefault(key, []).append((value, aggregation))
+                if parse_stat(payload, log) is None:  # checked whole; a non-finite value is dropped
+                    continue
+                deliver(self._stats, payload)
+                for key, values in self._stats.get_and_reset_stats().items():
+                    self.stats.setdefault(key, []).extend(
+                        (value, STATS_AGGREGATIONS[method.value]) for value, method in values)
+                if channel in self._user_channels:  # a script's own StatsSideChannel sees them too
+                    deliver(self._user_channels[channel], payload)
             elif channel in self._user_channels:
-                self._user_channels[channel].on_message_received(IncomingMessage(payload))
+                deliver(self._user_channels[channel], payload)
             else:
                 logger.info("Unknown side channel data received. Channel type: %s.", channel)
 
