@@ -19,10 +19,25 @@ from trainers.trainer.registry import load_registry
 
 A2C = os.path.join(PACKAGE, "a2c", "a2c_3DBall.yaml")
 DQN = os.path.join(PACKAGE, "dqn", "dqn_basic.yaml")
-#: The hyperparameter names of the seed's examples.
-SEED_A2C = {"batch_size", "buffer_size", "learning_rate", "beta", "lambd", "num_epoch", "learning_rate_schedule"}
-SEED_DQN = {"learning_rate", "learning_rate_schedule", "batch_size", "buffer_size", "tau", "steps_per_update",
-            "save_replay_buffer", "exploration_schedule", "exploration_initial_eps", "exploration_final_eps"}
+#: The hyperparameters of the seed plugin's A2C and DQN (ML-Agents' A2CSettings and DQNSettings over
+#: Release 22's on- and off-policy settings) and their defaults.
+SEED_A2C = {"batch_size": 1024, "buffer_size": 10240, "learning_rate": 3.0e-4, "learning_rate_schedule": "linear",
+            "beta": 5.0e-3, "beta_schedule": "linear", "lambd": 0.95, "num_epoch": 1, "shared_critic": False}
+SEED_DQN = {"batch_size": 128, "buffer_size": 50000, "learning_rate": 3.0e-4, "learning_rate_schedule": "constant",
+            "tau": 0.005, "save_replay_buffer": False, "exploration_schedule": "linear",
+            "exploration_initial_eps": 0.1, "exploration_final_eps": 0.05}
+#: Release 22's keys of every trainer (TrainerSettings) set away from their defaults, as a behaviour's block.
+COMMON_KEYS = """
+    network_settings: {normalize: true, hidden_units: 32, num_layers: 1, vis_encode_type: simple}
+    reward_signals: {extrinsic: {gamma: 0.9, strength: 1.0}}
+    keep_checkpoints: 3
+    even_checkpoints: false
+    checkpoint_interval: 2000
+    max_steps: 4000
+    time_horizon: 10
+    summary_freq: 500
+    threaded: true
+"""
 
 
 @pytest.fixture
@@ -44,14 +59,81 @@ def test_the_shipped_files_are_release_22_with_the_seeds_names(plugin_site):
     for path, behaviour, trainer, names in [(A2C, "3DBall", "a2c", SEED_A2C), (DQN, "Basic", "dqn", SEED_DQN)]:
         raw = yaml.safe_load(open(path))
         assert list(raw["behaviors"]) == [behaviour]
-        assert names <= set(raw["behaviors"][behaviour]["hyperparameters"])
+        given = raw["behaviors"][behaviour]["hyperparameters"]
         run = learn_r22.load(path, options(), None, registry)[0]
         block = run.behaviors[behaviour].block
         assert block["trainer"] == trainer
-        assert {k: block[k] for k in names} == {k: raw["behaviors"][behaviour]["hyperparameters"][k] for k in names}
+        assert {k: block[k] for k in given if k in names} == {k: v for k, v in given.items() if k in names}
         assert block["max_steps"] == raw["behaviors"][behaviour]["max_steps"]
+        assert block["time_horizon"] == raw["behaviors"][behaviour]["time_horizon"]
         assert block["hidden_units"] == raw["behaviors"][behaviour]["network_settings"]["hidden_units"]
         assert block["gamma"] == raw["behaviors"][behaviour]["reward_signals"]["extrinsic"]["gamma"]
+
+
+@pytest.mark.parametrize("trainer, defaults", [("a2c", SEED_A2C), ("dqn", SEED_DQN)])
+def test_the_seeds_hyperparameters_and_defaults(plugin_site, tmp_path, trainer, defaults):
+    """A behaviour that names only its trainer type trains with the seed plugin's settings."""
+    r22 = write(tmp_path / "r22.yaml", f"behaviors:\n  B:\n    trainer_type: {trainer}\n")
+    run, config = learn_r22.load(r22, options(), None, load_registry())[:2]
+    assert {k: v for k, v in run.behaviors["B"].settings["hyperparameters"].items() if k in defaults} == defaults
+    parameters = config.settings_for("B").parameters
+    assert {k: parameters[k] for k in defaults} == defaults
+    if trainer == "dqn":  # one gradient step per agent step, after the first minibatch, then a soft target update
+        from unityagents_trainer_plugin.dqn import DQNTrainer
+
+        assert (parameters["train_every"], parameters["gradient_steps"], parameters["learning_starts"]) == (1, 1, 0)
+        assert parameters["target_update_interval"] == 1
+        assert DQNTrainer.hyperparameters["target_update_interval"].default == 1
+
+
+@pytest.mark.parametrize("trainer, brain", [("a2c", "BALL_LIKE"), ("dqn", "BASIC_LIKE"), ("ppo", None),
+                                            ("sac", None)])
+def test_every_trainer_takes_release_22s_common_keys(plugin_site, tmp_path, trainer, brain):
+    """Release 22's keys of every trainer, a plugin's too, reach it with Release 22's meaning."""
+    r22 = write(tmp_path / "r22.yaml", f"behaviors:\n  B:\n    trainer_type: {trainer}\n"
+                                       + textwrap.indent(textwrap.dedent(COMMON_KEYS), "    "))
+    run, config = learn_r22.load(r22, options(), None, load_registry())[:2]
+    settings = run.behaviors["B"].settings
+    assert (settings["keep_checkpoints"], settings["checkpoint_interval"]) == (3, 2000)
+    parameters = config.settings_for("B").parameters
+    assert {k: parameters[k] for k in ("max_steps", "time_horizon", "summary_freq", "threaded", "hidden_units",
+                                       "num_layers", "normalize", "gamma")} == {
+        "max_steps": 4000, "time_horizon": 10, "summary_freq": 500, "threaded": True, "hidden_units": 32,
+        "num_layers": 1, "normalize": True, "gamma": 0.9}
+    if brain is not None:  # the trainer itself reads them
+        from tests.e2e import test_plugins
+
+        cls = config.settings_for("B").trainer_class
+        built = test_plugins.make_trainer(cls, getattr(test_plugins, brain), **parameters)
+        assert (built.settings.time_horizon, built.settings.hidden_units, built.settings.gamma) == (10, 32, 0.9)
+
+
+def test_every_registered_trainer_declares_time_horizon(plugin_site):
+    registry = load_registry()
+    for name in registry.names():
+        assert "time_horizon" in registry.get(name).hyperparameters, name
+
+
+def test_the_flat_format_takes_time_horizon_for_every_trainer(plugin_site, tmp_path):
+    flat = write(tmp_path / "flat.yaml", "default:\n    time_horizon: 16\nA:\n    trainer: dqn\n"
+                                         "B:\n    trainer: a2c\n    time_horizon: 8\n")
+    config = load_trainer_config(flat, load_registry())
+    assert config.settings_for("A").parameters["time_horizon"] == 16
+    assert config.settings_for("B").parameters["time_horizon"] == 8
+
+
+def test_a2c_refuses_more_than_one_epoch_in_both_formats(plugin_site, tmp_path):
+    registry = load_registry()
+    expected = "brain 'B', key 'num_epoch': A2C uses each sample once, so it makes one pass over the steps of an " \
+               "update, got 3. Set num_epoch: 1"
+    r22 = write(tmp_path / "r22.yaml", "behaviors:\n  B:\n    trainer_type: a2c\n    hyperparameters: {num_epoch: 3}\n")
+    with pytest.raises(TrainerConfigError) as error:
+        learn_r22.load(r22, options(), None, registry)
+    assert expected in str(error.value)
+    flat = write(tmp_path / "flat.yaml", "B:\n    trainer: a2c\n    num_epoch: 3\n")
+    with pytest.raises(TrainerConfigError) as error:
+        load_trainer_config(flat, registry)
+    assert expected in str(error.value)
 
 
 def test_the_release_22_block_trains_as_the_learn_py_block(plugin_site):
@@ -65,11 +147,9 @@ def test_the_release_22_block_trains_as_the_learn_py_block(plugin_site):
         new = load_trainer_config.__globals__["trainer_config_from_dict"](
             r22, {brain: run.behaviors[behaviour].block}, registry).settings_for(brain).parameters
         differ = {k: (old[k], new.get(k)) for k in old if old[k] != new.get(k)}
-        # DQN: steps_per_update 1 takes the place of train_every 1 and gradient_steps 1; A2C: a batch_size
-        # of buffer_size is the whole buffer in one step, as none.
-        assert set(differ) <= {"steps_per_update", "train_every", "batch_size"}, differ
-        if "batch_size" in differ:
-            assert differ["batch_size"] == (None, new["buffer_size"]), differ
+        # DQN: steps_per_update 1 (and Release 22's reward_signal_steps_per_update, which follows it) takes
+        # the place of train_every 1 and gradient_steps 1.
+        assert set(differ) <= {"steps_per_update", "reward_signal_steps_per_update", "train_every"}, differ
 
 
 @pytest.mark.parametrize("trainer", ["a2c", "dqn", "ppo"])

@@ -228,6 +228,57 @@ def test_dqn_target_update_soft(dqn_module):
         np.testing.assert_array_equal(o, t)
 
 
+def test_dqn_blends_the_target_after_every_gradient_step_by_default(dqn_module):
+    """The seed's optimizer: a copy before the first step, then tau * online + (1 - tau) * target after each."""
+    trainer = make_trainer(dqn_module.DQNTrainer, BASIC_LIKE, batch_size=4, hidden_units=8)
+    assert (trainer.settings.tau, trainer.settings.target_update_interval) == (0.005, 1)
+    loop = Loop(FakeEnv(BASIC_LIKE, n_agents=1, episode_length=3))
+    loop.run(trainer, 4, update=False)  # the 4th transition fills a minibatch: one gradient step is due
+    assert trainer.is_ready_update()
+    initial = variables(trainer, "online")
+    trainer.update_model()
+    assert trainer.gradient_step == 1
+    for before, after, target in zip(initial, variables(trainer, "online"), variables(trainer, "target")):
+        np.testing.assert_allclose(target, 0.005 * after + 0.995 * before, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("warm_up", [{"learning_starts": 10}, {"buffer_init_steps": 10}])
+def test_dqn_learns_after_its_warm_up_under_either_name(dqn_module, warm_up):
+    trainer = make_trainer(dqn_module.DQNTrainer, BASIC_LIKE, batch_size=4, hidden_units=8, **warm_up)
+    loop = Loop(FakeEnv(BASIC_LIKE, n_agents=1, episode_length=3))
+    loop.run(trainer, 9, update=False)
+    assert len(trainer.replay) == 9 and not trainer.is_ready_update()
+    loop.run(trainer, 1, update=False)
+    assert trainer.is_ready_update()
+
+
+def test_dqn_epsilon_decays_over_the_seeds_20000_steps_unless_a_fraction_is_given(dqn_module):
+    trainer = make_trainer(dqn_module.DQNTrainer, BASIC_LIKE, hidden_units=8)
+    assert trainer.exploration_epsilon() == pytest.approx(0.1)
+    trainer.step = 10000
+    assert trainer.exploration_epsilon() == pytest.approx(0.075)  # halfway from 0.1 to 0.05
+    trainer.step = 30000
+    assert trainer.exploration_epsilon() == pytest.approx(0.05)
+    fraction = make_trainer(dqn_module.DQNTrainer, BASIC_LIKE, hidden_units=8, exploration_fraction=0.5)
+    fraction.step = 250  # a quarter of max_steps 1000: halfway through the decay
+    assert fraction.exploration_epsilon() == pytest.approx(0.075)
+
+
+def test_dqn_normalizes_continuous_states_with_one_set_of_statistics(dqn_module):
+    brain = BrainParameters("FakeBrain", {"stateSize": 4, "actionSize": 3, "actionSpaceType": 0,
+                                          "stateSpaceType": 1})
+    trainer = make_trainer(dqn_module.DQNTrainer, brain, normalize=True, hidden_units=8)
+    model = trainer.model
+    Loop(FakeEnv(brain, n_agents=2, episode_length=3)).run(trainer, 3, update=False)
+    count = [v for v in trainer.sess.graph.get_collection("variables") if "normalization_steps" in v.name]
+    assert trainer.sess.run(count[0]) == pytest.approx(6, abs=1e-3)  # 2 agents x 3 steps acted on
+    states = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    trainer.update_targets(hard=True)  # the target network reads s' normalised by the statistics of s
+    online = trainer.sess.run(model.q_values, {model.state: states})
+    np.testing.assert_allclose(trainer.sess.run(model.next_q_target, {model.next_state: states}), online,
+                               rtol=1e-5, atol=1e-6)
+
+
 def test_dqn_replay_ratio_does_not_depend_on_the_number_of_agents(dqn_module):
     trainer = make_trainer(dqn_module.DQNTrainer, BASIC_LIKE, learning_starts=8, batch_size=8, train_every=4,
                            gradient_steps=2, hidden_units=8)
@@ -262,7 +313,7 @@ def a2c_module(plugin_site):
 def zeroed_model(a2c_model, brain, **overrides):
     """An A2C graph with every weight 0: mu = 0, sigma = 1, V = 0, uniform categorical."""
     kwargs = dict(h_size=4, num_layers=1, normalize=False, learning_rate=0.1, optimizer="adam", beta=0.01,
-                  vf_coef=0.5, max_grad_norm=100.0, normalize_advantages=False)
+                  vf_coef=0.5, max_grad_norm=None)
     kwargs.update(overrides)
     model = a2c_model.A2CModel(brain, **kwargs)
     sess = tf.Session()
@@ -271,11 +322,10 @@ def zeroed_model(a2c_model, brain, **overrides):
     return model, sess
 
 
-@pytest.mark.parametrize("normalize_advantages", [False, True])
-def test_a2c_loss_by_hand_continuous(a2c_module, normalize_advantages):
+def test_a2c_loss_by_hand_continuous(a2c_module):
     _, a2c_model = a2c_module
     with tf.Graph().as_default():
-        model, sess = zeroed_model(a2c_model, BALL_LIKE, normalize_advantages=normalize_advantages)
+        model, sess = zeroed_model(a2c_model, BALL_LIKE)
         actions = np.array([[1.0, 0.0], [0.0, 2.0], [-1.0, -1.0]], np.float32)
         advantages = np.array([1.0, -2.0, 0.5], np.float32)
         returns = np.array([1.0, 2.0, -1.0], np.float32)
@@ -283,14 +333,14 @@ def test_a2c_loss_by_hand_continuous(a2c_module, normalize_advantages):
                 model.advantages: advantages, model.returns: returns}
         policy_loss, value_loss, entropy, loss = sess.run(
             [model.policy_loss, model.value_loss, model.mean_entropy, model.loss], feed)
+        assert sess.run(model.loss, {**feed, model.beta: 0.0}) == pytest.approx(policy_loss + 0.5 * value_loss,
+                                                                                 rel=1e-5)
     # log N(a; 0, 1) summed over 2 dims: -0.5 * |a|^2 - log(2 pi)
     log_2pi = np.log(2 * np.pi)
     log_probs = np.array([-0.5 - log_2pi, -2.0 - log_2pi, -1.0 - log_2pi])
-    if normalize_advantages:  # mean -1/6, population std sqrt(19/12)
-        advantages = (advantages - advantages.mean()) / advantages.std()
     assert policy_loss == pytest.approx(-np.mean(log_probs * advantages), rel=1e-5)
-    assert value_loss == pytest.approx(0.5 * (1 + 4 + 1) / 3, rel=1e-5)  # V = 0
-    assert entropy == pytest.approx(log_2pi + 1.0, rel=1e-5)  # 2 x 0.5 * (log 2 pi + 1)
+    assert value_loss == pytest.approx((1 + 4 + 1) / 3, rel=1e-5)  # V = 0
+    assert entropy == pytest.approx(0.5 * (log_2pi + 1.0), rel=1e-5)  # the mean over the 2 dimensions
     assert loss == pytest.approx(policy_loss + 0.5 * value_loss - 0.01 * entropy, rel=1e-5)
 
 
@@ -307,13 +357,13 @@ def test_a2c_loss_by_hand_discrete(a2c_module):
         assert any(not np.allclose(b, a) for b, a in zip(before, sess.run(model.variables)))
     # uniform over 3 actions: log p = -log 3 whatever the action, so -mean(-log 3 * [1, 3]) = 2 log 3
     assert policy_loss == pytest.approx(2 * np.log(3), rel=1e-5)
-    assert value_loss == pytest.approx(0.5 * 0.25, rel=1e-5)
+    assert value_loss == pytest.approx(0.25, rel=1e-5)
     assert entropy == pytest.approx(np.log(3), rel=1e-5)
 
 
 def test_a2c_trainer_takes_one_gradient_step_per_batch(a2c_module):
     a2c, _ = a2c_module
-    trainer = make_trainer(a2c.A2CTrainer, BALL_LIKE, time_horizon=4, buffer_size=12, hidden_units=8)
+    trainer = make_trainer(a2c.A2CTrainer, BALL_LIKE, time_horizon=4, buffer_size=12, batch_size=12, hidden_units=8)
     loop = Loop(FakeEnv(BALL_LIKE, episode_length=3))
     loop.run(trainer, 3, update=False)
     assert trainer.update_buffer_steps() == 3  # agent 0 (episodes of 3 steps) finished one
@@ -326,6 +376,64 @@ def test_a2c_trainer_takes_one_gradient_step_per_batch(a2c_module):
     lengths = np.array(trainer.stats["episode_length"])
     assert set(lengths) <= {3.0, 4.0, 5.0}  # no transition dropped at a done
     np.testing.assert_allclose(trainer.stats["cumulative_reward"], 0.1 * (lengths - 1) + 1.0)
+
+
+def adam_steps(trainer):
+    """The optimiser steps the A2C graph has taken (Adam's beta1_power is 0.9 ** (steps + 1))."""
+    power, = [v for v in trainer.sess.graph.get_collection("variables") if v.name.endswith("beta1_power:0")]
+    return round(np.log(trainer.sess.run(power)) / np.log(0.9)) - 1
+
+
+def test_a2c_takes_one_step_per_whole_batch_and_drops_the_rest(a2c_module):
+    a2c, _ = a2c_module
+    trainer = make_trainer(a2c.A2CTrainer, BALL_LIKE, batch_size=10, hidden_units=8)
+    rng = np.random.default_rng(0)
+    batch = {"states": rng.normal(size=(25, 4)).astype(np.float32), "actions": rng.normal(size=(25, 2)),
+             "value_estimates": np.zeros(25), "advantages": rng.normal(size=25) * 5 + 3,
+             "discounted_returns": rng.normal(size=25)}
+    trainer.step = 250  # a quarter of max_steps 1000: the linear schedule's learning rate is 3/4 of 3e-4
+    trainer.update(batch)
+    assert adam_steps(trainer) == 2  # 25 steps: two batches of 10, the last 5 dropped
+    assert trainer.stats["learning_rate"] == [pytest.approx(2.25e-4)]
+
+
+def test_a2c_standardises_the_advantages_over_the_update(a2c_module, monkeypatch):
+    a2c, _ = a2c_module
+    trainer = make_trainer(a2c.A2CTrainer, BALL_LIKE, batch_size=8, hidden_units=8)
+    fed = []
+    monkeypatch.setattr(trainer, "update_feed", lambda part: fed.append(part["advantages"]) or {})
+    monkeypatch.setattr(trainer.sess, "run", lambda fetches, feed=None: [0.0, 0.0, 0.0, None])
+    advantages = np.arange(16, dtype=np.float64) * 3 + 7
+    trainer.update({"actions": np.zeros((16, 2)), "advantages": advantages, "discounted_returns": np.zeros(16)})
+    seen = np.concatenate(fed)
+    np.testing.assert_allclose(np.sort(seen), np.sort((advantages - advantages.mean()) / advantages.std()),
+                               rtol=1e-6)
+
+
+def test_a2c_values_come_from_the_current_critic(a2c_module):
+    from trainers.buffer import AgentBuffer
+
+    a2c, _ = a2c_module
+    trainer = make_trainer(a2c.A2CTrainer, BALL_LIKE, hidden_units=8, lambd=1.0, gamma=0.5)
+    states = np.random.default_rng(1).normal(size=(3, 4)).astype(np.float32)
+    trajectory = AgentBuffer()
+    trajectory["states"].extend(states)
+    trajectory["rewards"].extend([1.0, 0.0, 2.0])
+    trajectory["value_estimates"].extend([50.0, 50.0, 50.0])  # what act saw, before an update
+    trainer.process_trajectory(trajectory, value_next=4.0)
+    values = trainer.sess.run(trainer.model.value, {trainer.model.inputs.vector_in: states})[:, 0]
+    np.testing.assert_allclose(np.asarray(trajectory["value_estimates"]), values, rtol=1e-6)
+    returns = [1.0 + 0.5 * 0.0 + 0.25 * 2.0 + 0.125 * 4.0, 0.0 + 0.5 * 2.0 + 0.25 * 4.0, 2.0 + 0.5 * 4.0]
+    np.testing.assert_allclose(np.asarray(trajectory["discounted_returns"]), returns, rtol=1e-5)
+
+
+def test_a2c_shared_critic_reads_the_policy_layers(a2c_module):
+    a2c, _ = a2c_module
+    own = make_trainer(a2c.A2CTrainer, BALL_LIKE, hidden_units=8)
+    shared = make_trainer(a2c.A2CTrainer, BALL_LIKE, hidden_units=8, shared_critic=True)
+    assert any(v.name.startswith("value/") for v in own.model.variables)
+    assert not any(v.name.startswith("value/") for v in shared.model.variables)
+    assert len(shared.model.variables) == len(own.model.variables) - 4  # no second body of 2 layers
 
 
 def test_plugin_exports_follow_the_contract(a2c_module, dqn_module, tmp_path):

@@ -87,6 +87,11 @@ COMMON_HYPERPARAMETERS: Dict[str, Param] = {
     "is_imitation": Param(bool, False, doc="seed-compatible alias for trainer: imitation"),
     "max_steps": Param(float, 5.0e5, check=(positive, "> 0"), doc="agent steps to train for"),
     "summary_freq": Param(int, 10000, check=(positive, "> 0"), doc="agent steps between console/TensorBoard summaries"),
+    "time_horizon": Param(int, 64, check=(positive, "> 0"),
+                          doc="agent steps after which an agent's unfinished trajectory is handed to its trainer "
+                              "(Release 22's key of every trainer): trainers that learn from trajectories cut it "
+                              "there and bootstrap; those that learn from single transitions store each one as it "
+                              "arrives"),
     "threaded": Param(bool, False, doc="update beside acting: on-policy trainers on a background thread while they "
                                        "keep acting with the weights they have (experience gathered meanwhile is one "
                                        "update old; runs are not bit-reproducible), others while the environments "
