@@ -358,10 +358,10 @@ def _resolve(path: str, raw: Dict[str, Any], name: str, registry: TrainerRegistr
                 f"{path}: brain {name!r}, key {key!r}: names the brain itself; a brain cannot learn from its "
                 "own policy. Name the other brain of the scene.")
     try:
-        cls.check_parameters(name, params)
+        checked = cls.check_parameters(name, dict(params))
     except TrainerConfigError as e:
         raise TrainerConfigError(f"{path}: {e}") from None
-    return BrainSettings(name, trainer_type, cls, params, source)
+    return BrainSettings(name, trainer_type, cls, params if checked is None else checked, source)
 
 
 def coerce(path: str, brain: str, key: str, value: Any, param: Param) -> Any:

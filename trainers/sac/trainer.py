@@ -86,8 +86,8 @@ class SACTrainer(SequenceReplay):
 
     # ------------------------------------------------------------------ configuration checks
     @classmethod
-    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
-        check_sac_parameters(brain_name, params)
+    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        return check_sac_parameters(brain_name, params)
 
     @classmethod
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
@@ -100,8 +100,9 @@ class SACTrainer(SequenceReplay):
         problem = unsupported_action_space(self.brain)
         if problem:
             raise UnityTrainerException(f"Brain '{self.brain_name}': {problem}")
-        self.hp["reward_signals"] = validate_reward_signals(self.brain_name, self.hp.get("reward_signals"))
-        settings = signal_settings(self.hp)
+        self._complete_setting("reward_signals",
+                               validate_reward_signals(self.brain_name, self._values.get("reward_signals")))
+        settings = signal_settings(self._values)
         self.signal_names = list(settings)
         #: Acting and the gradient step, each set of fetches and feeds compiled once.
         self._runs = CompiledRuns(self.sess)

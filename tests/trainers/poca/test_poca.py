@@ -161,7 +161,7 @@ def test_the_trainer_keeps_a_leavers_steps_until_the_group_ends_and_then_learns(
         assert not trainer.rows or after is script[-1]  # nothing moves before the group's episode ends
     assert len(trainer.rows) == 3 + 2 + 2
     leaver = trainer.rows[2]
-    gamma = trainer.hp["gamma"]
+    gamma = trainer.settings.gamma
     # lambda-returns with V from the critic: the +1 reaches the leaver's step, discounted twice.
     assert leaver["discounted_returns"] == trainer.rows[0]["discounted_returns"]
     assert leaver["discounted_returns"] > 0.5 * gamma ** 2
