@@ -46,7 +46,7 @@ def test_the_shipped_files_are_release_22_with_the_seeds_names(plugin_site):
         assert list(raw["behaviors"]) == [behaviour]
         assert names <= set(raw["behaviors"][behaviour]["hyperparameters"])
         run = learn_r22.load(path, options(), None, registry)[0]
-        block = run.behaviors[behaviour].block
+        block = run.behaviors[behaviour].brain.parameters
         assert block["trainer"] == trainer
         assert {k: block[k] for k in names} == {k: raw["behaviors"][behaviour]["hyperparameters"][k] for k in names}
         assert block["max_steps"] == raw["behaviors"][behaviour]["max_steps"]
@@ -62,8 +62,7 @@ def test_the_release_22_block_trains_as_the_learn_py_block(plugin_site):
         run = learn_r22.load(r22, options(), None, registry)[0]
         folder = os.path.dirname(r22)
         old = load_trainer_config(os.path.join(folder, flat), registry).settings_for(brain).parameters
-        new = load_trainer_config.__globals__["trainer_config_from_dict"](
-            r22, {brain: run.behaviors[behaviour].block}, registry).settings_for(brain).parameters
+        new = run.behaviors[behaviour].brain.parameters
         differ = {k: (old[k], new.get(k)) for k in old if old[k] != new.get(k)}
         # DQN: steps_per_update 1 takes the place of train_every 1 and gradient_steps 1; A2C: a batch_size
         # of buffer_size is the whole buffer in one step, as none.

@@ -29,6 +29,7 @@ from trainers.ppo.optimizer import BETA_FLOOR, EPSILON_FLOOR, PPOOptimizer
 from trainers.ppo.policy import PPOPolicy
 from trainers.returns import add_gae_fields
 from trainers.reward_signals import REWARD_SIGNALS_PARAM
+from trainers.settings.schema import Follows
 from trainers.tf_utils import tf
 from trainers.trainer.base import (
     DETERMINISTIC_PARAM,
@@ -99,7 +100,8 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
     trainer_type = "ppo"
     hyperparameters = PPO_HYPERPARAMETERS
     #: Release 22's run config: an omitted beta or epsilon schedule follows learning_rate_schedule.
-    release22_defaults = {"beta_schedule": None, "epsilon_schedule": None}
+    release22_defaults = {"beta_schedule": Follows("learning_rate_schedule"),
+                          "epsilon_schedule": Follows("learning_rate_schedule")}
     #: A hybrid brain (continuous actions and discrete branches) gets one policy over both parts.
     supports_hybrid_actions = True
 

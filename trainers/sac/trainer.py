@@ -51,6 +51,7 @@ from trainers.sac.settings import (
 )
 from trainers.sac.settings import check_environment as check_sac_environment
 from trainers.sac.settings import check_parameters as check_sac_parameters
+from trainers.settings.schema import Follows
 from trainers.stopping import stop_requested
 from trainers.tf_utils import CompiledRuns, tf
 from trainers.trainer.base import UnityTrainerException
@@ -80,6 +81,8 @@ class SACTrainer(SequenceReplay):
 
     trainer_type = "sac"
     hyperparameters = SAC_HYPERPARAMETERS
+    #: Release 22's run config writes the signals' update rate out: steps_per_update unless given.
+    release22_defaults = {"reward_signal_steps_per_update": Follows("steps_per_update")}
     #: tanh already bounds the actions to [-1, 1]: over gRPC they are sent as they are, as the ONNX
     #: export's ``continuous_actions`` gives them to Unity.
     continuous_actions_bounded = True
