@@ -60,8 +60,7 @@ class R22TrainerConfig(TrainerConfig):
 
     def settings_for(self, brain_name: str) -> BrainSettings:
         if self.block_of(brain_name) is None and self.default_brain is not None:
-            return dataclasses.replace(self.default_brain, brain_name=brain_name,
-                                       parameters=dict(self.default_brain.parameters))
+            return dataclasses.replace(self.default_brain, brain_name=brain_name)
         return super().settings_for(brain_name)
 
     def settings_for_environment(self, brains, external_brain_names):

@@ -28,6 +28,7 @@ import dataclasses
 import difflib
 import logging
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
 
 import yaml
@@ -121,14 +122,15 @@ class StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-@dataclass
+@dataclass(frozen=True)
 class BrainSettings:
-    """The resolved settings of one brain: its trainer class and its hyperparameters."""
+    """The resolved settings of one brain, as either format's reader made them: its trainer class and
+    its checked settings (a read-only mapping of every key the class declares)."""
 
     brain_name: str
     trainer_type: str
     trainer_class: Type[Trainer]
-    parameters: Dict[str, Any]
+    parameters: Mapping[str, Any]
     from_block: str  # which YAML block they came from ('default' when the brain has none)
 
 
@@ -160,7 +162,7 @@ class TrainerConfig:
             return self.blocks[brain_name]
         if block_name is not None:
             block = self.blocks[block_name]
-            return dataclasses.replace(block, brain_name=brain_name, parameters=dict(block.parameters))
+            return dataclasses.replace(block, brain_name=brain_name)
         return _resolve(self.path, self.raw, brain_name, self.registry, use_default_only=True)
 
     def settings_for_environment(self, brains: Mapping[str, BrainParameters],
@@ -182,7 +184,8 @@ class TrainerConfig:
                 if isinstance(target, str) and target not in brains:
                     matches = [b for b in brains if team_base(b) == target]
                     if len(matches) == 1:
-                        settings.parameters[key] = matches[0]
+                        settings = dataclasses.replace(settings, parameters=MappingProxyType(
+                            {**settings.parameters, key: matches[0]}))
             try:
                 settings.trainer_class.check_environment(name, settings.parameters, brains, external_brain_names)
             except TrainerConfigError as e:
@@ -370,7 +373,7 @@ def brain_settings(path: str, name: str, trainer_type: str, cls: Type[Trainer], 
         checked = cls.check_parameters(name, dict(params))
     except TrainerConfigError as e:
         raise TrainerConfigError(f"{path}: {e}") from None
-    return BrainSettings(name, trainer_type, cls, params if checked is None else checked, source)
+    return BrainSettings(name, trainer_type, cls, MappingProxyType(params if checked is None else checked), source)
 
 
 def coerce(path: str, brain: str, key: str, value: Any, param: Param) -> Any:
