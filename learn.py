@@ -48,6 +48,8 @@ Options:
   --capture-frame-rate=<n>   grpc: the engine's capture frame rate.
   --no-graphics              grpc: launch the build with -nographics (no rendering; no cameras).
   --slow                     Run the environment with its inference (slow, rendered) settings.
+  --strict-export            Stop the run when an exported .onnx would not load cleanly in a Unity inference
+                             engine (by default each finding is a warning in the log).
 
 Outputs: models/<run-path>/ (checkpoints, raw_graph_def.pb, <env>.bytes for Unity's Internal brain)
 and summaries/<run-path>[_<scope>]/ (TensorBoard: tensorboard --logdir summaries).
@@ -173,7 +175,7 @@ def _run_options(options) -> RunOptions:
         seed=options["--seed"], worker_id=worker_id, base_port=base_port, timeout=options["--timeout"],
         num_envs=num_envs, env_args=env_args, protocol_options=protocol_options_, restarts=restarts,
         curriculum=curriculum, ray_address=options["--ray-address"], ray_resource=options["--ray-resource"],
-        slow=options["--slow"], schedule=options["--schedule"])
+        slow=options["--slow"], schedule=options["--schedule"], strict_export=options["--strict-export"])
 
 
 def cli() -> None:

@@ -37,6 +37,8 @@ Options:
   --torch-device=<device>           Where the graph runs: cpu, cuda or cuda:N (TensorFlow placement).
   --debug                           Debug logging.
   --deterministic                   Act with the mean / most probable action (network_settings.deterministic).
+  --strict-export                   Stop the run when an exported .onnx would not load cleanly in a Unity
+                                    inference engine (by default each finding is a warning in the log).
 
 --env-args ARGS...: everything after it goes to the environment's command line.
   --protocol=<p>                    grpc (Release 19 and later, the default) or api2 (2018 builds).
@@ -143,7 +145,8 @@ def run_options(argv: List[str]):
         curriculum=params if params.tracks else None, ray_address=options["--ray-address"],
         ray_resource=options["--ray-resource"], paths=paths, init_from=init,
         log_dir=os.path.abspath(os.path.join(folder, "run_logs")), checkpoint_interval=min(intervals),
-        device=run.sections["torch_settings"]["device"], resume_command=resume_command(argv))
+        device=run.sections["torch_settings"]["device"], resume_command=resume_command(argv),
+        strict_export=bool(options["--strict-export"]))
     if cp["resume"] and not os.path.isdir(paths.checkpoint_dir):
         raise RunConfigError(f"--resume: {folder} has no checkpoint to resume from ({paths.checkpoint_dir} is "
                              "missing). Start it again with --force.")

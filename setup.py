@@ -44,6 +44,8 @@ setup(
     packages=find_packages(include=["unityagents", "unityagents.*", "runner", "runner.*", "trainers", "trainers.*",
                                     "academy", "academy.*", "unityagents_tune", "unityagents_tune.*"]),
     py_modules=["learn", "learn_hub", "learn_r22"],
+    # The model check's rules: one table per Unity engine version and per ML-Agents C# package.
+    package_data={"trainers.export.model_check": ["engines/*.yaml", "packages/*.yaml", "hints.yaml"]},
     install_requires=[
         "numpy>=1.24",
         "pyyaml>=6.0",
@@ -79,6 +81,7 @@ setup(
             "unityagents-tune = unityagents_tune.cli:cli",
             "unityagents-push-to-hf = learn_hub:push_cli",
             "unityagents-load-from-hf = learn_hub:load_cli",
+            "unityagents-check-model = trainers.export.model_check.cli:cli",
         ],
         "unityagents.trainers": [
             "ppo = trainers.ppo.trainer:PPOTrainer",

@@ -94,6 +94,7 @@ class TrainerController:
         of this (Release 22 counts ``checkpoint_interval`` in trainer steps); None: ``save_freq`` only.
     :param device: where the graph runs: a Release 22 device name (``cpu``, ``cuda``, ``cuda:N``), a
         ``runner.devices.Placement``, or None for TensorFlow's choice (``runner.devices``).
+    :param strict_export: an ONNX export that a Unity engine would refuse or warn about stops the run.
     """
 
     def __init__(self, env, config: TrainerConfig, env_name: str, run_path: str = "ppo",
@@ -101,7 +102,7 @@ class TrainerController:
                  train: bool = True, keep_checkpoints: int = 5, save_freq: int = 50000, lesson: int = 0,
                  fast_simulation: bool = True, seed: int = 0, paths: Optional[RunPaths] = None,
                  init_from: Optional[str] = None, checkpoint_interval: Optional[int] = None,
-                 device: Any = None):
+                 device: Any = None, strict_export: bool = False):
         self.placement = placement(device)
         self.env: EnvironmentSet = env if isinstance(env, EnvironmentSet) else EnvironmentSet.of(env)
         #: Steps -> the trainers' ``BrainInfo``; their action rows -> ``ActionTuple``.
@@ -117,6 +118,7 @@ class TrainerController:
         self.load = load
         self.train = train
         self.keep_checkpoints = keep_checkpoints
+        self.strict_export = strict_export
         self.save_freq = save_freq
         self.lesson = lesson
         self.fast_simulation = fast_simulation
@@ -152,7 +154,8 @@ class TrainerController:
                                            self.paths, self.train, self.seed, built=self.trainers)
         self._reads = brains_read(self.trainers, self.env.brains)
         self.collectors = {name: ExperienceCollector.for_trainer(t) for name, t in self.trainers.items()}
-        self.files = RunSaver(self.sess, self.paths, self.env_name, self.keep_checkpoints, self.timers, self.seed)
+        self.files = RunSaver(self.sess, self.paths, self.env_name, self.keep_checkpoints, self.timers, self.seed,
+                              strict_export=self.strict_export)
         self.saver = self.files.saver
         init = tf.global_variables_initializer()
         if self.load:

@@ -51,6 +51,7 @@ class RunOptions:
     save_freq: int = 50000
     checkpoint_interval: Optional[int] = None  # also save every this many agent steps of the first learner
     device: Optional[str] = None  # the graph's device: cpu, cuda, cuda:N (runner.devices); None: TensorFlow's choice
+    strict_export: bool = False  # an .onnx that a Unity engine would refuse or warn about stops the run
     # The environments.
     worker_id: int = 0
     base_port: int = 5005

@@ -35,7 +35,7 @@ from runner.run_paths import RunPaths
 from runner.stopping import shielded
 from runner.timers import Timers
 from trainers.export.frozen_graph import contract_inputs, export_graph, write_atomically
-from trainers.export.onnx_model import export_onnx, onnx_file_stem
+from trainers.export.onnx_model import ModelCheckError, export_onnx, onnx_file_stem
 from trainers.flat_adam import OPTIMIZER_STATE
 from trainers.tf_utils import tf
 from trainers.trainer.base import Trainer, UnityTrainerException
@@ -56,10 +56,14 @@ class RunSaver:
     :param keep_checkpoints: how many checkpoints to keep.
     :param timers: the run's timers, written to ``timers.json`` with each save.
     :param seed: recorded in each checkpoint's state.
+    :param strict_export: an ONNX file that a Unity engine would refuse or warn about stops the run
+        (``--strict-export``) instead of being a warning in the log.
     """
 
-    def __init__(self, sess, paths: RunPaths, env_name: str, keep_checkpoints: int, timers: Timers, seed: int):
+    def __init__(self, sess, paths: RunPaths, env_name: str, keep_checkpoints: int, timers: Timers, seed: int,
+                 strict_export: bool = False):
         self.sess = sess
+        self.strict_export = strict_export
         self.paths = paths
         self.model_path = paths.checkpoint_dir
         self.env_name = env_name
@@ -330,9 +334,9 @@ class RunSaver:
             for t in trainers.values():
                 folder = self.paths.step_onnx_dir(t.brain_name) if suffix else self.paths.export_dir
                 os.makedirs(folder, exist_ok=True)
-                paths += export_onnx(self.sess, [t], folder, suffix=suffix)
+                paths += export_onnx(self.sess, [t], folder, suffix=suffix, strict=self.strict_export)
             return paths
-        except OSError:  # a full disk is not the converter's fault: the run must stop
+        except (OSError, ModelCheckError):  # a full disk, or --strict-export refusing the model: the run stops
             raise
         except Exception as e:  # the .bytes export stands on its own; say why ONNX is missing
             logger.error("The ONNX export failed (%s: %s); the .bytes export is not affected.", type(e).__name__, e)

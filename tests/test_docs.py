@@ -63,6 +63,12 @@ def _load(argv: List[str]) -> None:
     learn_hub.load_parser().parse_args(argv)
 
 
+def _check_model(argv: List[str]) -> None:
+    from trainers.export.model_check.cli import parser
+
+    parser().parse_args(argv)
+
+
 def _academy(argv: List[str]) -> None:
     from academy.__main__ import _parser
 
@@ -78,6 +84,8 @@ PARSERS: Dict[Tuple[str, ...], Callable[[List[str]], None]] = {
     ("unityagents-tune",): _tune,
     ("unityagents-push-to-hf",): _push,
     ("unityagents-load-from-hf",): _load,
+    ("unityagents-check-model",): _check_model,
+    ("python", "-m", "trainers.export.model_check"): _check_model,
     ("python", "-m", "academy"): _academy,
 }
 #: A placeholder the pages write for a value (``<env>``, ``N``, ``PATH``): given to a parser as ``1``, which

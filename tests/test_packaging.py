@@ -63,8 +63,12 @@ def test_the_wheel_holds_the_shipped_files_and_the_front_ends(wheel):
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     for script in ("learn = learn:cli", "unityagents-learn = learn_r22:cli",
                    "unityagents-tune = unityagents_tune.cli:cli",
-                   "unityagents-push-to-hf = learn_hub:push_cli", "unityagents-load-from-hf = learn_hub:load_cli"):
+                   "unityagents-push-to-hf = learn_hub:push_cli", "unityagents-load-from-hf = learn_hub:load_cli",
+                   "unityagents-check-model = trainers.export.model_check.cli:cli"):
         assert script in text
+    tables = {n for n in names if n.startswith("trainers/export/model_check/") and n.endswith(".yaml")}
+    assert {"trainers/export/model_check/engines/sentis-2.1.yaml", "trainers/export/model_check/packages/"
+            "ml-agents-3.x.yaml", "trainers/export/model_check/hints.yaml"} <= tables, "the model check's tables"
 
 
 def test_shipped_file_finds_the_installed_copy_from_an_empty_folder(tmp_path, monkeypatch):

@@ -147,7 +147,8 @@ def _sensor_inputs(brain: BrainParameters, prefix: str, nodes: Dict[str, Any], i
     if vectors and prefix + "state" in nodes:
         state = vectors[0] if len(vectors) == 1 else tf.concat(vectors, axis=1, name="state_of_sensors")
         discrete_state = brain.state_space_type == "discrete"
-        input_map[f"{prefix}state:0"] = tf.cast(state, tf.int32) if discrete_state else state
+        # A discrete state is a whole number; Floor keeps Barracuda's Cast (a no-op there) exact.
+        input_map[f"{prefix}state:0"] = tf.cast(tf.floor(state), tf.int32) if discrete_state else state
     return batch
 
 

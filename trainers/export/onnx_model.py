@@ -59,10 +59,15 @@ Why each step:
   because Barracuda sends tf2onnx files with recurrent inputs to its legacy importer.
 * Every file is checked with ``onnx.checker`` and run once by onnxruntime at batch 1 on all-zero
   inputs (what Sentis does at load time) before it replaces the previous export atomically.
+* Every file is also checked against the importers of the engines the C# packages of ML-Agents
+  Release 19+ ship (:data:`trainers.export.model_check.EXPORT_ENGINES`): onnxruntime accepts what
+  Unity's importers refuse. A finding is a warning in the log naming the engine; with ``strict`` (the
+  run's ``--strict-export``) it is :class:`ModelCheckError` and the file is not written.
 """
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -70,6 +75,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from trainers.export.frozen_graph import contract_inputs, freeze
+from trainers.export.model_check import EXPORT_ENGINES, check_model
 from trainers.export.onnx_contract import CONTINUOUS_CLIP, MODEL_VERSION, contract_graph
 from trainers.export.onnx_loop import unroll_single_step
 from trainers.trainer.base import UnityTrainerException
@@ -80,6 +86,12 @@ DEFAULT_OPSET = 9
 PRODUCER_NAME = "unityagents"
 #: Outputs of the frozen graph (relative to the brain's scope) worth exporting when they exist.
 OPTIONAL_OUTPUTS = ("action_probs", "value_estimate", "recurrent_out", "continuous_action", "discrete_action")
+
+logger = logging.getLogger("unityagents")
+
+
+class ModelCheckError(UnityTrainerException):
+    """An export that an engine of ML-Agents' C# packages would refuse or warn about, with ``strict`` on."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +122,7 @@ def onnx_file_stem(brain_name: str) -> str:
 
 
 def export_onnx(sess: Any, trainers: Iterable[Any], model_path: str, opset: int = DEFAULT_OPSET,
-                suffix: str = "") -> List[str]:
+                suffix: str = "", strict: bool = False) -> List[str]:
     """Write ``<model_path>/<Brain><suffix>.onnx`` for every exporting trainer; return the paths written.
 
     The controller writes ``<Brain>.onnx`` at the end of a run and ``<Brain>-<step>.onnx`` beside
@@ -119,16 +131,35 @@ def export_onnx(sess: Any, trainers: Iterable[Any], model_path: str, opset: int 
     ``trainers`` are Trainer objects (or :class:`OnnxExportSpec`): anything with ``brain``
     (BrainParameters), ``brain_name``, ``graph_scope`` (None = exports nothing, as the ghost) and
     ``export_nodes()``. Each file is written to a temporary name, checked, then renamed, so an
-    interrupted export never leaves a truncated model where Unity would pick it up.
+    interrupted export never leaves a truncated model where Unity would pick it up. Each model is
+    checked against the Unity engines first (:func:`check_export`; ``strict``: a finding is an error).
     """
     paths = []
     for trainer in trainers:
         if getattr(trainer, "graph_scope", None) is None or not trainer.export_nodes():
             continue
         model = convert_brain(sess, trainer, opset=opset)
-        name = onnx_file_stem(trainer.brain_name)
-        paths.append(write_model_atomically(model, os.path.join(model_path, f"{name}{suffix}.onnx")))
+        path = os.path.join(model_path, f"{onnx_file_stem(trainer.brain_name)}{suffix}.onnx")
+        check_export(model, path, strict)
+        paths.append(write_model_atomically(model, path))
     return paths
+
+
+def check_export(model: Any, path: str, strict: bool = False, engines: Sequence[str] = tuple(EXPORT_ENGINES)) -> int:
+    """Check ``model`` (to be written at ``path``) against ``engines``; log each finding as a warning naming
+    the engine and return how many there were, or, with ``strict``, raise :class:`ModelCheckError` naming them.
+    Notes (e.g. an op a GPU worker runs on the CPU) are neither."""
+    report = check_model(model, engines, path=path)
+    problems = [f for v in report.verdicts for f in v.problems()]
+    if strict and problems:
+        raise ModelCheckError(
+            f"The ONNX export {path} would not load cleanly in Unity ({len(problems)} finding(s)): "
+            + "; ".join(f"{f.engine}: {f.line()}" for f in problems[:5]) + (" ..." if len(problems) > 5 else "")
+            + ". It was not written (--strict-export); run without it to export anyway, or check the file with "
+              "unityagents-check-model.")
+    for f in problems:
+        logger.warning("%s, %s: %s", os.path.basename(path), f.engine, f.line())
+    return len(problems)
 
 
 def convert_brain(sess: Any, trainer: Any, opset: int = DEFAULT_OPSET):
@@ -268,4 +299,5 @@ def spec_for(brain: BrainParameters, graph_scope: str, output_nodes: Optional[Se
 
 
 __all__ = ["MODEL_VERSION", "DEFAULT_OPSET", "CONTINUOUS_CLIP", "OnnxExportSpec", "export_onnx", "convert_brain",
+           "check_export", "ModelCheckError",
            "unroll_single_step", "smoke_test", "zero_inputs", "write_model_atomically", "spec_for"]
