@@ -191,7 +191,7 @@ class TrainerController:
         ``--initialize-from``); the teams of a self-play behaviour share their learner's."""
         done = set()
         for name, t in self.trainers.items():
-            path, scope = t.trainer_parameters.get("init_path"), t.graph_scope
+            path, scope = getattr(t.settings, "init_path", None), t.graph_scope
             if path and scope is not None and scope not in done:
                 done.add(scope)
                 self.files.initialize_behaviour(team_base(name), scope, path)
@@ -561,7 +561,7 @@ def _output_rows(outputs: Any, lo: int, hi: int, n: int) -> Any:
 
 def threaded(t: Trainer) -> bool:
     """Whether ``t`` updates while the environments simulate (its ``threaded`` setting)."""
-    return bool(getattr(t, "hp", {}).get("threaded", False))
+    return bool(getattr(getattr(t, "settings", None), "threaded", False))
 
 
 def _deciding(info: BrainInfo) -> int:

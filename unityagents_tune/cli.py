@@ -100,13 +100,13 @@ def _int_option(options: Dict[str, Any], flag: str, low: int = 1) -> int:
 
 def prepare(options: Dict[str, Any]) -> Plan:
     """Read and check the run config and the sweep against each other; refuse before any trial starts."""
-    import learn_r22
     from runner.options import shipped_file
+    from runner.settings import release22
     from trainers.trainer.registry import load_registry
 
     registry = load_registry()
     config_path = shipped_file(options["<run_config>"])
-    raw = learn_r22.read_yaml(config_path)
+    raw = release22.read_yaml(config_path)
     sweep = read(shipped_file(options["<sweep_file>"]))
     for flag, low in (("--num-envs", 1), ("--base-port", 1), ("--cpus-per-trial", 1)):
         _int_option(options, flag, low)
@@ -116,14 +116,14 @@ def prepare(options: Dict[str, Any]) -> Plan:
                          "built-in scene> (every trial runs it).")
     if os.path.exists(env):
         env = os.path.abspath(env)
-    run, *_ = learn_r22.load(config_path, {"--env": env}, None, registry)
+    run, *_ = release22.load(config_path, {"--env": env}, None, registry)
 
     def load(config: Dict[str, Any]) -> None:
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "trial.yaml")
             with open(path, "w", encoding="utf-8") as f:
                 yaml.safe_dump(config, f)
-            learn_r22.load(path, {"--env": env}, None, registry)
+            release22.load(path, {"--env": env}, None, registry)
 
     sweep.check(raw, run.as_dict(), load)
     max_steps = sweep.budget.max_steps or max(int(float(b.settings["max_steps"])) for b in run.behaviors.values())
@@ -188,7 +188,7 @@ def with_checkpoint_interval(raw: Dict[str, Any], resolved: Dict[str, Any], inte
 
 def dry_run_text(plan: Plan) -> str:
     """Each trial's resolved run config as ``unityagents-learn`` would run it (the first draws of the search)."""
-    import learn_r22
+    from runner.settings import release22
     from trainers.trainer.registry import load_registry
 
     registry, rng = load_registry(), random.Random(plan.seed)
@@ -210,12 +210,12 @@ def dry_run_text(plan: Plan) -> str:
             path = os.path.join(folder, "trial.yaml")
             with open(path, "w", encoding="utf-8") as f:
                 yaml.safe_dump(config, f)
-            run, _, params, _, _ = learn_r22.load(path, {"--env": plan.env}, None, registry)
+            run, _, params, _, _ = release22.load(path, {"--env": plan.env}, None, registry)
         name = trial_name(index)
         port = context.base_port + index * 4 * context.num_envs
         lines.append(f"--- # {name}: {', '.join(f'{k}={v!r}' for k, v in values.items())}; results "
                      f"{os.path.join(plan.trials_dir, name)}, ports from {port}")
-        lines.append(learn_r22.resolved_yaml(run, params).rstrip("\n"))
+        lines.append(release22.resolved_yaml(run, params).rstrip("\n"))
     return "\n".join(lines) + "\n"
 
 

@@ -204,7 +204,7 @@ def test_sac_goes_through_the_trainer_registry(tmp_path):
         learn_r22.load(write(tmp_path / "sac.yaml", text), options, None, registry)
     registry.register("sac", registry.get("ppo"))  # a stand-in: the name reaches the registered class
     run = learn_r22.load(write(tmp_path / "sac.yaml", text), options, None, registry)[0]
-    assert [b.block["trainer"] for b in run.behaviors.values()] == ["sac"]
+    assert [b.brain.parameters["trainer"] for b in run.behaviors.values()] == ["sac"]
     # hyperparameters: holds that class's own declared keys, checked as its flat block would be
     with pytest.raises(RunConfigError) as error:
         learn_r22.load(write(tmp_path / "sac.yaml", text.replace("{batch_size: 64}", "{batch_size: 64, tau: 0.1}")),

@@ -24,7 +24,7 @@ class TrainerSummaries:
     """Recording and writing summaries; the ``Trainer`` sets up the state it reads in ``__init__``.
 
     It reads ``stats`` (under ``_stats_lock``), ``episode_rewards``, ``episodes_completed``, ``step``, ``brain_name``,
-    ``trainer_parameters`` (``summary_path``, ``summary_freq``), ``sess``, ``is_training`` and
+    ``_context.summary_path``, ``settings.summary_freq``, ``sess``, ``is_training`` and
     ``get_max_steps``.
     """
 
@@ -35,7 +35,7 @@ class TrainerSummaries:
             from trainers.stats import StatsReporter, WriterContext
 
             self._stats_reporter = StatsReporter.for_trainer(WriterContext(
-                self.brain_name, self.trainer_parameters.get("summary_path"), self.sess, self.is_training))
+                self.brain_name, self._context.summary_path, self.sess, self.is_training))
         return self._stats_reporter
 
     def add_stat(self, key: str, value: float, aggregation: Optional[str] = None) -> None:
@@ -67,7 +67,7 @@ class TrainerSummaries:
 
     def _summary_due(self) -> bool:
         """True once per ``summary_freq`` agent steps."""
-        freq = int(self.trainer_parameters.get("summary_freq", 10000))
+        freq = int(self.settings.summary_freq)
         return self.step // freq > self._last_summary_step // freq
 
     @property
