@@ -79,12 +79,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def make_build(folder: str, frame_time_ms: float) -> str:
-    """An executable that starts the built-in 3DBall as a modern Unity player would be started."""
-    path = os.path.join(folder, "Ball3D.x86_64")
+def make_build(folder: str, frame_time_ms: float, scene: str = "3DBall") -> str:
+    """An executable that starts a built-in scene (3DBall unless named) as a modern Unity player would be started."""
+    path = os.path.join(folder, "Ball3D.x86_64" if scene == "3DBall" else f"{scene}.x86_64")
     extra = f" --frame-time-ms {frame_time_ms}" if frame_time_ms else ""
     with open(path, "w") as f:
-        f.write(f"#!/bin/sh\ncd {ROOT!s} && exec {sys.executable} -m academy 3DBall{extra} \"$@\"\n")
+        f.write(f"#!/bin/sh\ncd {ROOT!s} && exec {sys.executable} -m academy {scene}{extra} \"$@\"\n")
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return path
 
