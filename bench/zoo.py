@@ -20,7 +20,11 @@ markdown table (the mean over seeds; ``--table FILE`` also writes it), and with 
 per scene of seed 0's two runs (``bench/plot_runs.py``: reward against agent-steps and wall time)::
 
     python bench/zoo.py [--scenes ppo/Basic ppo/GridWorld ...] [--seeds 3] [--budget 600]
-        [--mlagents PATH] [--plots docs/images] [--table zoo.md]
+        [--mlagents PATH] [--plots docs/images] [--keep DIR] [--table zoo.md]
+
+``--keep DIR`` keeps seed 0's TensorBoard events (``DIR/ours-<trainer>-<scene>``,
+``DIR/mlagents-learn-<trainer>-<scene>``); where matplotlib is missing, the script prints the
+``bench/plot_runs.py`` line that draws them later.
 
 ``--list`` prints the scenes, their settings' source and targets. Targets are those of the issue's
 table and ML-Agents' own example results; SoccerTwos learns by self-play (its mean reward stays near
@@ -194,17 +198,33 @@ def table(results: Dict[str, Dict[str, List[Dict]]], with_theirs: bool) -> str:
     return "\n".join(lines)
 
 
-def plot(key: str, folders: Dict[str, str], out_dir: str) -> None:
-    """Seed 0's runs of one scene, one PNG; a run without events is named and left out."""
+def plot(key: str, folders: Dict[str, str], out_dir: Optional[str], keep: Optional[str]) -> None:
+    """Seed 0's runs of one scene: kept under ``keep`` (``<label>-<trainer>-<scene>``) and drawn into one PNG
+    under ``out_dir``; a run without events is named and left out, and without matplotlib one line says
+    how to draw the kept runs later."""
     runs = {}
     for label, root in folders.items():
         try:
-            runs[label] = event_folder(root)
+            found = event_folder(root)
         except SystemExit as e:
             print(f"# plot {key}: {label} left out: {e}")
-    if runs:
-        out = os.path.join(out_dir, f"zoo-{key.replace('/', '-')}.png")
-        draw(runs, out, f"{key}: ML-Agents' Release 22 settings, over gRPC, seed 0")
+            continue
+        if keep:
+            kept = os.path.join(keep, f"{label.split()[0]}-{key.replace('/', '-')}")
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.copytree(found, kept)
+            found = kept
+        runs[label] = found
+    if not runs or not out_dir:
+        return
+    out = os.path.join(out_dir, f"zoo-{key.replace('/', '-')}.png")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print(f"# plot {key}: no matplotlib here (pip install matplotlib); with --keep, draw it later: python "
+              f"bench/plot_runs.py --out {out} " + " ".join(f"'{k}={v}'" for k, v in runs.items()))
+        return
+    draw(runs, out, f"{key}: ML-Agents' Release 22 settings, over gRPC, seed 0")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -218,6 +238,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="Unity's mlagents-learn 1.1.0 (default: the one on PATH)")
     p.add_argument("--ours-only", action="store_true", help="skip Unity's trainer")
     p.add_argument("--plots", metavar="DIR", help="one PNG per scene of seed 0's runs, zoo-<trainer>-<scene>.png")
+    p.add_argument("--keep", metavar="DIR", help="keep seed 0's TensorBoard events here, <trainer>-<scene> per run")
     p.add_argument("--table", metavar="FILE", help="also write the markdown table here")
     p.add_argument("--list", action="store_true", help="print the zoo and exit")
     args = p.parse_args(argv)
@@ -232,8 +253,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not mlagents and not args.ours_only:
         print("mlagents-learn not found (no --mlagents, none on PATH): running ours only; "
               "bench/vs_mlagents.py says how to install it.")
-    if args.plots:
-        os.makedirs(args.plots, exist_ok=True)
+    for folder in (args.plots, args.keep):
+        if folder:
+            os.makedirs(folder, exist_ok=True)
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs; "
           f"budget {args.budget:g} s per run; seeds {args.seeds}", flush=True)
     results: Dict[str, Dict[str, List[Dict]]] = {}
@@ -261,8 +283,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                     if seed == 0:
                         folders[("ours (learn_r22.py)" if who == "ours" else "mlagents-learn 1.1.0")] = \
                             os.path.join(scratch, run_id)
-            if args.plots:
-                plot(key, folders, args.plots)
+            if args.plots or args.keep:
+                plot(key, folders, args.plots, args.keep)
     text = table(results, bool(mlagents))
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n\n{text}")
     if args.table:
