@@ -362,15 +362,16 @@ def print_table(args, results, limit) -> None:
           f"{args.frame_time_ms:g} ms frames"
           + (f" (limit {limit:,.0f} agent-steps/s per environment)" if limit else "") + f", {args.seconds:g} s windows")
     print("| trainer | N | agent-steps/s | x N = 1 | of limit | trainer CPU us / agent-step | trainer CPU, cores | "
-          "scenes CPU, cores | trainer RSS MiB | all RSS MiB |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "scenes CPU, cores | scenes CPU us / agent-step | trainer RSS MiB | all RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for who in ("ours", "theirs"):
         base = results[who].get(min(results[who]) if results[who] else None)
         for n, r in sorted(results[who].items()):
             share = f"{r['rate'] / (limit * n):.0%}" if limit else "-"
             print(f"| {who} | {n} | {r['rate']:,.0f} | {r['rate'] / base['rate']:.2f} | {share} | "
                   f"{1e6 * r['cpu_trainer'] / r['steps']:.0f} | {r['cpu_trainer'] / r['wall']:.2f} | "
-                  f"{r['cpu_scenes'] / r['wall']:.2f} | {_mib(r['rss_trainer'])} | {_mib(r['rss_all'])} |")
+                  f"{r['cpu_scenes'] / r['wall']:.2f} | {1e6 * r['cpu_scenes'] / r['steps']:.0f} | "
+                  f"{_mib(r['rss_trainer'])} | {_mib(r['rss_all'])} |")
     if results["theirs"]:
         print("\n| N | ours / theirs, agent-steps/s | trainer CPU per agent-step, ours / theirs | "
               "trainer RSS, ours / theirs |")
