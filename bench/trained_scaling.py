@@ -168,6 +168,7 @@ ROLES = (
     ("environment threads (receive, decode)", ("unityagents-env",)),
     ("gRPC handler threads", ("unityagents-grpc",)),
     ("gRPC serve threads", ("(_serve)",)),
+    ("background update thread", ("trainer-update",)),
 )
 
 
@@ -253,6 +254,7 @@ def run_one(cmd: List[str], cwd: str, seconds: float, timeout: float, profile: O
     if profile and len(threads_at) == 2 and os.path.exists(profile):
         result["threads"] = role_cpu(threads_at[0], threads_at[1], roles)
         result["parts"] = split_profile(profile)
+        result["update_thread"] = session_share(profile, "trainer-update")
     return result
 
 
@@ -278,6 +280,20 @@ def split_profile(path: str) -> Dict[str, float]:
                 counts[f"{part}: Session.run"] += int(n)
     total = sum(v for k, v in counts.items() if ": " not in k) or 1.0
     return {k: v / total for k, v in counts.items()}
+
+
+def session_share(path: str, thread: str) -> Optional[float]:
+    """Share of ``thread``'s samples (py-spy's raw output; its name's prefix) inside ``Session.run``;
+    None when it was never sampled (no ``threaded`` trainer)."""
+    inside = total = 0
+    with open(path) as f:
+        for line in f:
+            stack, _, n = line.rstrip("\n").rpartition(" ")
+            if not n.isdigit() or f": {thread}" not in stack.split(";", 1)[0]:
+                continue
+            total += int(n)
+            inside += int(n) if SESSION_RUN in stack else 0
+    return inside / total if total else None
 
 
 def ours_cmd(config: str, n: int, frame_ms: float, scratch: str, seed: int = 0, scene: str = "3DBall") -> List[str]:
@@ -398,6 +414,9 @@ def print_table(args, results, limit) -> None:
         for n, r in profiled.items():
             main_cpu = 1e6 * r["threads"].get("main loop", 0.0) / r["steps"]
             print(f"| {n} | " + " | ".join(f"{main_cpu * r['parts'].get(k, 0.0):.1f}" for k in names) + " |")
+        for n, r in profiled.items():
+            if r.get("update_thread") is not None:
+                print(f"N = {n}: the background update thread's samples are {r['update_thread']:.0%} in Session.run")
 
 
 if __name__ == "__main__":
