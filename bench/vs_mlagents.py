@@ -43,6 +43,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Dict, List, Optional, Tuple
 
@@ -123,11 +124,15 @@ def timed_run(cmd: List[str], cwd: str, pattern: re.Pattern, target: float,
     it run to its own end; the figures are still those of the first summary at the target).
 
     The run gets a process group of its own, and the whole group is stopped: a trainer stopped
-    alone would leave the scene it launched (and a launcher's child trainer) running.
+    alone would leave the scene it launched (and a launcher's child trainer) running. A watchdog
+    stops it at ``timeout`` even when it prints nothing.
     """
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
+    watchdog = threading.Timer(timeout, _signal_group, (proc.pid, signal.SIGTERM))
+    watchdog.daemon = True
+    watchdog.start()
     rows: List[Tuple[int, float, float]] = []
     tail: List[str] = []
     try:
@@ -141,6 +146,7 @@ def timed_run(cmd: List[str], cwd: str, pattern: re.Pattern, target: float,
             if time.monotonic() - start > timeout:
                 break
     finally:
+        watchdog.cancel()
         _signal_group(proc.pid, signal.SIGTERM)
         try:
             proc.wait(30)
