@@ -16,7 +16,7 @@ import yaml
 from runner.checkpoints import write_text_atomically
 from runner.run_paths import RunPaths
 from runner.settings.trainer_config import BrainSettings
-from trainers.trainer.base import Trainer, UnityTrainerException
+from trainers.trainer.base import Trainer, TrainerContext, UnityTrainerException
 from unityagents.brain import BrainParameters, team_base
 
 
@@ -53,13 +53,11 @@ def build_trainers(sess, brains: Mapping[str, BrainParameters], external_brain_n
 def _trainer(sess, brains, s: BrainSettings, settings: Dict[str, BrainSettings], paths: RunPaths, n_ext: int,
              train: bool, seed: int) -> Trainer:
     scope = graph_scope_for(s.brain_name, n_ext)
-    summary = paths.summary_dir(s.brain_name, scope)
-    params = dict(s.parameters, graph_scope=scope, summary_path=summary)
-    copied = params.get("brain_to_copy")
-    if copied is not None:
-        params["original_brain_parameters"] = dict(settings[copied].parameters,
-                                                   graph_scope=graph_scope_for(copied, n_ext))
-    return s.trainer_class(sess, brains, s.brain_name, params, train, seed=seed)
+    copied = s.parameters.get("brain_to_copy")
+    context = TrainerContext(scope, paths.summary_dir(s.brain_name, scope),
+                             None if copied is None else settings[copied].parameters,
+                             "" if copied is None else graph_scope_for(copied, n_ext))
+    return s.trainer_class(sess, brains, s.brain_name, s.parameters, train, seed=seed, context=context)
 
 
 def _team_trainers(sess, brains, s: BrainSettings, settings: Dict[str, BrainSettings], paths: RunPaths,
@@ -77,12 +75,12 @@ def _team_trainers(sess, brains, s: BrainSettings, settings: Dict[str, BrainSett
             f"{s.brain_name}, but the teams of one behaviour train together. Give the settings once, under "
             f"'{base}', or the same self_play block to every team.")
     scope = graph_scope_for(base, max(n_ext, 2))
-    params = dict(s.parameters, graph_scope=scope, summary_path=paths.summary_dir(base, scope))
-    return build_team_trainers(sess, brains, teams, params, s.trainer_class, train, seed=seed)
+    context = TrainerContext(scope, paths.summary_dir(base, scope))
+    return build_team_trainers(sess, brains, teams, s.parameters, s.trainer_class, train, seed=seed, context=context)
 
 
 def write_resolved_parameters(trainers: Mapping[str, Trainer], path: str) -> None:
     """What this run actually used (every key, defaults included), for reproducing it."""
-    resolved = {name: dict(t.trainer_parameters) for name, t in trainers.items()}
+    resolved = {name: dict(t.parameters) for name, t in trainers.items()}
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_text_atomically(path, yaml.safe_dump(resolved, sort_keys=True))

@@ -56,7 +56,7 @@ def check_curriculum_between_resets(env, trainers: Mapping[str, Trainer], checke
     learner = next((t for t in trainers.values() if t.is_learner), None)
     if learner is None or env.curriculum.data is None:
         return checked_step
-    freq = int(learner.trainer_parameters.get("summary_freq", 10000))
+    freq = int(getattr(learner.settings, "summary_freq", 10000))
     if learner.get_step // freq <= checked_step // freq:
         return checked_step
     before = env.curriculum.lesson_number

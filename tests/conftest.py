@@ -225,9 +225,8 @@ def shipped_config_pair(flat_file: str, r22_file: str, behaviour: str, r22_behav
         flat = yaml.safe_load(f)[behaviour]
     with open(os.path.join(ROOT, r22_file)) as f:
         resolved = run_config.resolve(r22_file, yaml.safe_load(f), tuple(registry.names()))
-    block = resolved.behaviors[r22_behaviour or behaviour].block
-    return tuple(trainer_config_from_dict(name, {"B": b}, registry).settings_for("B").parameters
-                 for name, b in ((flat_file, flat), (r22_file, block)))
+    return (dict(trainer_config_from_dict(flat_file, {"B": flat}, registry).settings_for("B").parameters),
+            dict(resolved.behaviors[r22_behaviour or behaviour].brain.parameters))
 
 
 def listening_sockets():

@@ -1,32 +1,41 @@
 """ML-Agents Release 22's run config (``behaviors:``, ``hyperparameters:``, ``network_settings:`` ...).
 
-``load_run_config`` reads such a file, checks it against the Release 22 schema (every key, type
-and value), fills Release 22's defaults, and translates each behaviour into the flat per-brain
-block that ``trainer_configurations.yaml`` would hold. That block then goes through the same
-validation as ``learn.py``'s file (``runner.settings.trainer_config.trainer_config_from_dict``), so both front
-ends build the same trainers from the same settings.
+``resolve`` checks such a file (merged with the command line by ``runner.settings.release22``) once,
+against the Release 22 schema and each trainer's and reward signal's own declarations, fills
+Release 22's defaults (``RunConfig.as_dict`` is configuration.yaml), and reads each behaviour
+straight into the settings ``learn.py``'s reader produces (``runner.settings.trainer_config.BrainSettings``):
+each declared key taken from where Release 22 places it.
 
 Three kinds of key are told apart, and none is silently dropped:
 
-* a key of the schema that this project implements: translated;
+* a key of the schema that this project implements: read into the trainer's settings;
 * a key of the schema that it does not implement (a ``memory`` for a trainer without one,
   a trainer type that is not registered, ...): an error naming the key path and the feature that is missing,
   unless its value is the one that changes nothing;
 * any other key: an error with a did-you-mean.
-
-The precedence of the command line over the file is applied by the caller (``learn_r22``, the
-``unityagents-learn`` front end) before ``resolve`` runs: ``resolve`` gets the merged dict.
 """
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, Dict, List, Mapping, Optional
 
+from runner.settings.trainer_config import BrainSettings, brain_settings, check_upper_bound
 from trainers.ghost.self_play import validate_self_play
 from trainers.imitation.bc import BC_PARAMETERS
 from trainers.reward_signals import SIGNALS
-from trainers.settings.schema import Param, TrainerConfigError, check_block, did_you_mean, key_path, positive
+from trainers.settings.schema import (
+    Coercer,
+    Follows,
+    Param,
+    TrainerConfigError,
+    check_block,
+    coerce_value,
+    did_you_mean,
+    key_path,
+    positive,
+)
 
 
 class RunConfigError(TrainerConfigError):
@@ -61,8 +70,8 @@ def hyperparameters_schema(trainer_type: str, cls: Any) -> Schema:
     """The ``hyperparameters:`` block of ``trainer_type``: the keys its class declares (``hyperparameters``)
     that Release 22 does not place elsewhere, with the class's ``release22_defaults`` where Release 22's differ."""
     schema = {k: p for k, p in cls.hyperparameters.items() if k not in OUTSIDE_HYPERPARAMETERS}
-    for key, default in getattr(cls, "release22_defaults", {}).items():
-        schema[key] = replace(schema[key], default=default)
+    for key, default in getattr(cls, "release22_defaults", {}).items():  # Follows: filled in after the check
+        schema[key] = replace(schema[key], default=None if isinstance(default, Follows) else default)
     schema.update(NOT_BUILT_HYPERPARAMETERS.get(trainer_type, {}))
     return schema
 
@@ -72,6 +81,8 @@ NETWORK: Schema = {"normalize": Param(bool, False), "hidden_units": Param(int, 1
                    "goal_conditioning_type": Param(str, "hyper", choices=("hyper", "none")),
                    "deterministic": Param(bool, False)}
 MEMORY: Schema = {"sequence_length": Param(int, 64), "memory_size": Param(int, 128)}
+#: The keys of ``network_settings`` that a trainer declares under the same name.
+NETWORK_KEYS = ("normalize", "hidden_units", "num_layers", "vis_encode_type")
 #: A signal's declared keys that Release 22 places in the signal's ``network_settings``, and their names there.
 SIGNAL_NETWORK = {"encoding_size": "hidden_units", "num_layers": "num_layers", "normalize": "normalize"}
 
@@ -125,9 +136,31 @@ HARMLESS = {"hyperparameters.shared_critic": False,
             "checkpoint_settings.load_model": False}
 
 
-def check(path: str, where: str, block: Any, schema: Schema, what: str) -> Dict[str, Any]:
+def check(path: str, where: str, block: Any, schema: Schema, what: str,
+          coerce: Optional[Coercer] = None) -> Dict[str, Any]:
     """``check_block`` of one block of the run config, named by its key path (``behaviors.X.self_play``)."""
-    return check_block(key_path(path, where), block, schema, what, error=RunConfigError)
+    return check_block(key_path(path, where), block, schema, what, error=RunConfigError, coerce=coerce)
+
+
+def bounded_as_declared(declared: Mapping[str, Param]) -> Coercer:
+    """The coercion of a behaviour's keys: each checked as its schema says, and a key the trainer
+    declares also against its sane maximum (``runner.settings.trainer_config.SANE_MAXIMUM``)."""
+    def coerce(where: str, key: str, value: Any, param: Param) -> Any:
+        converted = coerce_value(where, value, param, RunConfigError)
+        if key in declared and isinstance(converted, (int, float)) and not isinstance(converted, bool):
+            check_upper_bound(where, key, value, converted, declared[key].kind, RunConfigError)
+        return converted
+    return coerce
+
+
+def declared_as(schema: Schema, declared: Mapping[str, Param], keys) -> Schema:
+    """``schema`` with each of ``keys`` that the trainer declares checked as it declares it, with
+    Release 22's default: one declaration for the key in both formats."""
+    out = dict(schema)
+    for key in keys:
+        if key in declared:
+            out[key] = replace(declared[key], default=schema[key].default, required=False)
+    return out
 
 
 def deep_update(base: Dict[str, Any], update: Mapping[str, Any]) -> Dict[str, Any]:
@@ -143,11 +176,11 @@ def deep_update(base: Dict[str, Any], update: Mapping[str, Any]) -> Dict[str, An
 
 @dataclass
 class Behavior:
-    """One resolved behaviour: its Release 22 settings and the flat block the trainers get."""
+    """One resolved behaviour: its Release 22 settings (configuration.yaml) and its trainer's settings."""
 
     name: str
     settings: Dict[str, Any]
-    block: Dict[str, Any]
+    brain: BrainSettings
 
 
 @dataclass
@@ -159,6 +192,8 @@ class RunConfig:
     behaviors: Dict[str, Behavior] = field(default_factory=dict)
     default_settings: Optional[Dict[str, Any]] = None
     warnings: List[str] = field(default_factory=list)
+    #: The settings of a behaviour the config does not list (``default_settings``, else Release 22's).
+    default_brain: Optional[BrainSettings] = None
 
     def as_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"default_settings": self.default_settings,
@@ -166,17 +201,9 @@ class RunConfig:
         out.update(self.sections)
         return out
 
-    def flat_config(self) -> Dict[str, Any]:
-        """What ``trainer_configurations.yaml`` would hold for this run."""
-        flat: Dict[str, Any] = {"default": self.default_block or {}}
-        flat.update({name: b.block for name, b in self.behaviors.items()})
-        return flat
-
-    default_block: Optional[Dict[str, Any]] = None
-
 
 def resolve(path: str, raw: Any, registered: Any = None) -> RunConfig:
-    """Check the merged dict (file plus command line) and translate it; raise ``RunConfigError``.
+    """Check the merged dict (file plus command line) and read each behaviour's settings; raise ``RunConfigError``.
 
     :param registered: the trainer registry (``trainers.trainer.registry``), whose classes declare
         each ``trainer_type``'s hyperparameters; a tuple of names or None loads the installed one.
@@ -211,13 +238,11 @@ def resolve(path: str, raw: Any, registered: Any = None) -> RunConfig:
             _refuse_not_built(path, f"{section}.{key}", f"{section}.{key}", value)
     config = RunConfig(path, sections)
     default = top["default_settings"]
+    # A behaviour the config does not list trains with default_settings, else with Release 22's defaults.
+    default_settings = _trainer_settings(path, "default_settings", default or {}, registered, config.warnings)
     if default is not None:
-        config.default_settings = _trainer_settings(path, "default_settings", default, registered, config.warnings)
-        config.default_block = translate(path, "default_settings", config.default_settings, registered)
-    else:  # a behaviour the config does not list trains with Release 22's defaults
-        config.default_block = translate(path, "default_settings",
-                                         _trainer_settings(path, "default_settings", {}, registered, config.warnings),
-                                         registered)
+        config.default_settings = default_settings
+    config.default_brain = _brain(path, "default", "default_settings", default_settings, registered)
     behaviors = top["behaviors"] or {}
     for name, block in behaviors.items():
         where = f"behaviors.{name}"
@@ -225,13 +250,15 @@ def resolve(path: str, raw: Any, registered: Any = None) -> RunConfig:
             raise RunConfigError(f"{path}: {where}: expected a mapping of trainer settings, got {block!r}.")
         merged = deep_update(default, block or {}) if default is not None else (block or {})
         settings = _trainer_settings(path, where, merged, registered, config.warnings)
-        config.behaviors[str(name)] = Behavior(str(name), settings, translate(path, where, settings, registered))
+        name = str(name)
+        config.behaviors[name] = Behavior(name, settings, _brain(path, name, where, settings, registered))
     return config
 
 
 def _trainer_settings(path: str, where: str, block: Dict[str, Any], registry: Any,
                       warnings: List[str]) -> Dict[str, Any]:
-    """One TrainerSettings block, checked, with Release 22's defaults."""
+    """One TrainerSettings block, checked once, with Release 22's defaults: the keys its trainer
+    declares (in ``hyperparameters:``, ``network_settings:`` and the behaviour's own) as it declares them."""
     settings = check(path, where, block, TRAINER, "a behaviour's trainer settings")
     trainer_type = settings["trainer_type"]
     registered = tuple(registry.names())
@@ -250,17 +277,20 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registry: An
             f"{path}: {where}.trainer_type: {trainer_type!r} is a Release 22 trainer type that this project has "
             f"not built (registered trainer types: {', '.join(registered)}). Use trainer_type: ppo, or install a "
             "trainer plugin that registers it.")
-    hp_spec = hyperparameters_schema(trainer_type, registry.get(trainer_type))
-    hp = check(path, f"{where}.hyperparameters", settings["hyperparameters"], hp_spec,
-                     f"{trainer_type} hyperparameters")
-    for key in ("beta_schedule", "epsilon_schedule"):
-        if key in hp and hp[key] is None:
-            hp[key] = hp["learning_rate_schedule"]  # as Release 22: an omitted one follows the learning rate's
-    if hp.get("steps_per_update") is not None and "reward_signal_steps_per_update" in hp \
-            and hp["reward_signal_steps_per_update"] is None:
-        hp["reward_signal_steps_per_update"] = hp["steps_per_update"]
+    cls = registry.get(trainer_type)
+    declared = cls.hyperparameters
+    for key in ("max_steps", "summary_freq", "time_horizon"):
+        if key in declared:
+            check_upper_bound(key_path(path, where)(key), key, settings[key], settings[key], declared[key].kind,
+                              RunConfigError)
+    hp = check(path, f"{where}.hyperparameters", settings["hyperparameters"], hyperparameters_schema(trainer_type, cls),
+               f"{trainer_type} hyperparameters", coerce=bounded_as_declared(declared))
+    for key, default in getattr(registry.get(trainer_type), "release22_defaults", {}).items():
+        if isinstance(default, Follows) and hp.get(key) is None:
+            hp[key] = hp[default.key]
     settings["hyperparameters"] = hp
-    settings["network_settings"] = _network(path, f"{where}.network_settings", settings["network_settings"])
+    settings["network_settings"] = _network(path, f"{where}.network_settings", settings["network_settings"],
+                                            declared=declared)
     signals = settings["reward_signals"]
     if signals is None:
         signals = {"extrinsic": {}}
@@ -304,13 +334,18 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registry: An
     return settings
 
 
-def _network(path: str, where: str, block: Any, memory_allowed: bool = True) -> Dict[str, Any]:
-    net = check(path, where, block, NETWORK, "network_settings")
+def _network(path: str, where: str, block: Any, memory_allowed: bool = True,
+             declared: Mapping[str, Param] = MappingProxyType({})) -> Dict[str, Any]:
+    """A ``network_settings`` block; the keys the trainer ``declared`` are checked as it declares them."""
+    coerce = bounded_as_declared(declared)
+    # vis_encode_type keeps Release 22's list of choices (the same encoders), for its did-you-mean.
+    net = check(path, where, block, declared_as(NETWORK, declared, NETWORK_KEYS[:3]), "network_settings", coerce)
     if net["memory"] is not None:
         if not memory_allowed:
             net["memory"] = None  # Release 22 drops it from reward signals' networks (with a warning)
         else:
-            net["memory"] = check(path, f"{where}.memory", net["memory"], MEMORY, "memory")
+            net["memory"] = check(path, f"{where}.memory", net["memory"], declared_as(MEMORY, declared, MEMORY),
+                                  "memory", coerce)
     return net
 
 
@@ -332,56 +367,67 @@ def _refuse_not_built(path: str, key: str, where: str, value: Any) -> None:
                              f"build. Remove the key (or set it to {_yaml(HARMLESS[key])}).")
 
 
-def translate(path: str, where: str, s: Dict[str, Any], registry: Any = None) -> Dict[str, Any]:
-    """The flat block of ``trainer_configurations.yaml`` that trains like these Release 22 settings.
+def _brain(path: str, name: str, where: str, s: Dict[str, Any], registry: Any) -> BrainSettings:
+    """The trainer's settings of one checked behaviour: every key its class declares, from where
+    Release 22 places it; then the checks that span keys, shared with ``learn.py``'s reader."""
+    cls = registry.get(s["trainer_type"])
+    params = declared_values(path, where, s, cls)
+    source = name if where.startswith("behaviors.") else "default"
+    return brain_settings(path, name, s["trainer_type"], cls, params, source)
 
-    :param registry: the trainer registry; its class of ``trainer_type`` says which shared keys it takes.
-    """
-    net, hp = s["network_settings"], s["hyperparameters"]
+
+def declared_values(path: str, where: str, s: Dict[str, Any], cls: Any) -> Dict[str, Any]:
+    """The values of ``cls``'s declared keys for the checked Release 22 settings ``s`` (their
+    declared defaults where Release 22 says nothing). A Release 22 key set away from its default
+    for a trainer that does not declare it is refused, naming its key path."""
+    declared = cls.hyperparameters
+    trainer_type, net, hp = s["trainer_type"], s["network_settings"], s["hyperparameters"]
     memory = net["memory"]
-    if memory is not None and s["trainer_type"] not in ("ppo", "sac") and (
-            s["trainer_type"] == "poca" or registry is None
-            or "use_recurrent" not in registry.get(s["trainer_type"]).hyperparameters):
-        raise RunConfigError(f"{path}: {where}.network_settings.memory: the {s['trainer_type']} trainer has no "
+    if memory is not None and trainer_type not in ("ppo", "sac") and (
+            trainer_type == "poca" or "use_recurrent" not in declared):
+        raise RunConfigError(f"{path}: {where}.network_settings.memory: the {trainer_type} trainer has no "
                              "recurrent policy here, so it cannot keep a memory. Remove the memory block, or use "
                              "trainer_type: ppo.")
-    for key in NOT_BUILT_HYPERPARAMETERS.get(s["trainer_type"], {}):
+    not_built = NOT_BUILT_HYPERPARAMETERS.get(trainer_type, {})
+    for key in not_built:
         if key in hp:
             _refuse_not_built(path, f"hyperparameters.{key}", f"{where}.hyperparameters.{key}", hp[key])
-    # The trainer's own keys as they are, then the shared ones it declares; a shared key that it does
-    # not declare goes through only when set away from Release 22's default, for its loader to refuse by name.
-    declared = registry.get(s["trainer_type"]).hyperparameters if registry is not None else {}
-    not_built = NOT_BUILT_HYPERPARAMETERS.get(s["trainer_type"], {})
-    block = {"trainer": s["trainer_type"], **{k: v for k, v in hp.items() if v is not None and k not in not_built}}
-    shared = dict(max_steps=float(s["max_steps"]), summary_freq=s["summary_freq"], time_horizon=s["time_horizon"],
-                  normalize=net["normalize"], hidden_units=net["hidden_units"], num_layers=net["num_layers"],
-                  threaded=s["threaded"])
-    defaults = {"max_steps": float(TRAINER["max_steps"].default), "summary_freq": TRAINER["summary_freq"].default,
-                "time_horizon": TRAINER["time_horizon"].default, "threaded": False,
-                **{k: NETWORK[k].default for k in ("normalize", "hidden_units", "num_layers")}}
-    block.update({k: v for k, v in shared.items() if k in declared or registry is None or v != defaults[k]})
+    values = {key: copy.deepcopy(param.default) for key, param in declared.items()}
+    values.update({k: v for k, v in hp.items() if v is not None and k not in not_built})
+    given: Dict[str, Any] = {  # declared key: (its Release 22 place, value, the value that asks for nothing)
+        "max_steps": ("max_steps", float(s["max_steps"]), float(TRAINER["max_steps"].default)),
+        "summary_freq": ("summary_freq", s["summary_freq"], TRAINER["summary_freq"].default),
+        "time_horizon": ("time_horizon", s["time_horizon"], TRAINER["time_horizon"].default),
+        "threaded": ("threaded", s["threaded"], False),
+        **{k: (f"network_settings.{k}", net[k], NETWORK[k].default) for k in NETWORK_KEYS},
+        "deterministic": ("network_settings.deterministic", net["deterministic"], False),
+        "init_path": ("init_path", s["init_path"], None),
+        "self_play": ("self_play", None if s["self_play"] is None else dict(s["self_play"]), None),
+        "behavioral_cloning": ("behavioral_cloning", None if s["behavioral_cloning"] is None else
+                               {k: v for k, v in s["behavioral_cloning"].items() if v is not None}, None),
+    }
     if memory is not None:  # an LSTM of memory_size floats per agent, trained on sequence_length steps
-        block.update(use_recurrent=True, memory_size=memory["memory_size"], sequence_length=memory["sequence_length"])
-    if s["init_path"] is not None:  # resolved and checked before the environment starts (learn_r22)
-        block["init_path"] = s["init_path"]
-    if net["deterministic"]:  # mean / most probable actions (the trainer's declaration refuses it if it has none)
-        block["deterministic"] = True
-    if s["self_play"] is not None:  # the same keys, checked and completed
-        block["self_play"] = dict(s["self_play"])
-    if net["vis_encode_type"] != "simple":  # the trainer's declaration refuses it if it has no such key
-        block["vis_encode_type"] = net["vis_encode_type"]
-    if s["behavioral_cloning"] is not None:  # the same keys; None leaves the trainer's default
-        block["behavioral_cloning"] = {k: v for k, v in s["behavioral_cloning"].items() if v is not None}
+        given.update(use_recurrent=("network_settings.memory", True, False),
+                     memory_size=("network_settings.memory.memory_size", memory["memory_size"], None),
+                     sequence_length=("network_settings.memory.sequence_length", memory["sequence_length"], None))
     signals = s["reward_signals"]
     extrinsic = signals.get("extrinsic")
     if list(signals) == ["extrinsic"] and extrinsic["strength"] == 1.0:
-        block["gamma"] = extrinsic["gamma"]  # the plain extrinsic reward: learn.py's flat gamma
-        return block
-    out: Dict[str, Any] = {}
-    for name, sig in signals.items():
-        entry = {k: v for k, v in sig.items() if k not in ("network_settings", "encoding_size") and v is not None}
-        for key in _network_keys(SIGNALS[name]):  # what the signal declares of its network, as it names it
-            entry[next(k for k, v in SIGNAL_NETWORK.items() if v == key)] = sig["network_settings"][key]
-        out[name] = entry
-    block["reward_signals"] = out
-    return block
+        given["gamma"] = ("reward_signals.extrinsic.gamma", extrinsic["gamma"], None)  # the plain extrinsic reward
+    else:
+        out: Dict[str, Any] = {}
+        for name, sig in signals.items():
+            entry = {k: v for k, v in sig.items() if k not in ("network_settings", "encoding_size") and v is not None}
+            for key in _network_keys(SIGNALS[name]):  # what the signal declares of its network, as it names it
+                entry[next(k for k, v in SIGNAL_NETWORK.items() if v == key)] = sig["network_settings"][key]
+            out[name] = entry
+        given["reward_signals"] = ("reward_signals", out, None)
+    for key, (place, value, harmless) in given.items():
+        if key in declared:
+            values[key] = value
+        elif value != harmless:
+            raise RunConfigError(
+                f"{path}: {where}.{place}: the {trainer_type} trainer does not take this setting ({key} is not "
+                f"among its keys: {', '.join(sorted(declared))}). Remove the key"
+                f"{'' if harmless is None else f' (or set it to {_yaml(harmless)})'}.")
+    return values

@@ -5,7 +5,8 @@ default key by key. A block may instead be a string, an alias (``TurretBrain: Ex
 use ExampleBrain's block). Each block selects its trainer with ``trainer: <name>`` or the seed's
 ``is_ghost: true`` / ``is_imitation: true``; PPO otherwise.
 
-Validation happens in two stages, both before any training step:
+Validation happens in two stages, both before any training step (Release 22's run config is
+read into the same ``BrainSettings`` by ``runner.settings.run_config``, sharing ``brain_settings``):
 
 1. ``load_trainer_config`` (before the environment is launched): the whole file, every block,
    against the ``hyperparameters`` each trainer class declares (unknown keys, types, ranges,
@@ -27,6 +28,7 @@ import dataclasses
 import difflib
 import logging
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
 
 import yaml
@@ -120,14 +122,15 @@ class StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-@dataclass
+@dataclass(frozen=True)
 class BrainSettings:
-    """The resolved settings of one brain: its trainer class and its hyperparameters."""
+    """The resolved settings of one brain, as either format's reader made them: its trainer class and
+    its checked settings (a read-only mapping of every key the class declares)."""
 
     brain_name: str
     trainer_type: str
     trainer_class: Type[Trainer]
-    parameters: Dict[str, Any]
+    parameters: Mapping[str, Any]
     from_block: str  # which YAML block they came from ('default' when the brain has none)
 
 
@@ -159,7 +162,7 @@ class TrainerConfig:
             return self.blocks[brain_name]
         if block_name is not None:
             block = self.blocks[block_name]
-            return dataclasses.replace(block, brain_name=brain_name, parameters=dict(block.parameters))
+            return dataclasses.replace(block, brain_name=brain_name)
         return _resolve(self.path, self.raw, brain_name, self.registry, use_default_only=True)
 
     def settings_for_environment(self, brains: Mapping[str, BrainParameters],
@@ -181,7 +184,8 @@ class TrainerConfig:
                 if isinstance(target, str) and target not in brains:
                     matches = [b for b in brains if team_base(b) == target]
                     if len(matches) == 1:
-                        settings.parameters[key] = matches[0]
+                        settings = dataclasses.replace(settings, parameters=MappingProxyType(
+                            {**settings.parameters, key: matches[0]}))
             try:
                 settings.trainer_class.check_environment(name, settings.parameters, brains, external_brain_names)
             except TrainerConfigError as e:
@@ -242,8 +246,9 @@ def load_trainer_config(path: str, registry: TrainerRegistry) -> TrainerConfig:
 
 
 def trainer_config_from_dict(path: str, raw: Any, registry: TrainerRegistry) -> TrainerConfig:
-    """Validate an already parsed file (``path`` names it in errors); the other front end's
-    translation (``runner.settings.run_config``) ends here too, so both are checked alike."""
+    """Validate an already parsed file (``path`` names it in errors). Each block is checked once
+    against its trainer's declarations; ``brain_settings`` then applies the checks that span keys,
+    which Release 22's reader (``runner.settings.run_config``) shares."""
     if raw is None:
         raise TrainerConfigError(
             f"{path}: the file is empty (or only comments); expected a mapping with a 'default:' block and "
@@ -350,6 +355,13 @@ def _resolve(path: str, raw: Dict[str, Any], name: str, registry: TrainerRegistr
     merged = {**{key: value for key, value in default.items() if key in declared}, **block}
     params = check_block(brain_key(f"{path}: brain {name!r}"), merged, declared, f"the {trainer_type} trainer",
                          unknown=f"hyperparameter for the {trainer_type} trainer", coerce=bounded)
+    return brain_settings(path, name, trainer_type, cls, params, source)
+
+
+def brain_settings(path: str, name: str, trainer_type: str, cls: Type[Trainer], params: Dict[str, Any],
+                   source: str) -> BrainSettings:
+    """One brain's settings from its checked block (either format's reader ends here): the checks that
+    span keys (the network's size, a brain naming itself, the trainer's ``check_parameters``)."""
     params["trainer"] = trainer_type
     _check_network_size(path, name, params)
     for key in ("brain_to_copy", "brain_to_imitate"):  # needs no scene, so found before the launch
@@ -358,10 +370,10 @@ def _resolve(path: str, raw: Dict[str, Any], name: str, registry: TrainerRegistr
                 f"{path}: brain {name!r}, key {key!r}: names the brain itself; a brain cannot learn from its "
                 "own policy. Name the other brain of the scene.")
     try:
-        cls.check_parameters(name, params)
+        checked = cls.check_parameters(name, dict(params))
     except TrainerConfigError as e:
         raise TrainerConfigError(f"{path}: {e}") from None
-    return BrainSettings(name, trainer_type, cls, params, source)
+    return BrainSettings(name, trainer_type, cls, MappingProxyType(params if checked is None else checked), source)
 
 
 def coerce(path: str, brain: str, key: str, value: Any, param: Param) -> Any:
@@ -374,18 +386,19 @@ def bounded(where: str, key: str, value: Any, param: Param) -> Any:
     """Check ``value`` against ``param`` (``coerce_value``), then against the key's sane maximum."""
     converted = coerce_value(where, value, param)
     if param.kind in (int, float) and isinstance(converted, (int, float)):
-        _check_upper_bound(where, key, value, converted, param.kind)
+        check_upper_bound(where, key, value, converted, param.kind)
     return converted
 
 
-def _check_upper_bound(where: str, key: str, value: Any, number: float, kind: type) -> None:
+def check_upper_bound(where: str, key: str, value: Any, number: float, kind: type,
+                      error: Type[TrainerConfigError] = TrainerConfigError) -> None:
     """Refuse a value past ``SANE_MAXIMUM[key]`` (or, for integers, past int32)."""
     bound, why = SANE_MAXIMUM.get(key, (None, ""))
     if bound is not None and number > bound:
-        raise TrainerConfigError(
+        raise error(
             f"{where}: must be at most {short_number(bound)} ({why}), got {value!r}. Use a smaller value.")
     if kind is int and abs(number) > INT_MAXIMUM:
-        raise TrainerConfigError(
+        raise error(
             f"{where}: must be at most {INT_MAXIMUM} in size (TensorFlow counts it in int32), got {value!r}. "
             "Use a smaller value.")
 

@@ -61,10 +61,8 @@ class EchoWorker(ScriptedWorker):
 
 
 class DeterministicTrainer(RecordingTrainer):
-    def __init__(self, brains, max_steps):
-        super().__init__(brains)
-        self.trainer_parameters["max_steps"] = max_steps
-        self.hp["max_steps"] = max_steps
+    def __init__(self, brains, max_steps, threaded=False):
+        super().__init__(brains, max_steps=max_steps, threaded=threaded)
 
     def act(self, info):
         return PolicyOutput(actions=policy(np.asarray(info.states)), fields={"obs": np.asarray(info.states)})
@@ -199,8 +197,7 @@ def test_a_threaded_trainer_updates_while_the_environment_simulates_the_step_jus
         return w
 
     envs = EnvironmentSet(worker, 1)
-    trainer = DeterministicTrainer(envs.brains, max_steps=12)
-    trainer.hp["threaded"] = threaded
+    trainer = DeterministicTrainer(envs.brains, max_steps=12, threaded=threaded)
     trainer.is_ready_update = lambda: True
     trainer.update_model = lambda: log.append("update")
     trainer.prepare_update = lambda: None
@@ -222,8 +219,8 @@ class GatedTrainer(OnPolicyTrainer):
 
     patience = 1.0
 
-    def __init__(self, brains, threaded: bool):
-        super().__init__(None, brains, "B", {"time_horizon": 2, "buffer_size": 24, "max_steps": 120,
+    def __init__(self, brains, threaded: bool, max_steps: int = 120):
+        super().__init__(None, brains, "B", {"time_horizon": 2, "buffer_size": 24, "max_steps": max_steps,
                                              "summary_freq": 10 ** 9, "threaded": threaded}, True)
         self.update_fields = ["obs"]
         self.acted = 0
@@ -283,9 +280,8 @@ def test_without_threaded_the_update_runs_on_the_controllers_thread_and_acting_w
     """The same trainer without ``threaded``: every update runs inline, so acting cannot go on
     (each update waits out its patience for steps that never come)."""
     envs = EnvironmentSet(lambda i: EchoWorker(i), 1)
-    trainer = GatedTrainer(envs.brains, threaded=False)
+    trainer = GatedTrainer(envs.brains, threaded=False, max_steps=60)
     trainer.patience = 0.05
-    trainer.hp["max_steps"] = 60
     controller = controller_of(envs, trainer)
     try:
         controller._loop_sync(controller.processor.infos(envs.reset()))

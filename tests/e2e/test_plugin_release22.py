@@ -61,7 +61,7 @@ def test_the_shipped_files_are_release_22_with_the_seeds_names(plugin_site):
         assert list(raw["behaviors"]) == [behaviour]
         given = raw["behaviors"][behaviour]["hyperparameters"]
         run = learn_r22.load(path, options(), None, registry)[0]
-        block = run.behaviors[behaviour].block
+        block = run.behaviors[behaviour].brain.parameters
         assert block["trainer"] == trainer
         assert {k: block[k] for k in given if k in names} == {k: v for k, v in given.items() if k in names}
         assert block["max_steps"] == raw["behaviors"][behaviour]["max_steps"]
@@ -144,8 +144,7 @@ def test_the_release_22_block_trains_as_the_learn_py_block(plugin_site):
         run = learn_r22.load(r22, options(), None, registry)[0]
         folder = os.path.dirname(r22)
         old = load_trainer_config(os.path.join(folder, flat), registry).settings_for(brain).parameters
-        new = load_trainer_config.__globals__["trainer_config_from_dict"](
-            r22, {brain: run.behaviors[behaviour].block}, registry).settings_for(brain).parameters
+        new = run.behaviors[behaviour].brain.parameters
         differ = {k: (old[k], new.get(k)) for k in old if old[k] != new.get(k)}
         # DQN: steps_per_update 1 (and Release 22's reward_signal_steps_per_update, which follows it) takes
         # the place of train_every 1 and gradient_steps 1.

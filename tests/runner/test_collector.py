@@ -25,7 +25,7 @@ class Recorder(OnPolicyTrainer):
         self.update_fields = ["actions", "rewards"]
         self.reward_signals = {}
         self.stats, self.finished, self.bootstrapped = [], [], []
-        self.is_training, self.step, self.trainer_parameters = True, 0, {"max_steps": 1e9}  # still learning
+        self.is_training, self.step, self._values = True, 0, {"max_steps": 1e9}  # still learning
 
     def add_stat(self, key, value):
         self.stats.append((key, value))

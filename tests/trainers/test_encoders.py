@@ -82,8 +82,8 @@ def test_a_release_22_run_config_passes_vis_encode_type_to_ppo():
     def run(kind):
         return resolve("run.yaml", {"behaviors": {"Board": {"network_settings": {"vis_encode_type": kind}}}}, ("ppo",))
 
-    assert run("match3").behaviors["Board"].block["vis_encode_type"] == "match3"
-    assert "vis_encode_type" not in run("simple").behaviors["Board"].block  # the default adds no key
+    assert run("match3").behaviors["Board"].brain.parameters["vis_encode_type"] == "match3"
+    assert run("simple").behaviors["Board"].brain.parameters["vis_encode_type"] == "simple"
     with pytest.raises(TrainerConfigError, match="vis_encode_type: expected one of simple, nature_cnn"):
         run("match_3")
 

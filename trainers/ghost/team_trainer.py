@@ -24,6 +24,7 @@ teams and no game is scored against the wrong side.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
@@ -32,7 +33,7 @@ from trainers.ghost.self_play import LATEST, SelfPlaySchedule, SelfPlaySettings
 from trainers.ghost.snapshot import SnapshotActor, acts_from_snapshots
 from trainers.ghost.trainer import SnapshotPool, _relative_name, variables_read_by
 from trainers.tf_utils import tf
-from trainers.trainer.base import Trainer, UnityTrainerException, logger
+from trainers.trainer.base import Trainer, TrainerContext, UnityTrainerException, logger
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.trajectory import Collection, Experience
 from unityagents.brain import BrainParameters, team_base, team_id
@@ -42,8 +43,10 @@ class TeamSelfPlay:
     """The learner, the opponent network, the pool and the schedule of one team behaviour."""
 
     def __init__(self, sess, brains: Mapping[str, BrainParameters], team_names: Sequence[str],
-                 params: Dict[str, Any], learner_class: type, training: bool, seed: int = 0):
+                 params: Dict[str, Any], learner_class: type, training: bool, seed: int = 0,
+                 context: Optional[TrainerContext] = None):
         self.sess = sess
+        context = context if context is not None else TrainerContext.of(params)
         self.team_names = sorted(team_names, key=team_id)
         self.base = team_base(self.team_names[0])
         self.training = training
@@ -56,8 +59,9 @@ class TeamSelfPlay:
                 "poca or sac, or remove self_play.")
         learner_brains = dict(brains)
         learner_brains[self.base] = brains[self.team_names[0]]
-        self.learner: Trainer = learner_class(sess, learner_brains, self.base, params, training, seed)
-        scope = params.get("graph_scope", "")
+        self.learner: Trainer = learner_class(sess, learner_brains, self.base, params, training, seed,
+                                              context=context)
+        scope = context.graph_scope
         if not scope:
             raise UnityTrainerException(f"Behaviour '{self.base}': the self-play learner needs a graph scope of its "
                                         "own (the controller gives it the behaviour's name).")
@@ -80,7 +84,8 @@ class TeamSelfPlay:
         self.schedule = SelfPlaySchedule(self.settings, n_teams=len(self.team_names), seed=seed)
         self.pending_change = False
         self._reset_reason: Optional[str] = None
-        self.seats = {name: TeamSeat(self, sess, brains, name, params, training, seed)
+        seat_context = dataclasses.replace(context, summary_path=None)
+        self.seats = {name: TeamSeat(self, sess, brains, name, params, training, seed, seat_context)
                       for name in self.team_names}
 
     # ---------------------------------------------------------------- roles
@@ -196,8 +201,8 @@ class TeamSeat(Trainer):
     trainer_type = "ppo"
 
     def __init__(self, group: TeamSelfPlay, sess, brains, brain_name: str, params: Dict[str, Any], training: bool,
-                 seed: int):
-        super().__init__(sess, brains, brain_name, dict(params, summary_path=None), training, seed)
+                 seed: int, context: TrainerContext):
+        super().__init__(sess, brains, brain_name, params, training, seed, context=context)
         self.group = group
         self.team = team_id(brain_name)
         self.exports = brain_name == group.team_names[0]
@@ -292,7 +297,8 @@ class TeamSeat(Trainer):
 
 
 def build_team_trainers(sess, brains: Mapping[str, BrainParameters], team_names: Sequence[str],
-                        params: Dict[str, Any], learner_class: type, training: bool, seed: int = 0
-                        ) -> Dict[str, TeamSeat]:
-    """The seats of one team behaviour, sharing one learner: ``{'Tennis?team=0': seat, ...}``."""
-    return TeamSelfPlay(sess, brains, team_names, params, learner_class, training, seed).seats
+                        params: Dict[str, Any], learner_class: type, training: bool, seed: int = 0,
+                        context: Optional[TrainerContext] = None) -> Dict[str, TeamSeat]:
+    """The seats of one team behaviour, sharing one learner: ``{'Tennis?team=0': seat, ...}``; ``context``
+    (None: the seed's keys of ``params``) places the learner's graph and summaries."""
+    return TeamSelfPlay(sess, brains, team_names, params, learner_class, training, seed, context).seats

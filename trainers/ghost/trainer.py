@@ -182,17 +182,17 @@ class GhostTrainer(Trainer):
 
     def setup(self) -> None:
         super().setup()
-        brain_name, trainer_parameters = self.brain_name, self.trainer_parameters
-        self.copied_name: str = trainer_parameters["brain_to_copy"]
+        brain_name = self.brain_name
+        self.copied_name: str = self.settings.brain_to_copy
         self.new_model_freq = self.settings.new_model_freq
         self.max_num_models = self.settings.max_num_models
         self.is_continuous = self.brain.action_space_type == "continuous"
-        original = trainer_parameters.get("original_brain_parameters")
-        if not isinstance(original, dict):
+        original = self._context.copied
+        if not isinstance(original, Mapping):
             raise UnityTrainerException(
-                f"The ghost trainer of brain '{brain_name}' needs 'original_brain_parameters' (the resolved "
-                f"hyperparameters of '{self.copied_name}', graph_scope included), which the controller adds; "
-                f"got {original!r}.")
+                f"The ghost trainer of brain '{brain_name}' needs the resolved settings of '{self.copied_name}' "
+                "(its TrainerContext's copied, or the seed's 'original_brain_parameters' with their graph_scope), "
+                f"which the controller gives; got {original!r}.")
         self.original = original
         copied_type = original.get("trainer", "ppo")
         if copied_type != "ppo":
@@ -209,8 +209,7 @@ class GhostTrainer(Trainer):
                 "the LSTM state round-trips through the ghost's agents' memories. Give both brains the same "
                 "Memory Size in the scene.")
 
-        scope = trainer_parameters.get("graph_scope", "")
-        copied_scope = original.get("graph_scope", "")
+        scope, copied_scope = self._context.graph_scope, self._context.copied_scope
         if not scope or scope == copied_scope:
             raise UnityTrainerException(
                 f"The ghost brain '{brain_name}' needs a graph scope of its own, distinct from that of "
@@ -294,7 +293,7 @@ class GhostTrainer(Trainer):
         Its own ``max_steps`` (usually the ``default:`` block's) ends nothing, so the console's
         ETA would otherwise count down to a step the run never reaches.
         """
-        return float(self.original.get("max_steps", self.trainer_parameters["max_steps"]))
+        return float(self.original.get("max_steps", self.settings.max_steps))
 
     def export_nodes(self) -> List[str]:
         return []

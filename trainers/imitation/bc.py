@@ -265,11 +265,12 @@ def behavioral_cloning_markdown() -> List[str]:
 
 def create_behavioral_cloning(trainer: Any) -> Optional[BehavioralCloning]:
     """The trainer's BC module (built in the current scope), or None without a block."""
-    settings = validate_behavioral_cloning(trainer.brain_name, trainer.hp.get("behavioral_cloning"))
-    trainer.hp["behavioral_cloning"] = settings
+    settings = validate_behavioral_cloning(trainer.brain_name, trainer.parameters.get("behavioral_cloning"))
+    trainer._complete_setting("behavioral_cloning", settings)
     if settings is None:
         return None
-    demo = check_demonstration(trainer.brain_name, settings, trainer.brain, bool(trainer.hp.get("use_recurrent")))
+    demo = check_demonstration(trainer.brain_name, settings, trainer.brain,
+                               bool(getattr(trainer.settings, "use_recurrent", False)))
     return BehavioralCloning(trainer.cloned_policy(), trainer.brain, settings, demo, trainer.settings.learning_rate,
                              trainer.settings.batch_size, getattr(trainer.settings, "max_grad_norm", 0.5))
 

@@ -149,9 +149,10 @@ class ImitationTrainer(Trainer):
 
     # ------------------------------------------------------------------ configuration
     @classmethod
-    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
+    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         check_batch_fits(brain_name, params, "no minibatch could be drawn from the buffer of recent pairs "
                                              "(batch_size cannot exceed buffer_size)")
+        return super().check_parameters(brain_name, params)
 
     @classmethod
     def check_environment(cls, brain_name: str, params: Dict[str, Any],

@@ -89,8 +89,9 @@ class POCATrainer(PPOTrainer):
                 f"{brain.state_space_size}. Train it with trainer: ppo.")
 
     @classmethod
-    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
+    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         check_batch_fits(brain_name, params, "no minibatch could ever be filled")
+        return super().check_parameters(brain_name, params)
 
     @classmethod
     def check_environment(cls, brain_name: str, params: Dict[str, Any],

@@ -21,21 +21,21 @@ import numpy as np
 
 from trainers.buffer import AgentBuffer
 from trainers.encoders import VIS_ENCODE_TYPE_PARAM
-from trainers.ghost.self_play import SELF_PLAY_PARAM, check_team_behaviour, validate_self_play
+from trainers.ghost.self_play import SELF_PLAY_PARAM, check_team_behaviour
 from trainers.ghost.snapshot import SnapshotActor
 from trainers.imitation import bc
 from trainers.ppo.models import create_agent_model, validate_memory_size
 from trainers.ppo.optimizer import BETA_FLOOR, EPSILON_FLOOR, PPOOptimizer
 from trainers.ppo.policy import PPOPolicy
 from trainers.returns import add_gae_fields
-from trainers.reward_signals import REWARD_SIGNALS_PARAM, validate_reward_signals
+from trainers.reward_signals import REWARD_SIGNALS_PARAM
+from trainers.settings.schema import Follows
 from trainers.tf_utils import tf
 from trainers.trainer.base import (
     DETERMINISTIC_PARAM,
     Param,
     TrainerConfigError,
     UnityTrainerException,
-    check_batch_fits,
     discount_param,
     learning_rate_param,
     max_grad_norm_param,
@@ -46,6 +46,7 @@ from trainers.trainer.base import (
 )
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import ON_POLICY_HYPERPARAMETERS, OnPolicyTrainer
+from trainers.trainer.rl_trainer import check_policy_settings
 from trainers.trainer.trajectory import PolicyOutput
 from unityagents.brain import CONTINUOUS_ACTION_CLIP, BrainParameters
 
@@ -99,7 +100,8 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
     trainer_type = "ppo"
     hyperparameters = PPO_HYPERPARAMETERS
     #: Release 22's run config: an omitted beta or epsilon schedule follows learning_rate_schedule.
-    release22_defaults = {"beta_schedule": None, "epsilon_schedule": None}
+    release22_defaults = {"beta_schedule": Follows("learning_rate_schedule"),
+                          "epsilon_schedule": Follows("learning_rate_schedule")}
     #: A hybrid brain (continuous actions and discrete branches) gets one policy over both parts.
     supports_hybrid_actions = True
 
@@ -110,7 +112,7 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
         # Reward signals (trainers.reward_signals): one value head each, then their own networks.
         signals = self.reward_signal_names()
         with self.build_scope():
-            self.model = create_agent_model(self.brain, **self.model_arguments(self.hp), reward_signals=signals)
+            self.model = create_agent_model(self.brain, **self.model_arguments(self._values), reward_signals=signals)
             self.signal_names = self.build_reward_signals()
             self.bc = bc.create_behavioral_cloning(self)  # behavioral cloning hook (trainers/imitation/bc.py)
         self.memory_size = self.model.m_size
@@ -151,21 +153,9 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
 
     # ------------------------------------------------------------------ configuration checks
     @classmethod
-    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
-        """Settings that are each valid but cannot work together; the nested reward_signals block."""
-        params["reward_signals"] = validate_reward_signals(brain_name, params.get("reward_signals"))
-        params["behavioral_cloning"] = bc.validate_behavioral_cloning(brain_name, params.get("behavioral_cloning"))
-        params["self_play"] = validate_self_play(  # team self-play (trainers/ghost/team_trainer.py)
-            params.get("self_play"), lambda key: f"brain '{brain_name}', key 'self_play{'.' + key if key else ''}'")
-        check_batch_fits(brain_name, params, "no minibatch could ever be filled")
-        if params["memory_size"] and not params["use_recurrent"]:
-            raise TrainerConfigError(
-                f"brain '{brain_name}', key 'memory_size': {params['memory_size']} sizes a memory, but use_recurrent "
-                "is false, so the policy has none. Set use_recurrent: true, or remove memory_size.")
-        if params["use_recurrent"] and params["sequence_length"] > params["batch_size"]:
-            raise TrainerConfigError(
-                f"brain '{brain_name}', key 'sequence_length': {params['sequence_length']} is longer than "
-                f"batch_size {params['batch_size']}; a minibatch must hold at least one whole sequence.")
+    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        """Settings that are each valid but cannot work together; the nested blocks, completed."""
+        return check_policy_settings(brain_name, params, "no minibatch could ever be filled")
 
     @classmethod
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
@@ -270,7 +260,7 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
         network, acting as this trainer acts (sampled, or the mean / most probable action when
         ``deterministic``), keeping its agents' memories when the environment keeps none."""
         with self.sess.graph.as_default(), tf.variable_scope(scope):
-            model = create_agent_model(brain, **self.model_arguments(self.hp))
+            model = create_agent_model(brain, **self.model_arguments(self._values))
         policy = PPOPolicy(self.sess, model, brain, rng,
                            keeps_memories=self.use_recurrent and not brain.memory_space_size)
         fetches = {"action": model.output, **({"memory_out": model.memory_out} if self.use_recurrent else {})}

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional
 
 from trainers.encoders import VIS_ENCODE_TYPE_PARAM
-from trainers.ghost.self_play import SELF_PLAY_PARAM, check_team_behaviour, validate_self_play
+from trainers.ghost.self_play import SELF_PLAY_PARAM, check_team_behaviour
 from trainers.imitation import bc
 from trainers.ppo.models import validate_memory_size
-from trainers.reward_signals import REWARD_SIGNALS_PARAM, validate_reward_signals
+from trainers.reward_signals import REWARD_SIGNALS_PARAM
 from trainers.settings.schema import total_memory_bytes
 from trainers.trainer.base import (
     COMMON_HYPERPARAMETERS,
@@ -16,11 +16,11 @@ from trainers.trainer.base import (
     Param,
     TrainerConfigError,
     UnityTrainerException,
-    check_batch_fits,
     non_negative,
     positive,
     unit_interval,
 )
+from trainers.trainer.rl_trainer import check_policy_settings
 from unityagents.brain import BrainParameters
 
 SAC_HYPERPARAMETERS: Dict[str, Param] = {
@@ -96,22 +96,10 @@ def unsupported_action_space(brain: BrainParameters) -> Optional[str]:
     return None
 
 
-def check_parameters(brain_name: str, params: Dict[str, Any]) -> None:
-    """Refuse settings that contradict each other (``SACTrainer.check_parameters``)."""
-    params["reward_signals"] = validate_reward_signals(brain_name, params.get("reward_signals"))
-    params["behavioral_cloning"] = bc.validate_behavioral_cloning(brain_name, params.get("behavioral_cloning"))
-    params["self_play"] = validate_self_play(  # team self-play (trainers/ghost/team_trainer.py)
-        params.get("self_play"), lambda key: f"brain '{brain_name}', key 'self_play{'.' + key if key else ''}'")
-    check_batch_fits(brain_name, params, "the replay buffer could never fill one minibatch")
-    if params["memory_size"] and not params["use_recurrent"]:
-        raise TrainerConfigError(
-            f"brain '{brain_name}', key 'memory_size': {params['memory_size']} sizes a memory, but use_recurrent "
-            "is false, so the policy has none. Set use_recurrent: true, or remove memory_size.")
+def check_parameters(brain_name: str, params: Dict[str, Any]) -> Dict[str, Any]:
+    """Settings that contradict each other refused, as a new block (``SACTrainer.check_parameters``)."""
+    params = check_policy_settings(brain_name, params, "the replay buffer could never fill one minibatch")
     if params["use_recurrent"]:
-        if params["sequence_length"] > params["batch_size"]:
-            raise TrainerConfigError(
-                f"brain '{brain_name}', key 'sequence_length': {params['sequence_length']} is longer than "
-                f"batch_size {params['batch_size']}; a minibatch must hold at least one whole sequence.")
         if params["sequence_length"] > params["buffer_size"]:
             raise TrainerConfigError(
                 f"brain '{brain_name}', key 'sequence_length': {params['sequence_length']} is longer than "
@@ -120,6 +108,7 @@ def check_parameters(brain_name: str, params: Dict[str, Any]) -> None:
             raise TrainerConfigError(
                 f"brain '{brain_name}', key 'behavioral_cloning': behavioral cloning clones a memoryless "
                 "actor, but use_recurrent is true. Remove behavioral_cloning or set use_recurrent: false.")
+    return params
 
 def check_environment(brain_name: str, params: Dict[str, Any],
                       brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:

@@ -51,6 +51,7 @@ from trainers.sac.settings import (
 )
 from trainers.sac.settings import check_environment as check_sac_environment
 from trainers.sac.settings import check_parameters as check_sac_parameters
+from trainers.settings.schema import Follows
 from trainers.stopping import stop_requested
 from trainers.tf_utils import CompiledRuns, tf
 from trainers.trainer.base import UnityTrainerException
@@ -80,14 +81,16 @@ class SACTrainer(SequenceReplay):
 
     trainer_type = "sac"
     hyperparameters = SAC_HYPERPARAMETERS
+    #: Release 22's run config writes the signals' update rate out: steps_per_update unless given.
+    release22_defaults = {"reward_signal_steps_per_update": Follows("steps_per_update")}
     #: tanh already bounds the actions to [-1, 1]: over gRPC they are sent as they are, as the ONNX
     #: export's ``continuous_actions`` gives them to Unity.
     continuous_actions_bounded = True
 
     # ------------------------------------------------------------------ configuration checks
     @classmethod
-    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
-        check_sac_parameters(brain_name, params)
+    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        return check_sac_parameters(brain_name, params)
 
     @classmethod
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
@@ -100,8 +103,9 @@ class SACTrainer(SequenceReplay):
         problem = unsupported_action_space(self.brain)
         if problem:
             raise UnityTrainerException(f"Brain '{self.brain_name}': {problem}")
-        self.hp["reward_signals"] = validate_reward_signals(self.brain_name, self.hp.get("reward_signals"))
-        settings = signal_settings(self.hp)
+        self._complete_setting("reward_signals",
+                               validate_reward_signals(self.brain_name, self._values.get("reward_signals")))
+        settings = signal_settings(self._values)
         self.signal_names = list(settings)
         #: Acting and the gradient step, each set of fetches and feeds compiled once.
         self._runs = CompiledRuns(self.sess)

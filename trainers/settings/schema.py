@@ -62,6 +62,14 @@ class Param:
     view: Optional[Callable[[str, Any], Any]] = None
 
 
+@dataclass(frozen=True)
+class Follows:
+    """A default that is the value of another key of the same block, as a declaration states it
+    (``release22_defaults``: Release 22 gives an omitted ``beta_schedule`` the ``learning_rate_schedule``)."""
+
+    key: str
+
+
 _KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string", list: "a list",
                dict: "a block of key: value"}
 

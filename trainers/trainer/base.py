@@ -34,6 +34,8 @@ import contextlib
 import logging
 import threading
 import time
+import types
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Deque, Dict, Hashable, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -131,6 +133,44 @@ def network_params(hidden_units: int, of: str) -> Dict[str, Param]:
     }
 
 
+#: The seed's keys for what the run gives a trainer, when a direct caller (a test, the seed's scripts)
+#: passes them among the hyperparameters; the runner passes a ``TrainerContext`` instead.
+CONTEXT_KEYS = ("graph_scope", "summary_path", "original_brain_parameters")
+
+
+@dataclass(frozen=True)
+class TrainerContext:
+    """What the run gives a trainer beside its settings, never part of the user's block.
+
+    :param graph_scope: the variable scope of the trainer's graph ('' when it trains alone).
+    :param summary_path: the folder of its summaries; None writes no files.
+    :param copied: the settings of the brain whose policy it plays (a ghost's learner), or None.
+    :param copied_scope: the graph scope of that brain.
+    """
+
+    graph_scope: str = ""
+    summary_path: Optional[str] = None
+    copied: Optional[Mapping[str, Any]] = None
+    copied_scope: str = ""
+
+    @classmethod
+    def of(cls, parameters: Mapping[str, Any]) -> "TrainerContext":
+        """The context a direct caller gives the seed's way, as ``CONTEXT_KEYS`` among the hyperparameters."""
+        original = parameters.get("original_brain_parameters")
+        if isinstance(original, Mapping):
+            return cls(parameters.get("graph_scope", ""), parameters.get("summary_path"),
+                       {k: v for k, v in original.items() if k != "graph_scope"}, original.get("graph_scope", ""))
+        return cls(parameters.get("graph_scope", ""), parameters.get("summary_path"), original)
+
+    def seed_keys(self) -> Dict[str, Any]:
+        """The same, as the seed's keys (what the seed's ``Trainer.parameters`` showed beside the settings)."""
+        keys: Dict[str, Any] = {"graph_scope": self.graph_scope, "summary_path": self.summary_path}
+        if self.copied is not None:
+            keys["original_brain_parameters"] = (dict(self.copied, graph_scope=self.copied_scope)
+                                                 if isinstance(self.copied, Mapping) else self.copied)
+        return keys
+
+
 #: Per-trainer collector declarations that ``Trainer.collection`` replaced; a subclass defining one
 #: is refused when it is defined, so that it is not silently ignored.
 _MOVED_TO_COLLECTION = ("linked_brains", "trajectory_horizon")
@@ -143,15 +183,19 @@ class Trainer(TrainerSummaries):
     :param brains: every subscribed brain of the scene (``env.brains``), so that ghost and
         imitation trainers can look at the brain they copy or imitate.
     :param brain_name: the External brain this trainer drives.
-    :param trainer_parameters: validated hyperparameters plus ``graph_scope`` and
-        ``summary_path`` (added by the controller).
+    :param trainer_parameters: the brain's validated settings (its block, every declared key); a
+        direct caller may leave keys out (they take their declared defaults) and may give the seed's
+        ``graph_scope``, ``summary_path`` and ``original_brain_parameters`` among them.
     :param training: False when ``learn.py`` runs without ``--train`` (inference only).
     :param seed: seeds the trainer's own NumPy generator.
+    :param context: what the run gives the trainer beside its settings (``TrainerContext``); None
+        reads it from the seed's keys of ``trainer_parameters``.
 
     The constructor is the same for every trainer, so a subclass does not override it: it does
     its own set-up (graph, buffers, counters) in ``setup``, which ``__init__`` calls once the
-    arguments above are stored as ``sess``, ``brains``, ``brain_name``, ``brain``,
-    ``trainer_parameters``, ``hp`` (the declared hyperparameters), ``is_training`` and ``rng``.
+    arguments above are stored as ``sess``, ``brains``, ``brain_name``, ``brain``, ``is_training``
+    and ``rng``. The trainer reads its settings one way, ``settings``; ``parameters`` is the seed's
+    read-only view of them.
     """
 
     trainer_type: ClassVar[str] = "base"
@@ -183,6 +227,7 @@ class Trainer(TrainerSummaries):
         trainer_parameters: Dict[str, Any],
         training: bool,
         seed: int = 0,
+        context: Optional[TrainerContext] = None,
     ):
         if hasattr(brains, "brains"):  # the seed passed the environment itself
             brains = brains.brains
@@ -190,11 +235,11 @@ class Trainer(TrainerSummaries):
         self.brains = dict(brains)
         self.brain_name = brain_name
         self.brain: BrainParameters = self.brains[brain_name]
-        self.trainer_parameters = trainer_parameters
-        # The declared hyperparameters; keys a direct caller (test, script) left out take their
-        # declared defaults, as the YAML would give them.
-        self.hp: Dict[str, Any] = {key: trainer_parameters.get(key, param.default)
-                                   for key, param in self.hyperparameters.items()}
+        self._context = context if context is not None else TrainerContext.of(trainer_parameters)
+        # The declared settings; keys a direct caller (test, script) left out take their declared
+        # defaults, as the YAML would give them.
+        self._values: Dict[str, Any] = {key: trainer_parameters.get(key, param.default)
+                                        for key, param in self.hyperparameters.items()}
         self.is_training = training
         self.rng = np.random.default_rng(seed)
         self.stats: Dict[str, List[float]] = {}
@@ -214,16 +259,27 @@ class Trainer(TrainerSummaries):
 
     @property
     def settings(self) -> Any:
-        """The declared hyperparameters as a frozen dataclass (``self.settings.time_horizon``), each
-        scalar of its declared kind and each nested block (``reward_signals``, ``behavioral_cloning``,
-        ``self_play``) as its own frozen dataclass, built from ``hp`` on first use (once ``setup``
-        completed it).
+        """The declared settings as a frozen dataclass (``self.settings.time_horizon``), each scalar
+        of its declared kind and each nested block (``reward_signals``, ``behavioral_cloning``,
+        ``self_play``) as its own frozen dataclass; made on first use, once ``setup`` completed it.
         """
         view = self.__dict__.get("_settings")
         if view is None:
-            view = self._settings = settings_view(type(self).hyperparameters, self.hp,
+            view = self._settings = settings_view(type(self).hyperparameters, self._values,
                                                   f"{type(self).__name__}Settings", self.brain_name)
         return view
+
+    def _complete_setting(self, key: str, value: Any) -> None:
+        """Replace a nested block by its checked, completed form during ``setup`` (a direct caller's
+        block has not been through ``check_parameters``)."""
+        self._values[key] = value
+        self.__dict__.pop("_settings", None)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("hp", "trainer_parameters"):
+            raise AttributeError(f"{type(self).__name__}.{name} is gone: read self.settings.<key> (a frozen "
+                                 "dataclass of the declared settings), or the read-only mapping self.parameters.")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def setup(self) -> None:
         """Build the trainer's graph and its own state; ``__init__`` calls it once, last.
@@ -247,11 +303,14 @@ class Trainer(TrainerSummaries):
 
     # ----------------------------------------------------------------- configuration hooks
     @classmethod
-    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
-        """Cross-field checks of the hyperparameters (each already has its declared type).
+    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """Cross-field checks of the settings (each already has its declared type); return the checked
+        block as a new dict (nested blocks completed), leaving ``params`` as it is. A hook that
+        returns None keeps the block it was given.
 
         Raise ``TrainerConfigError("brain 'X', key 'k': ...")``; the file name is prefixed.
         """
+        return dict(params)
 
     @classmethod
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
@@ -260,14 +319,15 @@ class Trainer(TrainerSummaries):
 
     # ----------------------------------------------------------------- seed surface: properties
     @property
-    def parameters(self) -> Dict[str, Any]:
-        """The trainer's hyperparameters."""
-        return self.trainer_parameters
+    def parameters(self) -> Mapping[str, Any]:
+        """The seed's view of the settings: a read-only mapping of every declared key, with the
+        run's ``graph_scope`` and ``summary_path`` beside them, as the seed showed them."""
+        return types.MappingProxyType({**self._values, **self._context.seed_keys()})
 
     @property
     def graph_scope(self) -> Optional[str]:
         """The scope the trainer's graph lives in ('' when alone); None if it exports nothing."""
-        return self.trainer_parameters.get("graph_scope", "")
+        return self._context.graph_scope
 
     @property
     def collection(self) -> Collection:
@@ -282,7 +342,7 @@ class Trainer(TrainerSummaries):
 
     @property
     def get_max_steps(self) -> float:
-        return float(self.trainer_parameters["max_steps"])
+        return float(self.settings.max_steps)
 
     @property
     def get_step(self) -> int:
@@ -379,6 +439,6 @@ class Trainer(TrainerSummaries):
     # ----------------------------------------------------------------- summaries
 
     def __str__(self) -> str:
-        params = "\n".join(f"\t{k}:\t{v}" for k, v in sorted(self.trainer_parameters.items()))
+        params = "\n".join(f"\t{k}:\t{v}" for k, v in sorted(self.parameters.items()))
         scope = "exports nothing" if self.graph_scope is None else f"scope '{self.graph_scope}'"
         return f"{type(self).__name__} for brain {self.brain_name} ({scope}):\n{params}"

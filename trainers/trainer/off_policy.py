@@ -70,7 +70,7 @@ class OffPolicyTrainer(RLTrainer):
         self.target_soft_update: Optional[tf.Operation] = None
 
     @classmethod
-    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> None:
+    def check_parameters(cls, brain_name: str, params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         """The warm-up and a minibatch must fit in the replay buffer, or training never starts."""
         needed = max(params["learning_starts"], params["batch_size"])
         if needed > params["buffer_size"]:
@@ -79,6 +79,7 @@ class OffPolicyTrainer(RLTrainer):
                 f"brain '{brain_name}', key '{key}': {params[key]} is larger than buffer_size {params['buffer_size']}, "
                 "so the replay buffer could never hold enough transitions to start training. "
                 f"Lower {key} or raise buffer_size.")
+        return super().check_parameters(brain_name, params)
 
     # ------------------------------------------------------------------ building
     def create_target_updates(self, online: Sequence[tf.Variable], target: Sequence[tf.Variable]) -> None:

@@ -25,7 +25,7 @@ from trainers.trainer.brain_info import BrainInfo
 class RewardSignalFields:
     """Reward-signal plumbing mixed into an on-policy trainer (see ``build_reward_signals``).
 
-    It reads the trainer's ``brain``, ``brain_name``, ``hp``, ``sess`` and ``is_training``.
+    It reads the trainer's ``brain``, ``brain_name``, its settings, ``sess`` and ``is_training``.
 
     It keeps, per summary period, each signal's mean reward and value estimate (``_signal_stats``),
     written with the trainer's summary under ``Policy/<Signal> Reward`` and the like.
@@ -50,17 +50,17 @@ class RewardSignalFields:
         """
         names = self.reward_signal_names()
         if names:
-            self.reward_signals = create_reward_signals(self.brain, signal_settings(self.hp))
+            self.reward_signals = create_reward_signals(self.brain, signal_settings(self._values))
         return names
 
     def reward_signal_names(self) -> List[str]:
         """The names of the ``reward_signals`` block (extrinsic first), ``[]`` without one; builds nothing.
 
         Validates the block (a direct caller may pass one the config loader never saw) and keeps
-        it, completed with each key's default, in ``self.hp``.
+        it, completed with each key's default, in the trainer's settings.
         """
-        block = validate_reward_signals(self.brain_name, self.hp.get("reward_signals"))
-        self.hp["reward_signals"] = block
+        block = validate_reward_signals(self.brain_name, self._values.get("reward_signals"))
+        self._complete_setting("reward_signals", block)
         return list(block) if block else []
 
     @staticmethod

@@ -25,11 +25,14 @@ graph); the controller finalizes the graph before the loop, so an op created lat
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-from trainers.trainer.base import Trainer, UnityTrainerException
+from trainers.ghost.self_play import validate_self_play
+from trainers.imitation import bc
+from trainers.reward_signals import validate_reward_signals
+from trainers.trainer.base import Trainer, TrainerConfigError, UnityTrainerException, check_batch_fits
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.trajectory import PolicyOutput
 
@@ -38,6 +41,28 @@ def linear_schedule(start: float, end: float, step: float, duration: float) -> f
     """``start`` at step 0, moving linearly to ``end`` at ``duration``, ``end`` afterwards."""
     fraction = min(max(step / duration, 0.0), 1.0) if duration > 0 else 1.0
     return start + (end - start) * fraction
+
+
+def check_policy_settings(brain_name: str, params: Mapping[str, Any], consequence: str) -> Dict[str, Any]:
+    """The checks PPO and SAC share, as a new block: the nested ``reward_signals``,
+    ``behavioral_cloning`` and ``self_play`` blocks checked and completed; a minibatch that fits the
+    buffer (``consequence`` says what else could not work); a memory only for a recurrent policy, and
+    a sequence that fits a minibatch."""
+    checked = dict(params)
+    checked["reward_signals"] = validate_reward_signals(brain_name, params.get("reward_signals"))
+    checked["behavioral_cloning"] = bc.validate_behavioral_cloning(brain_name, params.get("behavioral_cloning"))
+    checked["self_play"] = validate_self_play(  # team self-play (trainers/ghost/team_trainer.py)
+        params.get("self_play"), lambda key: f"brain '{brain_name}', key 'self_play{'.' + key if key else ''}'")
+    check_batch_fits(brain_name, checked, consequence)
+    if checked["memory_size"] and not checked["use_recurrent"]:
+        raise TrainerConfigError(
+            f"brain '{brain_name}', key 'memory_size': {checked['memory_size']} sizes a memory, but use_recurrent "
+            "is false, so the policy has none. Set use_recurrent: true, or remove memory_size.")
+    if checked["use_recurrent"] and checked["sequence_length"] > checked["batch_size"]:
+        raise TrainerConfigError(
+            f"brain '{brain_name}', key 'sequence_length': {checked['sequence_length']} is longer than "
+            f"batch_size {checked['batch_size']}; a minibatch must hold at least one whole sequence.")
+    return checked
 
 
 class RLTrainer(Trainer):

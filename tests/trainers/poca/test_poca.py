@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from runner.settings import run_config
-from runner.settings.trainer_config import trainer_config_from_dict
 from tests.conftest import shipped_config_pair
 from tests.fake_env import learn_from_step
 from tests.onnx_contract import assert_contract
@@ -161,7 +160,7 @@ def test_the_trainer_keeps_a_leavers_steps_until_the_group_ends_and_then_learns(
         assert not trainer.rows or after is script[-1]  # nothing moves before the group's episode ends
     assert len(trainer.rows) == 3 + 2 + 2
     leaver = trainer.rows[2]
-    gamma = trainer.hp["gamma"]
+    gamma = trainer.settings.gamma
     # lambda-returns with V from the critic: the +1 reaches the leaver's step, discounted twice.
     assert leaver["discounted_returns"] == trainer.rows[0]["discounted_returns"]
     assert leaver["discounted_returns"] > 0.5 * gamma ** 2
@@ -245,10 +244,10 @@ def test_a_release_22_poca_block_maps_onto_the_registered_trainer():
     raw = {"behaviors": {"Team": {"trainer_type": "poca", "hyperparameters": {"batch_size": 64, "buffer_size": 640},
                                   "network_settings": {"hidden_units": 32}}}}
     config = run_config.resolve("run.yaml", raw, tuple(load_registry().names()))
-    block = config.behaviors["Team"].block
+    settings = config.behaviors["Team"].brain
+    block = settings.parameters
     assert block["trainer"] == "poca" and block["batch_size"] == 64 and block["hidden_units"] == 32
-    settings = trainer_config_from_dict("run.yaml", {"Team": block}, load_registry())
-    assert settings.settings_for("Team").trainer_class is POCATrainer
+    assert settings.trainer_class is POCATrainer
 
 
 # ------------------------------------------------------------------ learning

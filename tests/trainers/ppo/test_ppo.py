@@ -294,17 +294,17 @@ def _reference_update(trainer, arrays, rng):
     the minibatches' five losses, in order."""
     m, recurrent = trainer.model, trainer.use_recurrent
     n = len(arrays["actions"])
-    per_batch = max(trainer.hp["batch_size"] // trainer.sequence_length, 1)
+    per_batch = max(trainer.settings.batch_size // trainer.sequence_length, 1)
 
     def flat(x):
         return x.reshape((-1,) + x.shape[2:]) if recurrent else x
 
     losses = []
-    for _ in range(trainer.hp["num_epoch"]):
+    for _ in range(trainer.settings.num_epoch):
         for rows in np.array_split(rng.permutation(n), int(np.ceil(n / per_batch))):
             feed = {m.batch_size: len(rows), m.sequence_length: trainer.sequence_length,
-                    m.learning_rate: trainer.current_learning_rate(), m.clip_epsilon: trainer.hp["epsilon"],
-                    m.beta: trainer.hp["beta"], m.taken_actions: flat(arrays["actions"][rows]),
+                    m.learning_rate: trainer.current_learning_rate(), m.clip_epsilon: trainer.settings.epsilon,
+                    m.beta: trainer.settings.beta, m.taken_actions: flat(arrays["actions"][rows]),
                     m.old_log_probs: flat(arrays["log_probs"][rows]),
                     m.old_value: flat(arrays["value_estimates"][rows]),
                     m.advantages: flat(arrays["advantages"][rows]), m.returns: flat(arrays["discounted_returns"][rows]),

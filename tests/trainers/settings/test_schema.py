@@ -128,9 +128,8 @@ def test_learn_py_builds_frozen_typed_run_options_once():
 @pytest.mark.parametrize("trainer_type", ["ppo", "sac", "poca"])
 def test_release_22s_threaded_reaches_the_trainer_settings_and_learn_py_takes_it_too(trainer_type):
     raw = {"behaviors": {"B": {"trainer_type": trainer_type, "threaded": True}}}
-    block = resolve("run.yaml", raw, tuple(REGISTRY.names())).behaviors["B"].block
-    assert block["threaded"] is True
-    settings = trainer_config_from_dict("run.yaml", {"B": block}, REGISTRY).settings_for("B")
-    assert settings.parameters["threaded"] is True
+    assert resolve("run.yaml", raw, tuple(REGISTRY.names())).behaviors["B"].brain.parameters["threaded"] is True
+    flat = trainer_config_from_dict("run.yaml", {"B": {"trainer": trainer_type, "threaded": True}}, REGISTRY)
+    assert flat.settings_for("B").parameters["threaded"] is True
     assert resolve("run.yaml", {"behaviors": {"B": {"trainer_type": trainer_type}}},
-                   tuple(REGISTRY.names())).behaviors["B"].block["threaded"] is False
+                   tuple(REGISTRY.names())).behaviors["B"].brain.parameters["threaded"] is False

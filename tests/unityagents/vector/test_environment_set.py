@@ -91,9 +91,9 @@ def make_set(n=2, scripts=None, policy=None, **kw):
 class RecordingTrainer(OnPolicyTrainer):
     """The on-policy base with no network: it stores each agent's state as the ``obs`` field."""
 
-    def __init__(self, brains):
+    def __init__(self, brains, **settings):
         super().__init__(None, brains, "B", {"time_horizon": 1000, "buffer_size": 10 ** 6, "max_steps": 1e9,
-                                             "summary_freq": 10 ** 9}, True)
+                                             "summary_freq": 10 ** 9, **settings}, True)
 
     def act(self, info: BrainInfo) -> PolicyOutput:
         return PolicyOutput(actions=np.asarray(info.states[:, :1]) * 10 + np.arange(len(info.agents))[:, None],
