@@ -23,7 +23,12 @@ processor, the environment set) from py-spy's samples of it (``pip install py-sp
 samples stay in DIR)::
 
     python bench/trained_scaling.py [--envs 1 4 16 32] [--seconds 30] [--frame-time-ms 20]
-        [--mlagents PATH | --ours-only] [--profile DIR]
+        [--mlagents PATH | --ours-only] [--profile DIR] [--scene TRAINER/SCENE [--summary-freq N]]
+
+``--scene`` runs one of ``bench/zoo.py``'s scenes with its Release 22 settings instead of 3DBall
+(``ppo/Basic``: one agent; ``ppo/GridWorld``: a camera; ``ppo/Hallway``: memory; ``ppo/PushBlock``:
+many agents), a progress line every ``--summary-freq`` agent-steps (1,000). The profile's parts then
+also show how much of inference and of the update is TensorFlow's ``Session.run`` itself.
 
 The machine should be otherwise idle: CPU per agent-step is the figure least moved by other load.
 """
@@ -55,7 +60,9 @@ PROGRESS = re.compile(rf"{BEHAVIOR}\S*?[.:] Step: (\d+)\.")
 #: Where a sample of our trainer counts, first match wins (py-spy frames are "function (file:line)").
 PARTS = (
     ("update", ("(trainers/ppo/optimizer.py", "update_policy", "(runner/background.py",
-                "(trainers/trainer/on_policy.py", "(trainers/buffer.py", "(trainers/returns.py")),
+                "(trainers/trainer/on_policy.py", "(trainers/buffer.py", "(trainers/returns.py",
+                "(trainers/trainer/off_policy.py", "(trainers/sac/update.py", "(trainers/sac/sequences.py",
+                "(trainers/sac/replay_state.py")),
     ("decode", ("receive (unityagents/wire/grpc.py", "(unityagents/wire/grpc_messages.py",
                 "(unityagents/wire/validate.py", "_next_message (unityagents/wire/grpc.py")),
     ("encode", ("send_step (unityagents/wire/grpc.py", "_reply (unityagents/wire/grpc.py")),
@@ -69,6 +76,17 @@ PARTS = (
     ("environment set", ("(unityagents/vector/", "(unityagents/base_env.py", "(unityagents/environment.py",
                          "concurrent/futures", "threading.py", "queue.py")),
 )
+
+
+#: Where TensorFlow runs a graph: a part's samples under it are its ``Session.run`` share.
+SESSION_RUN = "(tensorflow/python/client/session.py"
+#: The parts whose ``Session.run`` share is shown beside them.
+SESSION_PARTS = ("inference", "update")
+
+
+def progress_pattern(behavior: str) -> re.Pattern:
+    """A progress line of either trainer for ``behavior`` (``PROGRESS`` for 3DBall's)."""
+    return re.compile(rf"{re.escape(behavior)}\S*?[.:] Step: (\d+)\.")
 
 
 def config_file(folder: str, n: int) -> str:
@@ -150,6 +168,7 @@ ROLES = (
     ("environment threads (receive, decode)", ("unityagents-env",)),
     ("gRPC handler threads", ("unityagents-grpc",)),
     ("gRPC serve threads", ("(_serve)",)),
+    ("background update thread", ("trainer-update",)),
 )
 
 
@@ -175,7 +194,7 @@ def role_cpu(before: Dict[int, Tuple[str, float]], after: Dict[int, Tuple[str, f
 
 
 def run_one(cmd: List[str], cwd: str, seconds: float, timeout: float, profile: Optional[str] = None,
-            env: Optional[Dict[str, str]] = None) -> Dict[str, object]:
+            env: Optional[Dict[str, str]] = None, progress: re.Pattern = PROGRESS) -> Dict[str, object]:
     """Run ``cmd`` until ``seconds`` after its first progress line; the measures of that window."""
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -189,7 +208,7 @@ def run_one(cmd: List[str], cwd: str, seconds: float, timeout: float, profile: O
     try:
         for line in proc.stdout:
             tail = (tail + [line])[-30:]
-            m = PROGRESS.search(line)
+            m = progress.search(line)
             now = time.monotonic()
             if m:
                 rows.append((int(m[1]), now, sampler.sample()))
@@ -235,6 +254,7 @@ def run_one(cmd: List[str], cwd: str, seconds: float, timeout: float, profile: O
     if profile and len(threads_at) == 2 and os.path.exists(profile):
         result["threads"] = role_cpu(threads_at[0], threads_at[1], roles)
         result["parts"] = split_profile(profile)
+        result["update_thread"] = session_share(profile, "trainer-update")
     return result
 
 
@@ -256,12 +276,28 @@ def split_profile(path: str) -> Dict[str, float]:
                 continue  # collect() waiting for an answer (a woken thread waiting for a core is sampled there)
             part = next((name for name, marks in PARTS if any(m in stack for m in marks)), "other")
             counts[part] += int(n)
-    total = sum(counts.values()) or 1.0
+            if part in SESSION_PARTS and SESSION_RUN in stack:
+                counts[f"{part}: Session.run"] += int(n)
+    total = sum(v for k, v in counts.items() if ": " not in k) or 1.0
     return {k: v / total for k, v in counts.items()}
 
 
-def ours_cmd(config: str, n: int, frame_ms: float, scratch: str, seed: int = 0) -> List[str]:
-    return [sys.executable, "-m", "trainers.learn_r22", config, "--env=3DBall", f"--num-envs={n}",
+def session_share(path: str, thread: str) -> Optional[float]:
+    """Share of ``thread``'s samples (py-spy's raw output; its name's prefix) inside ``Session.run``;
+    None when it was never sampled (no ``threaded`` trainer)."""
+    inside = total = 0
+    with open(path) as f:
+        for line in f:
+            stack, _, n = line.rstrip("\n").rpartition(" ")
+            if not n.isdigit() or f": {thread}" not in stack.split(";", 1)[0]:
+                continue
+            total += int(n)
+            inside += int(n) if SESSION_RUN in stack else 0
+    return inside / total if total else None
+
+
+def ours_cmd(config: str, n: int, frame_ms: float, scratch: str, seed: int = 0, scene: str = "3DBall") -> List[str]:
+    return [sys.executable, "-m", "trainers.learn_r22", config, f"--env={scene}", f"--num-envs={n}",
             f"--run-id=ours-{n}", f"--results-dir={scratch}", "--force", f"--seed={seed}",
             f"--base-port={vs_mlagents.free_port()}", "--env-args", "--frame-time-ms", str(frame_ms)]
 
@@ -287,7 +323,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--ours-only", action="store_true", help="skip Unity's trainer")
     p.add_argument("--profile", metavar="DIR", default=None,
                    help="split our trainer's CPU into parts with py-spy; its raw samples go to DIR/profile-N.txt")
+    p.add_argument("--scene", metavar="TRAINER/SCENE", default=None,
+                   help="one of bench/zoo.py's scenes with its Release 22 settings (default: 3DBall as above)")
+    p.add_argument("--summary-freq", type=int, default=1000, help="with --scene: agent-steps between progress lines")
     args = p.parse_args(argv)
+    scene, progress = "3DBall", PROGRESS
+    if args.scene:
+        import zoo
+
+        if args.scene not in zoo.ZOO:
+            raise SystemExit(f"--scene {args.scene}: expected one of {', '.join(zoo.ZOO)}")
+        scene, behavior = zoo.ZOO[args.scene][:2]
+        progress = progress_pattern(behavior)
     mlagents = None
     if not args.ours_only:
         mlagents = args.mlagents or shutil.which("mlagents-learn")
@@ -298,19 +345,20 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not shutil.which("py-spy"):
             raise SystemExit("--profile samples with py-spy: pip install py-spy")
         os.makedirs(args.profile, exist_ok=True)
-    limit = AGENTS_PER_ENV * 1000.0 / args.frame_time_ms if args.frame_time_ms else None
+    limit = AGENTS_PER_ENV * 1000.0 / args.frame_time_ms if args.frame_time_ms and not args.scene else None
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
     results: Dict[str, Dict[int, Dict[str, object]]] = {"ours": {}, "theirs": {}}
     with tempfile.TemporaryDirectory() as scratch:
-        build = vs_mlagents.make_build(scratch, 0.0)
+        build = vs_mlagents.make_build(scratch, 0.0, scene)
         for n in args.envs:
-            config = config_file(scratch, n)
+            config = zoo.run_config(args.scene, scratch, args.summary_freq) if args.scene else config_file(scratch, n)
             profile = os.path.join(args.profile, f"profile-{n}.txt") if args.profile else None
-            results["ours"][n] = run_one(ours_cmd(config, n, args.frame_time_ms, scratch), ROOT, args.seconds,
-                                         timeout=600 + args.seconds, profile=profile, env=env)
+            results["ours"][n] = run_one(ours_cmd(config, n, args.frame_time_ms, scratch, scene=scene), ROOT,
+                                         args.seconds, timeout=600 + args.seconds, profile=profile, env=env,
+                                         progress=progress)
             if mlagents:
                 results["theirs"][n] = run_one(theirs_cmd(mlagents, build, config, n, args.frame_time_ms, scratch),
-                                               scratch, args.seconds, timeout=600 + args.seconds)
+                                               scratch, args.seconds, timeout=600 + args.seconds, progress=progress)
             report_row(n, results, limit)
     print_table(args, results, limit)
     return 0
@@ -326,18 +374,20 @@ def report_row(n: int, results, limit) -> None:
 
 
 def print_table(args, results, limit) -> None:
-    print(f"\n3DBall over gRPC, ML-Agents' 3DBall settings, trained, {args.frame_time_ms:g} ms frames"
+    print(f"\n{args.scene or '3DBall'} over gRPC, ML-Agents' Release 22 settings, trained, "
+          f"{args.frame_time_ms:g} ms frames"
           + (f" (limit {limit:,.0f} agent-steps/s per environment)" if limit else "") + f", {args.seconds:g} s windows")
     print("| trainer | N | agent-steps/s | x N = 1 | of limit | trainer CPU us / agent-step | trainer CPU, cores | "
-          "scenes CPU, cores | trainer RSS MiB | all RSS MiB |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "scenes CPU, cores | scenes CPU us / agent-step | trainer RSS MiB | all RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for who in ("ours", "theirs"):
         base = results[who].get(min(results[who]) if results[who] else None)
         for n, r in sorted(results[who].items()):
             share = f"{r['rate'] / (limit * n):.0%}" if limit else "-"
             print(f"| {who} | {n} | {r['rate']:,.0f} | {r['rate'] / base['rate']:.2f} | {share} | "
                   f"{1e6 * r['cpu_trainer'] / r['steps']:.0f} | {r['cpu_trainer'] / r['wall']:.2f} | "
-                  f"{r['cpu_scenes'] / r['wall']:.2f} | {_mib(r['rss_trainer'])} | {_mib(r['rss_all'])} |")
+                  f"{r['cpu_scenes'] / r['wall']:.2f} | {1e6 * r['cpu_scenes'] / r['steps']:.0f} | "
+                  f"{_mib(r['rss_trainer'])} | {_mib(r['rss_all'])} |")
     if results["theirs"]:
         print("\n| N | ours / theirs, agent-steps/s | trainer CPU per agent-step, ours / theirs | "
               "trainer RSS, ours / theirs |")
@@ -357,13 +407,16 @@ def print_table(args, results, limit) -> None:
         for n, r in profiled.items():
             print(f"| {n} | " + " | ".join(f"{1e6 * r['threads'].get(k, 0.0) / r['steps']:.1f}"
                                           for k in roles + others) + " |")
-        names = [name for name, _ in PARTS] + ["other"]
+        names = [name for name, _ in PARTS] + ["other"] + [f"{k}: Session.run" for k in SESSION_PARTS]
         print("\nThe main loop's CPU per agent-step by part, us (its thread's CPU split by py-spy's samples)")
         print("| N | " + " | ".join(names) + " |")
         print("|---|" + "---|" * len(names))
         for n, r in profiled.items():
             main_cpu = 1e6 * r["threads"].get("main loop", 0.0) / r["steps"]
             print(f"| {n} | " + " | ".join(f"{main_cpu * r['parts'].get(k, 0.0):.1f}" for k in names) + " |")
+        for n, r in profiled.items():
+            if r.get("update_thread") is not None:
+                print(f"N = {n}: the background update thread's samples are {r['update_thread']:.0%} in Session.run")
 
 
 if __name__ == "__main__":

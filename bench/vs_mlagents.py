@@ -43,6 +43,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Dict, List, Optional, Tuple
 
@@ -79,12 +80,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def make_build(folder: str, frame_time_ms: float) -> str:
-    """An executable that starts the built-in 3DBall as a modern Unity player would be started."""
-    path = os.path.join(folder, "Ball3D.x86_64")
+def make_build(folder: str, frame_time_ms: float, scene: str = "3DBall") -> str:
+    """An executable that starts a built-in scene (3DBall unless named) as a modern Unity player would be started."""
+    path = os.path.join(folder, "Ball3D.x86_64" if scene == "3DBall" else f"{scene}.x86_64")
     extra = f" --frame-time-ms {frame_time_ms}" if frame_time_ms else ""
     with open(path, "w") as f:
-        f.write(f"#!/bin/sh\ncd {ROOT!s} && exec {sys.executable} -m academy 3DBall{extra} \"$@\"\n")
+        f.write(f"#!/bin/sh\ncd {ROOT!s} && exec {sys.executable} -m academy {scene}{extra} \"$@\"\n")
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return path
 
@@ -123,11 +124,15 @@ def timed_run(cmd: List[str], cwd: str, pattern: re.Pattern, target: float,
     it run to its own end; the figures are still those of the first summary at the target).
 
     The run gets a process group of its own, and the whole group is stopped: a trainer stopped
-    alone would leave the scene it launched (and a launcher's child trainer) running.
+    alone would leave the scene it launched (and a launcher's child trainer) running. A watchdog
+    stops it at ``timeout`` even when it prints nothing.
     """
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
+    watchdog = threading.Timer(timeout, _signal_group, (proc.pid, signal.SIGTERM))
+    watchdog.daemon = True
+    watchdog.start()
     rows: List[Tuple[int, float, float]] = []
     tail: List[str] = []
     try:
@@ -141,6 +146,7 @@ def timed_run(cmd: List[str], cwd: str, pattern: re.Pattern, target: float,
             if time.monotonic() - start > timeout:
                 break
     finally:
+        watchdog.cancel()
         _signal_group(proc.pid, signal.SIGTERM)
         try:
             proc.wait(30)
