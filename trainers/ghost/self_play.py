@@ -117,15 +117,76 @@ def expected_score(rating: float, opponent: float) -> float:
     return 1.0 / (1.0 + 10.0 ** ((opponent - rating) / 400.0))
 
 
-def elo_change(rating: float, opponent: float, result: float) -> float:
-    """What one game adds to the learner's rating (and takes from the opponent's): ``result - E``."""
-    return result - expected_score(rating, opponent)
+def elo_change(rating: float, opponent: float, result: float, k: float = 1.0) -> float:
+    """What one game adds to the learner's rating: ``k * (result - E)``; Release 22 applies no K factor
+    (``k`` 1), the seed's ghost rates with ``k`` 16."""
+    return k * (result - expected_score(rating, opponent))
 
 
 LATEST = -1  # the opponent plays the learner's current weights
 
 
-class SelfPlaySchedule:
+class SnapshotRing:
+    """The bookkeeping of a pool of snapshots, shared by both self-plays: its slots, the opponent, ELO.
+
+    ``size`` ring slots are filled in turn (the oldest overwritten first); each starts from the
+    learner's rating when its snapshot is taken. A swap draws the opponent: ``LATEST`` with
+    probability ``latest_ratio`` (Release 22; None: never, as the seed's ghost), else a filled slot
+    uniformly, from ``rng``. A game moves the learner's rating by :func:`elo_change`; with
+    ``rate_opponent`` the opponent's slot loses as much (Release 22), so a game against ``LATEST``,
+    whose rating is the learner's own, moves nothing. ``trainers.ghost.snapshot.SnapshotPool``
+    holds the weights of the slots; this holds what is plain Python.
+    """
+
+    def __init__(self, size: int, initial_elo: float, rng: np.random.Generator,
+                 latest_ratio: Optional[float] = None, k: float = 1.0, rate_opponent: bool = True):
+        self.size = size
+        self.rng = rng
+        self.latest_ratio = latest_ratio
+        self.k = k
+        self.rate_opponent = rate_opponent
+        self.snapshots_taken = 0
+        #: Ratings: one per ring slot, then the learner's.
+        self.elos: List[float] = [float(initial_elo)] * (size + 1)
+        self.current_opponent = 0
+
+    @property
+    def filled(self) -> int:
+        return min(self.snapshots_taken, self.size)
+
+    @property
+    def elo(self) -> float:
+        return self.elos[-1]
+
+    @property
+    def opponent_elo(self) -> float:
+        return self.elos[self.current_opponent]
+
+    def record_snapshot(self) -> int:
+        """The ring slot the next snapshot goes to (now taken); it starts at the learner's ELO."""
+        slot = self.snapshots_taken % self.size
+        self.elos[slot] = self.elo
+        self.snapshots_taken += 1
+        return slot
+
+    def choose_opponent(self) -> int:
+        """``LATEST`` with the ratio's probability, else a filled ring slot drawn uniformly."""
+        if self.latest_ratio is not None and (self.rng.random() < self.latest_ratio or self.filled == 0):
+            self.current_opponent = LATEST
+        else:
+            self.current_opponent = int(self.rng.integers(self.filled))
+        return self.current_opponent
+
+    def record_game(self, result: float) -> float:
+        """Rate one game against the current opponent (``result`` 1 won, 0.5 drawn, 0 lost); returns the change."""
+        change = elo_change(self.elo, self.opponent_elo, result, self.k)
+        self.elos[-1] += change
+        if self.rate_opponent:
+            self.elos[self.current_opponent] -= change
+        return change
+
+
+class SelfPlaySchedule(SnapshotRing):
     """When to snapshot, swap the opponent and change the learning team; the ratings.
 
     Driven with the learner's step (its agent steps) and the opponent's agent steps; it says what
@@ -135,39 +196,25 @@ class SelfPlaySchedule:
     """
 
     def __init__(self, settings: SelfPlaySettings, n_teams: int = 2, seed: int = 0):
+        super().__init__(settings.window, settings.initial_elo, np.random.default_rng(seed),
+                         latest_ratio=settings.play_against_latest_model_ratio)
         self.settings = settings
         self.n_teams = n_teams
-        self.rng = np.random.default_rng(seed)
         self.learning_team = 0
         self.last_team_change = 0
         self.last_save = 0
         self.last_swap = 0
         self.ghost_step = 0
-        self.snapshots_taken = 0
-        #: Ratings: one per ring slot, then the learner's.
-        self.elos: List[float] = [float(settings.initial_elo)] * (settings.window + 1)
-        self.current_opponent = 0
         self.team_changes: List[int] = []  # learner steps at which the learning team changed
 
     # ---------------------------------------------------------------- snapshots
-    @property
-    def filled(self) -> int:
-        return min(self.snapshots_taken, self.settings.window)
-
-    @property
-    def elo(self) -> float:
-        return self.elos[-1]
-
     def snapshot_due(self, learner_step: int) -> bool:
         return self.snapshots_taken == 0 or learner_step - self.last_save > self.settings.save_steps
 
     def record_snapshot(self, learner_step: int) -> int:
-        """The ring slot the next snapshot goes to (now taken); it starts at the learner's ELO."""
-        slot = self.snapshots_taken % self.settings.window
-        self.elos[slot] = self.elo
-        self.snapshots_taken += 1
+        """The ring slot the next snapshot goes to (now taken), at ``learner_step``."""
         self.last_save = learner_step
-        return slot
+        return super().record_snapshot()
 
     # ---------------------------------------------------------------- opponents
     def add_opponent_steps(self, n: int) -> bool:
@@ -177,12 +224,8 @@ class SelfPlaySchedule:
 
     def choose_opponent(self) -> int:
         """Swap: ``LATEST`` with the ratio's probability, else a filled ring slot drawn uniformly."""
-        if self.rng.random() < self.settings.play_against_latest_model_ratio or self.filled == 0:
-            self.current_opponent = LATEST
-        else:
-            self.current_opponent = int(self.rng.integers(self.filled))
         self.last_swap = self.ghost_step
-        return self.current_opponent
+        return super().choose_opponent()
 
     # ---------------------------------------------------------------- teams
     def team_change_due(self, learner_step: int) -> bool:
@@ -196,16 +239,9 @@ class SelfPlaySchedule:
         return self.learning_team
 
     # ---------------------------------------------------------------- ratings
-    @property
-    def opponent_elo(self) -> float:
-        return self.elos[self.current_opponent]
-
     def record_game(self, final_reward: float) -> float:
-        """Score one finished game of the learning team; returns the learner's rating change."""
-        change = elo_change(self.elo, self.opponent_elo, game_result(final_reward))
-        self.elos[-1] += change
-        self.elos[self.current_opponent] -= change
-        return change
+        """Score one finished game of the learning team by its last reward; returns the learner's rating change."""
+        return super().record_game(game_result(final_reward))
 
     # ---------------------------------------------------------------- checkpoint
     def get_state(self) -> Dict[str, Any]:
