@@ -57,6 +57,11 @@ from unityagents.brain import BrainParameters
 INITIAL_ELO = 1200.0
 ELO_K = 16.0
 
+def _ring_view(name: str, doc: str) -> property:
+    """A ghost's read-only view of its ring's ``name``."""
+    return property(lambda ghost: getattr(ghost.ring, name), doc=doc)
+
+
 GHOST_HYPERPARAMETERS: Dict[str, Param] = {
     **COMMON_HYPERPARAMETERS,
     "brain_to_copy": Param(str, None, required=True,
@@ -190,23 +195,10 @@ class GhostTrainer(Trainer):
         return []
 
     # ------------------------------------------------------------------ the pool
-    @property
-    def n_snapshots(self) -> int:
-        """Snapshots taken so far; the filled slots are 0 .. min(n, max_num_models) - 1."""
-        return self.ring.snapshots_taken
-
-    @property
-    def filled_slots(self) -> int:
-        return self.ring.filled
-
-    @property
-    def current_slot(self) -> int:
-        return self.ring.current_opponent
-
-    @property
-    def elo(self) -> float:
-        """The learner's rating against the pool."""
-        return self.ring.elo
+    n_snapshots = _ring_view("snapshots_taken", "Snapshots taken so far; the filled slots are 0 .. min(n, size) - 1.")
+    filled_slots = _ring_view("filled", "The filled slots of the pool.")
+    current_slot = _ring_view("current_opponent", "The slot the ghost plays now.")
+    elo = _ring_view("elo", "The learner's rating against the pool.")
 
     def take_snapshot(self) -> int:
         """Copy the learner's weights into the next slot (round robin); return the slot."""
