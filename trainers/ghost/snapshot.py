@@ -4,51 +4,17 @@ Self-play needs, from whatever algorithm learns, exactly one thing: a second net
 policy, under another graph scope, that acts for the opponent's agents. The pool
 (:class:`SnapshotPool`, built by :func:`pool_copying`) then copies weights between the two by their
 names relative to each scope. Release 22's team self-play gets that network from the learner
-(``snapshot_actor(scope, brain, rng)``, returning a :class:`SnapshotActor`), so PPO, MA-POCA, SAC and
-a plugin trainer are wrapped alike; the seed's ghost rebuilds its PPO brain's network itself. Both
-then drive the pool with the same bookkeeping (``trainers.ghost.self_play.SnapshotRing``).
+(``snapshot_actor(scope, brain, rng)``, returning a ``trainers.trainer.snapshot_actor.SnapshotActor``),
+so PPO, MA-POCA, SAC and a plugin trainer are wrapped alike; the seed's ghost rebuilds its PPO
+brain's network itself. Both then drive the pool with the same bookkeeping (``trainers.ghost.self_play.SnapshotRing``).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Iterable, List, Optional, Sequence, Tuple
-
-import numpy as np
+from typing import List, Sequence
 
 from trainers.ghost.self_play import LATEST, SnapshotRing
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
-from trainers.trainer.brain_info import BrainInfo
-
-#: ``act(info) -> (policy actions, next memories or None)``
-ActFunction = Callable[[BrainInfo], Tuple[np.ndarray, Optional[np.ndarray]]]
-
-
-class SnapshotActor:
-    """An acting copy of a learner's policy.
-
-    :param outputs: the tensors it acts with; the variables they read are the weights a snapshot
-        holds (:func:`variables_read_by`), named as the learner's under its scope.
-    :param act: acts for every agent of a ``BrainInfo``: the policy's actions (before the brain's
-        action contract) and the next memories (None without a recurrent policy). It samples as
-        the learner samples, and takes the mean or the most probable action when the learner is
-        ``deterministic``.
-    :param forget: drops the memories it keeps for ``agents`` (None: all).
-    :param policy: what keeps its agents' memories (``trainers.ppo.policy.PPOPolicy``), if anything.
-    """
-
-    def __init__(self, outputs: Sequence[tf.Tensor], act: ActFunction,
-                 forget: Callable[[Optional[Iterable[Hashable]]], None] = lambda agents: None,
-                 policy: Any = None):
-        self.outputs = list(outputs)
-        self.act = act
-        self.forget = forget
-        self.policy = policy
-
-
-def acts_from_snapshots(trainer: Any) -> bool:
-    """Whether a trainer (class or instance) offers ``snapshot_actor``, so self-play can wrap it."""
-    return callable(getattr(trainer, "snapshot_actor", None))
-
 
 #: Op types that hold a variable's value (v1 ref variables are what tf_utils configures).
 _VARIABLE_OPS = ("VariableV2", "Variable", "VarHandleOp")

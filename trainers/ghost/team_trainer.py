@@ -11,7 +11,7 @@ each team gets a *seat* (:class:`TeamSeat`, a ``Trainer``) and the seats of one 
   handed the learning team's ``BrainInfo`` under that name, so it neither knows about teams nor
   sees a socket; it exports ``Tennis.onnx`` as ML-Agents names it;
 * the opponent: an acting copy of the learner's network, which the learner builds itself
-  (``snapshot_actor``, the seam of ``trainers.ghost.snapshot``) under a scope of its own; weights
+  (``snapshot_actor``, the seam of ``trainers.trainer.snapshot_actor``) under a scope of its own; weights
   are matched by their names relative to each scope, and it plays the other team with a snapshot;
 * the pool (``trainers.ghost.snapshot.SnapshotPool``, self-play's one mechanism, which the seed's
   ghost drives too): ``window`` ring slots of the learner's acting weights plus one for "the latest
@@ -31,10 +31,11 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Seque
 import numpy as np
 
 from trainers.ghost.self_play import LATEST, SelfPlaySchedule, SelfPlaySettings
-from trainers.ghost.snapshot import SnapshotActor, SnapshotPool, acts_from_snapshots, pool_copying
+from trainers.ghost.snapshot import SnapshotPool, pool_copying
 from trainers.tf_utils import tf
 from trainers.trainer.base import Trainer, TrainerContext, UnityTrainerException, logger
 from trainers.trainer.brain_info import BrainInfo
+from trainers.trainer.snapshot_actor import SnapshotActor, acts_from_snapshots
 from trainers.trainer.trajectory import Collection, Experience
 from unityagents.brain import BrainParameters, team_base, team_id
 
@@ -54,7 +55,7 @@ class TeamSelfPlay:
         if not acts_from_snapshots(learner_class):
             raise UnityTrainerException(
                 f"Behaviour '{self.base}': self_play needs a learner that can act from a snapshot of its policy "
-                f"(a snapshot_actor method, trainers.ghost.snapshot); {learner_class.__name__} ("
+                f"(a snapshot_actor method, trainers.trainer.snapshot_actor); {learner_class.__name__} ("
                 f"trainer_type {getattr(learner_class, 'trainer_type', '?')!r}) has none. Use trainer_type: ppo, "
                 "poca or sac, or remove self_play.")
         learner_brains = dict(brains)
