@@ -12,7 +12,7 @@ card, and writes and sends nothing.
 
 Load: ``snapshot_download`` of the repository into ``<local-dir>/<repository name>``.
 
-Both need the optional ``huggingface_hub`` (``pip install unityagents[hub]``); a missing library, a missing
+Both need the optional ``huggingface_hub`` (``pip install 'unity-tf-trainer[hub]'``); a missing library, a missing
 token or an unreachable Hub is one line on stderr and exit status 1.
 """
 from __future__ import annotations
@@ -25,12 +25,14 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import yaml
 
+from unityagents.distribution import DISTRIBUTION, install_command, install_hint
+
 #: The metadata tags every card carries beside ``<env>`` and ``ML-Agents-<env>`` (Release 22's).
 TAGS = ("deep-reinforcement-learning", "reinforcement-learning")
 LIBRARY_NAME = "ml-agents"
 CONFIG_JSON = "config.json"
 CARD = "README.md"
-NEEDS_HUB = "needs huggingface_hub: pip install 'unityagents[hub]' (or pip install huggingface_hub)"
+NEEDS_HUB = f"needs huggingface_hub: {install_hint('hub')}, or pip install huggingface_hub"
 
 
 class HubError(Exception):
@@ -41,9 +43,26 @@ def _version() -> str:
     try:
         from importlib.metadata import PackageNotFoundError, version
 
-        return version("unityagents")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:
         return "(from a clone)"
+
+
+def card_install_line() -> str:
+    """The install command a reader of the card can run: the distribution by name, or, when this copy was
+    installed from a public repository (pip records it in ``direct_url.json``), that repository at the
+    installed commit, so the reader gets the very version that trained the model."""
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+
+        source = json.loads(distribution(DISTRIBUTION).read_text("direct_url.json") or "{}")
+    except (PackageNotFoundError, ValueError, OSError):
+        source = {}
+    vcs, url = source.get("vcs_info") or {}, str(source.get("url") or "")
+    if vcs.get("vcs") == "git" and url.startswith(("https://", "ssh://")):
+        commit = vcs.get("commit_id") or vcs.get("requested_revision")
+        return f"pip install '{DISTRIBUTION}[hub] @ git+{url}" + (f"@{commit}'" if commit else "'")
+    return install_command("hub")
 
 
 def read_run(local_dir: str, configfile_name: str) -> Dict[str, Any]:
@@ -110,7 +129,7 @@ def model_card(info: Dict[str, str], repo_id: str, run_id: Optional[str]) -> str
 # {info['trainer']} agent for {env}
 
 A **{info['trainer']}** policy for the behaviour `{info['behavior']}` of **{env}**{run}, trained by
-[unityagents](https://pypi.org/project/unityagents/) {_version()} through {where}: a TensorFlow trainer
+[{DISTRIBUTION}](https://pypi.org/project/{DISTRIBUTION}/) {_version()} through {where}: a TensorFlow trainer
 that reads ML-Agents' configuration and writes ML-Agents' run layout, not Unity's own `mlagents-learn`.
 
 ## Files
@@ -124,7 +143,7 @@ that reads ML-Agents' configuration and writes ML-Agents' run layout, not Unity'
 ## Resume training
 
 ```bash
-pip install 'unityagents[hub]'
+{card_install_line()}
 {resume}
 ```
 

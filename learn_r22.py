@@ -128,7 +128,9 @@ def run_options(argv: List[str]):
     paths = RunPaths.results(cp["results_dir"], cp["run_id"])
     paths.lessons = params.lesson_numbers
     behaviors = list(run.behaviors.values())
-    intervals = [b.settings["checkpoint_interval"] for b in behaviors] or [500000]
+    # Release 22 counts checkpoint_interval and keep_checkpoints per behaviour, in its own agent steps.
+    intervals = {name: b.settings["checkpoint_interval"] for name, b in run.behaviors.items()}
+    intervals[""] = (run.default_settings or {}).get("checkpoint_interval", 500000)  # behaviours not listed
     keep = max([b.settings["keep_checkpoints"] for b in behaviors] or [5])
     base_port = env_s["base_port"]
     if editor and "base_port" not in given_keys.get("env_settings", ()):
@@ -144,7 +146,8 @@ def run_options(argv: List[str]):
                                float(env_s["restarts_rate_limit_period_s"])),
         curriculum=params if params.tracks else None, ray_address=options["--ray-address"],
         ray_resource=options["--ray-resource"], paths=paths, init_from=init,
-        log_dir=os.path.abspath(os.path.join(folder, "run_logs")), checkpoint_interval=min(intervals),
+        log_dir=os.path.abspath(os.path.join(folder, "run_logs")), checkpoint_interval=intervals,
+        keep_per_behavior={name: max(b.settings["keep_checkpoints"], 1) for name, b in run.behaviors.items()},
         device=run.sections["torch_settings"]["device"], resume_command=resume_command(argv),
         strict_export=bool(options["--strict-export"]))
     if cp["resume"] and not os.path.isdir(paths.checkpoint_dir):

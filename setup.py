@@ -1,5 +1,12 @@
-"""Installs the packages (unityagents, runner, trainers, academy, unityagents_tune), learn.py, learn_hub.py,
-learn_r22.py and their commands.
+"""Installs the distribution ``unity-tf-trainer``: the packages (unityagents, runner, trainers, academy,
+unityagents_tune), learn.py, learn_hub.py, learn_r22.py and their commands.
+
+The distribution's name is not ``unityagents``: on the package index that name is Unity's own 2018 client, a
+different package. The import packages and the commands keep their names. ``unityagents.distribution`` holds
+the name for the messages that say what to install.
+
+Python 3.10 to 3.13: the modern protocol's generated messages need protobuf >= 7.35, which has no release
+for 3.9, and TensorFlow's releases in range publish no wheels beyond 3.13.
 
 The built-in trainers and stats writers register under the same entry-point groups as plugins do
 (``unityagents.trainers``, ``unityagents.stats_writers``), so a plugin package is discovered
@@ -7,9 +14,18 @@ exactly like them.
 """
 import os
 import shutil
+import sys
 
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
+
+PYTHON_REQUIRES = ">=3.10,<3.14"
+if not (3, 10) <= sys.version_info[:2] <= (3, 13):
+    # pip resolves the dependencies before it compares python_requires with a source install's Python, and
+    # then names protobuf or tf2onnx instead of the reason; building from source says it first, in one line.
+    sys.exit(f"unity-tf-trainer needs Python 3.10-3.13 (python_requires '{PYTHON_REQUIRES}'), not "
+             f"{sys.version.split()[0]}: protobuf >= 7.35 and tf2onnx >= 1.17 have no release for 3.9, and "
+             "TensorFlow < 2.22 none for 3.14. Create the environment with Python 3.10 to 3.13.")
 
 #: runner.options.SHIPPED and SHIPPED_DIR: the clone's files beside learn.py that an installed package needs.
 SHIPPED = ("trainer_configurations.yaml", "config", "curricula")
@@ -37,10 +53,17 @@ class BuildWithShippedFiles(build_py):
 
 setup(
     cmdclass={"build_py": BuildWithShippedFiles},
-    name="unityagents",
+    name="unity-tf-trainer",
     version="0.3.0",
     description="Multi-brain RL training for Unity-protocol (API-2) environments, with built-in scenes",
-    python_requires=">=3.9",
+    python_requires=PYTHON_REQUIRES,
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Programming Language :: Python :: 3.10",
+        "Programming Language :: Python :: 3.11",
+        "Programming Language :: Python :: 3.12",
+        "Programming Language :: Python :: 3.13",
+    ],
     packages=find_packages(include=["unityagents", "unityagents.*", "runner", "runner.*", "trainers", "trainers.*",
                                     "academy", "academy.*", "unityagents_tune", "unityagents_tune.*"]),
     py_modules=["learn", "learn_hub", "learn_r22"],

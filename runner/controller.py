@@ -45,7 +45,7 @@ import os
 import random
 import signal
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -90,8 +90,13 @@ class TrainerController:
     :param paths: where every file goes (``RunPaths``); by default ``RunPaths.legacy`` of
         ``model_dir``, ``summary_dir`` and ``run_path``.
     :param init_from: a checkpoint folder whose weights start this run (step counters from 0).
-    :param checkpoint_interval: also save each time the first learner's agent steps pass a multiple
-        of this (Release 22 counts ``checkpoint_interval`` in trainer steps); None: ``save_freq`` only.
+    :param checkpoint_interval: also save each time a learner's own agent steps pass a multiple of its
+        interval, as Release 22 counts ``checkpoint_interval``: one number for every behaviour, or one per
+        behaviour name (a name missing from it takes the one under "", else the smallest); None: ``save_freq``
+        only. Such a save writes the run's TensorFlow checkpoint and ``<Behavior>-<step>.onnx`` of the
+        behaviours due.
+    :param keep_per_behavior: how many ``<Behavior>-<step>.onnx`` each behaviour keeps (Release 22's
+        ``keep_checkpoints``, in the results layout); a name missing from it keeps ``keep_checkpoints``.
     :param device: where the graph runs: a Release 22 device name (``cpu``, ``cuda``, ``cuda:N``), a
         ``runner.devices.Placement``, or None for TensorFlow's choice (``runner.devices``).
     :param strict_export: an ONNX export that a Unity engine would refuse or warn about stops the run.
@@ -101,8 +106,10 @@ class TrainerController:
                  model_dir: str = "models", summary_dir: str = "summaries", load: bool = False,
                  train: bool = True, keep_checkpoints: int = 5, save_freq: int = 50000, lesson: int = 0,
                  fast_simulation: bool = True, seed: int = 0, paths: Optional[RunPaths] = None,
-                 init_from: Optional[str] = None, checkpoint_interval: Optional[int] = None,
-                 device: Any = None, strict_export: bool = False):
+                 init_from: Optional[str] = None,
+                 checkpoint_interval: Union[None, int, Mapping[str, int]] = None,
+                 device: Any = None, keep_per_behavior: Optional[Mapping[str, int]] = None,
+                 strict_export: bool = False):
         self.placement = placement(device)
         self.env: EnvironmentSet = env if isinstance(env, EnvironmentSet) else EnvironmentSet.of(env)
         #: Steps -> the trainers' ``BrainInfo``; their action rows -> ``ActionTuple``.
@@ -114,7 +121,9 @@ class TrainerController:
         self.model_path = self.paths.checkpoint_dir
         self.summary_dir = summary_dir
         self.init_from = init_from
-        self._checkpoint_interval = StepInterval(checkpoint_interval)  # counts the first learner's steps
+        self._checkpoint_interval = checkpoint_interval
+        self._intervals: Dict[str, StepInterval] = {}  # per learner: counts its own agent steps
+        self.keep_per_behavior = dict(keep_per_behavior or {})
         self.load = load
         self.train = train
         self.keep_checkpoints = keep_checkpoints
@@ -155,7 +164,7 @@ class TrainerController:
         self._reads = brains_read(self.trainers, self.env.brains)
         self.collectors = {name: ExperienceCollector.for_trainer(t) for name, t in self.trainers.items()}
         self.files = RunSaver(self.sess, self.paths, self.env_name, self.keep_checkpoints, self.timers, self.seed,
-                              strict_export=self.strict_export)
+                              keep_per_behavior=self.keep_per_behavior, strict_export=self.strict_export)
         self.saver = self.files.saver
         init = tf.global_variables_initializer()
         if self.load:
@@ -188,11 +197,20 @@ class TrainerController:
                 self.files.initialize_behaviour(team_base(name), scope, path)
 
     # ---------------------------------------------------------------- checkpoints and export
-    def save_model(self) -> str:
-        """Write a checkpoint, its training state, an ONNX file per brain beside it, and ``timers.json``
-        (once every background update is done: never weights halfway through one)."""
+    def save_model(self, behaviours: Optional[Sequence[str]] = None) -> str:
+        """Write a checkpoint, its training state, an ONNX file per brain beside it (only ``behaviours``'
+        when given), and ``timers.json`` (once every background update is done: never weights halfway
+        through one)."""
         self._settle()
-        return self.files.save(self.trainers, self.env.curriculum, self.global_step)
+        return self.files.save(self.trainers, self.env.curriculum, self.global_step, behaviours)
+
+    def _interval(self, name: str) -> StepInterval:
+        if name not in self._intervals:
+            every = self._checkpoint_interval
+            if isinstance(every, Mapping):
+                every = every.get(name, every.get(team_base(name), every.get("", min(every.values(), default=None))))
+            self._intervals[name] = StepInterval(every)
+        return self._intervals[name]
 
     def save_now(self, why: str) -> None:
         """Save a checkpoint and export at once, between steps (when training and built): ``why`` is logged."""
@@ -272,9 +290,22 @@ class TrainerController:
 
     def _save_and_export(self) -> None:
         with shielded():
+            self._final_summaries()
             prefix = self.save_model()
             path = self.export()
         logger.info("Saved the checkpoint %s and the export %s.", prefix, path)
+
+    def _final_summaries(self) -> None:
+        """Each trainer writes what it gathered since its last summary (``write_final_summary``), once every
+        background update is done, before the run's last save: a run that stops before a ``summary_freq``
+        boundary still reports its reward."""
+        self._settle()
+        lesson = lesson_numbers(self.env.curriculum)
+        for t in self.trainers.values():
+            try:
+                t.write_final_summary(lesson)
+            except Exception:  # noqa: BLE001 - a summary must never cost the run its checkpoint
+                logger.exception("%s: the final summary could not be written; saving goes on.", t.brain_name)
 
     def _run(self) -> None:
         if not self.train:
@@ -357,9 +388,10 @@ class TrainerController:
                 self.env, self.trainers, self._curriculum_checked)
         if self.train and self.save_freq > 0 and self.global_step % self.save_freq == 0:
             self.save_model()
-        elif self.train and self._checkpoint_interval.due(
-                next((t.get_step for t in self.trainers.values() if t.is_learner), None)):
-            self.save_model()
+        elif self.train and self._checkpoint_interval is not None:
+            due = [name for name, t in self.trainers.items() if t.is_learner and self._interval(name).due(t.get_step)]
+            if due:
+                self.save_model(due)
 
     def _loop_overlapped(self) -> None:
         """Step each environment as soon as its actions are computed (``EnvironmentSet.send``),

@@ -13,7 +13,7 @@ name becomes the device its ops are placed on:
 A GPU asked for and not visible to TensorFlow is refused before any environment is launched
 (``Placement.check``): the message names the device asked for, the GPUs TensorFlow sees and
 whether the installed build can use one at all (``tensorflow-cpu``, the default install on
-x86-64, cannot: ``pip install -e .[gpu]`` installs the GPU build).
+x86-64, cannot: ``pip install 'unity-tf-trainer[gpu]'`` installs the GPU build).
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, ContextManager, Optional, Sequence
 
 from trainers.trainer.base import UnityTrainerException
+from unityagents.distribution import install_hint
 
 _NAME = re.compile(r"^(cpu|cuda|gpu)(?::(\d+))?$")
 
@@ -87,7 +88,7 @@ class Placement:
         sees = f"{len(visible_gpus)} GPU(s) ({', '.join(visible_gpus)})" if visible_gpus else "no GPU"
         if not built_with_cuda:
             why = ("the installed TensorFlow is a CPU-only build (tensorflow-cpu, the default install on x86-64): "
-                   "install the GPU build with `pip install -e .[gpu]` (Linux, NVIDIA driver)"
+                   f"install the GPU build with {install_hint('gpu')} (Linux, NVIDIA driver)"
                    + (f"{_both_builds()}, or" if _both_builds() else ", or"))
         else:
             why = ("the installed TensorFlow can use GPUs: check that the NVIDIA driver works (nvidia-smi) and that "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 from runner.run_paths import RunPaths
 from trainers.settings.schema import Param
@@ -49,7 +49,12 @@ class RunOptions:
     paths: Optional[RunPaths] = None  # None: models/<run_path>/ and summaries/
     keep_checkpoints: int = 5
     save_freq: int = 50000
-    checkpoint_interval: Optional[int] = None  # also save every this many agent steps of the first learner
+    #: Also save each time a behaviour's agent steps pass a multiple of its interval: one for all, or one per
+    #: behaviour (Release 22's ``checkpoint_interval``); None: ``save_freq`` only.
+    checkpoint_interval: Union[None, int, Mapping[str, int]] = None
+    #: Release 22's ``keep_checkpoints`` per behaviour: how many ``<Behavior>-<step>.onnx`` each keeps (the
+    #: TensorFlow checkpoint of the whole run keeps ``keep_checkpoints``).
+    keep_per_behavior: Optional[Mapping[str, int]] = None
     device: Optional[str] = None  # the graph's device: cpu, cuda, cuda:N (runner.devices); None: TensorFlow's choice
     strict_export: bool = False  # an .onnx that a Unity engine would refuse or warn about stops the run
     # The environments.

@@ -103,7 +103,8 @@ def train(opts: RunOptions) -> None:
             run_path=opts.run_path, load=opts.load,
             train=opts.train, keep_checkpoints=opts.keep_checkpoints, save_freq=opts.save_freq, lesson=opts.lesson,
             fast_simulation=not opts.slow, seed=opts.seed, paths=opts.paths, init_from=opts.init_from,
-            checkpoint_interval=opts.checkpoint_interval, device=device, strict_export=opts.strict_export)
+            checkpoint_interval=opts.checkpoint_interval, keep_per_behavior=opts.keep_per_behavior, device=device,
+            strict_export=opts.strict_export)
     except BaseException:
         env.close()
         raise

@@ -19,7 +19,7 @@ import glob
 import json
 import logging
 import os
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from runner.checkpoints import (
     STATE_SUFFIX,
@@ -56,12 +56,22 @@ class RunSaver:
     :param keep_checkpoints: how many checkpoints to keep.
     :param timers: the run's timers, written to ``timers.json`` with each save.
     :param seed: recorded in each checkpoint's state.
+    :param keep_per_behavior: in the results layout, how many ``<Behavior>-<step>.onnx`` each behaviour
+        keeps (Release 22's ``keep_checkpoints``); a name missing from it keeps ``keep_checkpoints``.
     :param strict_export: an ONNX file that a Unity engine would refuse or warn about stops the run
         (``--strict-export``) instead of being a warning in the log.
+
+    The TensorFlow checkpoint holds every brain of the one graph, so it is named by the run's environment
+    step (``model-<step>.cptk``) and the Saver keeps ``keep_checkpoints`` of them. The ONNX files beside it
+    are per behaviour: in the results layout ``<Behavior>/<Behavior>-<step>.onnx`` carries the behaviour's
+    own agent steps, the number ``training_status.json`` and TensorBoard show, and each behaviour keeps its
+    newest ``keep_checkpoints``, as Release 22 names and counts them; in the legacy layout
+    ``models/<run-path>/<Brain>-<step>.onnx`` carries the environment step of its TensorFlow checkpoint
+    and goes with it.
     """
 
     def __init__(self, sess, paths: RunPaths, env_name: str, keep_checkpoints: int, timers: Timers, seed: int,
-                 strict_export: bool = False):
+                 keep_per_behavior: Optional[Mapping[str, int]] = None, strict_export: bool = False):
         self.sess = sess
         self.strict_export = strict_export
         self.paths = paths
@@ -69,6 +79,8 @@ class RunSaver:
         self.env_name = env_name
         self.timers = timers
         self.seed = seed
+        self.keep_checkpoints = keep_checkpoints
+        self.keep_per_behavior = dict(keep_per_behavior or {})
         self.saver = tf.train.Saver(max_to_keep=keep_checkpoints)
         floats = [v for v in tf.global_variables() if v.dtype.base_dtype in (tf.float32, tf.float64)]
         with tf.name_scope("checks"):  # one op, built before finalize, run before each save
@@ -251,13 +263,18 @@ class RunSaver:
                             if last else "no checkpoint had been written yet.")
             + " Lower learning_rate, or check the environment's states and rewards.")
 
-    def save(self, trainers: Mapping[str, Trainer], curriculum, global_step: int) -> str:
+    def save(self, trainers: Mapping[str, Trainer], curriculum, global_step: int,
+             behaviours: Optional[Sequence[str]] = None) -> str:
         """Write a checkpoint (weights + optimizer + normalisers), the training state and an ONNX file
-        per brain (``<Brain>-<step>.onnx``) beside it, and ``timers.json``."""
+        per brain (``<Brain>-<step>.onnx``; only ``behaviours``' when given) beside it, and ``timers.json``."""
         self.check_finite(global_step)
         with shielded(), self.timers("checkpoint"), self._writing(f"the checkpoint of step {global_step}"):
             prefix = self._save_checkpoint(trainers, curriculum, global_step)
-            onnx_paths = self._export_onnx(trainers, f"-{global_step}")
+            step_of = {name: self.onnx_step(t, global_step) for name, t in trainers.items()
+                       if behaviours is None or name in behaviours}
+            onnx_paths = self._export_onnx({name: trainers[name] for name in step_of},
+                                           {name: f"-{step}" for name, step in step_of.items()})
+            self._forget_unkept_onnx(trainers)
             self._after_save(trainers, onnx_paths, prefix, final=False)
         self.write_timers()
         return prefix
@@ -278,12 +295,37 @@ class RunSaver:
         logger.info("Saved the model at step %d to %s", global_step, prefix)
         return prefix
 
+    def onnx_step(self, trainer: Trainer, global_step: int) -> int:
+        """The step a checkpoint's ONNX file is named by: the behaviour's own agent steps in the results
+        layout (Release 22's), the run's environment step in the legacy one."""
+        return int(trainer.get_step) if self.paths.per_behavior else int(global_step)
+
+    def _forget_unkept_onnx(self, trainers: Mapping[str, Trainer]) -> None:
+        """Results layout: each behaviour keeps its newest ``keep_checkpoints`` ``<Behavior>-<step>.onnx``."""
+        if not self.paths.per_behavior:
+            return
+        for t in trainers.values():
+            stem = onnx_file_stem(t.brain_name)
+            keep = self.keep_per_behavior.get(t.brain_name, self.keep_per_behavior.get(
+                stem, self.keep_per_behavior.get(t.brain_name.split("?")[0], self.keep_checkpoints)))
+            folder = self.paths.step_onnx_dir(t.brain_name)
+            steps = []
+            for path in glob.glob(os.path.join(glob.escape(folder), glob.escape(stem) + "-*.onnx")):
+                step = os.path.basename(path)[len(stem) + 1: -len(".onnx")]
+                if step.isdigit():
+                    steps.append((int(step), path))
+            for _, path in sorted(steps)[: max(len(steps) - max(int(keep), 1), 0)]:
+                os.unlink(path)
+
     def _forget_unkept(self, trainers: Mapping[str, Trainer]) -> None:
-        """Delete the state files and ``<Brain>-<step>.onnx`` of checkpoints the Saver no longer keeps."""
+        """Delete the state files of checkpoints the Saver no longer keeps and, in the legacy layout, their
+        ``<Brain>-<step>.onnx``."""
         kept = {os.path.abspath(p) for p in self.saver.last_checkpoints}
         for path in glob.glob(os.path.join(self.model_path, "model-*.cptk" + STATE_SUFFIX)):
             if os.path.abspath(path[: -len(STATE_SUFFIX)]) not in kept:
                 os.unlink(path)
+        if self.paths.per_behavior:
+            return
         kept_steps = {p.rsplit("model-", 1)[1].split(".cptk")[0] for p in kept}
         brains = [onnx_file_stem(t.brain_name) for t in trainers.values()]
         for t, brain in zip(trainers.values(), brains):
@@ -327,11 +369,13 @@ class RunSaver:
             os.makedirs(os.path.dirname(self.paths.timers_path) or ".", exist_ok=True)
             self.timers.write_json(self.paths.timers_path)
 
-    def _export_onnx(self, trainers: Mapping[str, Trainer], suffix: str = "") -> List[str]:
-        """ONNX beside the ``.bytes``; a graph tf2onnx cannot convert (a plugin's) is logged, not fatal."""
+    def _export_onnx(self, trainers: Mapping[str, Trainer], suffixes: Optional[Mapping[str, str]] = None) -> List[str]:
+        """ONNX beside the ``.bytes`` (``suffixes``: per brain, ``-<step>`` beside a checkpoint); a graph tf2onnx
+        cannot convert (a plugin's) is logged, not fatal."""
         try:
             paths = []
-            for t in trainers.values():
+            for name, t in trainers.items():
+                suffix = (suffixes or {}).get(name, "")
                 folder = self.paths.step_onnx_dir(t.brain_name) if suffix else self.paths.export_dir
                 os.makedirs(folder, exist_ok=True)
                 paths += export_onnx(self.sess, [t], folder, suffix=suffix, strict=self.strict_export)

@@ -149,7 +149,8 @@ def test_refusals_name_the_fix(tmp_path, hub, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)
     run = write_run(tmp_path / "pyr", R22_RUN)
     assert learn_hub.push_main(["--repo-id", "me/x", "--local-dir", str(run)]) == 1
-    assert "pip install 'unityagents[hub]'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "pip install 'unity-tf-trainer[hub]'" in err and "pip install 'unityagents" not in err
 
 
 def test_load_downloads_into_the_repository_name(tmp_path, monkeypatch, capsys):
@@ -166,3 +167,29 @@ def test_load_downloads_into_the_repository_name(tmp_path, monkeypatch, capsys):
     assert learn_hub.load_main(["--repo-id", "me/ppo-Pyramids", "--local-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "could not download me/ppo-Pyramids" in err
+
+
+def test_the_cards_install_line_is_the_distribution_by_name_or_the_repository_it_came_from(tmp_path, monkeypatch):
+    """The card's reader installs this project, not Unity's 2018 ``unityagents`` that owns that name."""
+    import importlib.metadata as metadata
+
+    config = {"behaviors": {"Walker": {"trainer_type": "sac"}}}
+    info = learn_hub.describe(str(write_run(tmp_path / "run", config, files=())), config)
+
+    class Installed:
+        version = "0.3.0"
+
+        def __init__(self, direct_url):
+            self.direct_url = direct_url
+
+        def read_text(self, name):
+            return json.dumps(self.direct_url) if name == "direct_url.json" and self.direct_url else None
+
+    for direct_url in (None, {"url": "file:///home/me/clone", "dir_info": {"editable": True}}):
+        monkeypatch.setattr(metadata, "distribution", lambda name, d=direct_url: Installed(d))
+        body = learn_hub.model_card(info, "me/walker", None)
+        assert "pip install 'unity-tf-trainer[hub]'\n" in body and "unityagents[" not in body
+    git = {"url": "https://github.com/someone/project", "vcs_info": {"vcs": "git", "commit_id": "abc123"}}
+    monkeypatch.setattr(metadata, "distribution", lambda name: Installed(git))
+    assert ("pip install 'unity-tf-trainer[hub] @ git+https://github.com/someone/project@abc123'\n"
+            in learn_hub.model_card(info, "me/walker", None))

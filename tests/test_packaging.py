@@ -45,7 +45,7 @@ def wheel(tmp_path_factory):
     shutil.copytree(ROOT, source, ignore=NOT_SOURCE)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
                     str(base / "dist"), str(source)], check=True, capture_output=True, timeout=300)
-    (path,) = (base / "dist").glob("unityagents-*.whl")
+    (path,) = (base / "dist").glob("unity_tf_trainer-*.whl")
     return path
 
 

@@ -559,9 +559,9 @@ def test_learn_py_keeps_the_names_scripts_import_while_the_run_lives_in_runner()
 TRAINER_SEED = {"parameters", "graph_scope", "get_max_steps", "get_step", "get_last_reward", "increment_step",
                 "update_last_reward", "take_action", "end_episode", "is_ready_update", "update_model",
                 "write_summary", "write_tensorboard_text"}
-TRAINER_RUNNER = {"close", "collection", "should_still_train", "process_experience", "reset_request",
-                  "prepare_update", "export_nodes", "get_state", "set_state", "is_learner", "stats_reporter",
-                  "check_parameters", "check_environment"}
+TRAINER_RUNNER = {"close", "write_final_summary", "collection", "should_still_train", "process_experience",
+                  "reset_request", "prepare_update", "export_nodes", "get_state", "set_state", "is_learner",
+                  "stats_reporter", "check_parameters", "check_environment"}
 TRAINER_PLUGIN = {"trainer_type", "hyperparameters", "settings", "setup", "build_scope", "add_stat",
                   "record_episodes", "environment_actions", "continuous_actions_bounded"}
 

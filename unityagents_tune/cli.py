@@ -41,12 +41,13 @@ import random
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 import yaml
 from docopt import docopt
 
+from unityagents.distribution import install_hint
 from unityagents_tune import outputs
 from unityagents_tune.sweep import Sweep, SweepError, apply, lookup, read, stages
 from unityagents_tune.trial import TrialContext, trial_name
@@ -71,6 +72,8 @@ class Plan:
     options: Dict[str, Any]
     #: The run config as unityagents-learn resolves it (defaults filled in).
     resolved: Dict[str, Any]
+    #: What the checks changed in the run config for the trials, one line each (printed before any trial).
+    notes: List[str] = field(default_factory=list)
 
     @property
     def trials_dir(self) -> str:
@@ -140,7 +143,38 @@ def prepare(options: Dict[str, Any]) -> Plan:
                          "--force to start it over.")
     if sweep.scheduler.name == "pbt":  # a member copies the newest checkpoint: one per perturbation interval
         raw = with_checkpoint_interval(raw, run.as_dict(), stages(sweep, max_steps)[1])
-    return Plan(sweep, config_path, raw, env, run_dir, max_steps, seed, options, run.as_dict())
+    raw, notes = with_summaries_inside_the_budget(raw, run.as_dict(), max_steps, sweep)
+    return Plan(sweep, config_path, raw, env, run_dir, max_steps, seed, options, run.as_dict(), notes)
+
+
+def with_summaries_inside_the_budget(raw: Dict[str, Any], resolved: Dict[str, Any], max_steps: int,
+                                     sweep: Sweep):
+    """``raw`` with every behaviour writing summaries often enough for the objective, and a line per change.
+
+    A trial reports its objective from the summaries its run writes (the mean of the last
+    ``objective.last``). A summary period longer than a trial's agent-steps leaves a trial one summary, the
+    one every run writes as it ends, and the early-stopping schedulers nothing to compare before then; such a
+    period is lowered to ``budget.max_steps / objective.last``. A period the user set within the budget
+    is left as it is."""
+    if sweep.objective.custom or sweep.search.keys() & {f"behaviors.{n}.summary_freq" for n in
+                                                         (resolved.get("behaviors") or {})}:
+        return raw, []
+    period = max(max_steps // max(sweep.objective.last, 1), 1)
+    raw = dict(raw, behaviors={name: dict(block or {}) for name, block in (raw.get("behaviors") or {}).items()})
+    notes = []
+    blocks = [(f"behaviors.{name}", raw["behaviors"].setdefault(name, {}), settings)
+              for name, settings in (resolved.get("behaviors") or {}).items()]
+    if isinstance(resolved.get("default_settings"), dict):
+        raw["default_settings"] = dict(raw.get("default_settings") or {})
+        blocks.append(("default_settings", raw["default_settings"], resolved["default_settings"]))
+    for where, block, settings in blocks:
+        current = int(float(settings.get("summary_freq") or 0))
+        if current > max_steps:
+            block["summary_freq"] = period
+            notes.append(f"{where}.summary_freq {current} is longer than a trial ({max_steps} agent-steps): its "
+                         f"runs would write no summary before they end. Each trial writes one every {period} "
+                         f"agent-steps instead (budget.max_steps / objective.last {sweep.objective.last}).")
+    return raw, notes
 
 
 def with_checkpoint_interval(raw: Dict[str, Any], resolved: Dict[str, Any], interval: int) -> Dict[str, Any]:
@@ -259,8 +293,8 @@ def require_libraries(scheduler: str) -> None:
         except ImportError as e:
             cause = e.__cause__ if isinstance(e.__cause__, ImportError) else e
             raise SweepError(f"unityagents-tune runs its trials on {name} ({module}), which cannot be imported here "
-                             f"({cause}). Install the tuning extra: pip install -e .[tune] "
-                             "(or pip install 'ray[tune]' optuna).") from None
+                             f"({cause}). Install the tuning extra: {install_hint('tune')}, or pip install 'ray[tune]' "
+                             "optuna.") from None
 
 
 def join_ray(address: str, cpus: int):
@@ -393,6 +427,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     try:
         plan = prepare(options)
+        for note in plan.notes:
+            print(f"note: {note}", file=sys.stderr)
         if options["--dry-run"]:
             print(dry_run_text(plan), end="")
             return 0

@@ -185,6 +185,10 @@ class TrialRun:
     def agent_steps(self) -> int:
         return self.history[-1][0] if self.history else 0
 
+    def reached_budget(self) -> bool:
+        """Whether the summaries read so far reach the sweep's ``max_steps`` (a resumed run's old ones can)."""
+        return self.context.max_steps is not None and self.agent_steps >= self.context.max_steps
+
     def tail(self, lines: int = 15) -> str:
         try:
             with open(self.log_path, encoding="utf-8", errors="replace") as f:
@@ -290,6 +294,11 @@ def _trainable_class():
                     if not run.history:
                         raise RuntimeError(f"{run.name}: the run ended without writing {run.context.tag!r}; its "
                                            f"log: {run.log_path}")
+                if new and finished is None and run.reached_budget():
+                    # The run ends by itself at the budget, after its last save and export; reporting the
+                    # budget now would have the scheduler stop the process before it has written them.
+                    time.sleep(POLL_S)
+                    continue
                 if new or finished is not None:
                     run.record("done" if finished is not None else "summary")
                     return {"objective": run.objective, "agent_steps": run.agent_steps, "last_value":

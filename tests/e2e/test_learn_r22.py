@@ -6,6 +6,7 @@ launched); one slow test trains built-in 3DBall, lays out the results folder and
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import yaml
@@ -297,14 +298,17 @@ environment_parameters:
     code, out = run(max_steps=2400)
     assert code == 0, out
     run_dir = tmp_path / "results" / "ball"
-    for name in ("configuration.yaml", "run_logs/timers.json", "run_logs/training_status.json", "3DBall.onnx",
-                 "3DBall/3DBall-100.onnx"):
+    for name in ("configuration.yaml", "run_logs/timers.json", "run_logs/training_status.json", "3DBall.onnx"):
         assert (run_dir / name).is_file(), name
+    # Release 22's names: the behaviour's own agent steps, the number the status file and TensorBoard show.
+    assert sorted(p.name for p in (run_dir / "3DBall").glob("*.onnx")) == ["3DBall-1200.onnx", "3DBall-2400.onnx"]
     resolved = yaml.safe_load((run_dir / "configuration.yaml").read_text())
     assert resolved["behaviors"]["3DBall"]["max_steps"] == 2400
     status = json.loads((run_dir / "run_logs" / "training_status.json").read_text())
     assert status["ball_scale"] == {"lesson_num": 0}
     assert [c["steps"] for c in status["3DBall"]["checkpoints"]] == [1200, 2400]
+    assert [os.path.basename(c["file_path"]) for c in status["3DBall"]["checkpoints"]] == [
+        "3DBall-1200.onnx", "3DBall-2400.onnx"]
     assert status["3DBall"]["final_checkpoint"]["file_path"].endswith("results/ball/3DBall.onnx")
     events = EventAccumulator(str(run_dir / "3DBall"))
     events.Reload()
@@ -314,7 +318,37 @@ environment_parameters:
             "Losses/Policy Loss", "Losses/Value Loss"} <= tags, sorted(tags)
     assert [e.step for e in events.Scalars("Environment/Cumulative Reward")] == [600, 1200, 1800, 2400]
 
+    # A run written before the names carried the behaviour's steps (environment steps: 100, 200) resumes too.
+    for agent_steps, env_steps in ((1200, 100), (2400, 200)):
+        (run_dir / "3DBall" / f"3DBall-{agent_steps}.onnx").rename(run_dir / "3DBall" / f"3DBall-{env_steps}.onnx")
     code, out = run("--resume", max_steps=3600)
     assert code == 0, out
     assert "Loading the model from results/ball/checkpoints/model-200.cptk" in out
     assert "3DBall?team=0: Step: 3000." in out and "Step: 600." not in out  # continues, not from 0
+    assert (run_dir / "3DBall" / "3DBall-3600.onnx").is_file() and (run_dir / "3DBall" / "3DBall-200.onnx").is_file()
+    status = json.loads((run_dir / "run_logs" / "training_status.json").read_text())
+    assert [c["steps"] for c in status["3DBall"]["checkpoints"]][-1] == 3600
+
+
+@pytest.mark.slow
+def test_a_run_shorter_than_summary_freq_ends_with_its_summary(tmp_path):
+    """The statistics gathered since the last summary are written when the run ends, at the step reached:
+    a run of 720 agent-steps with a summary period of 12,000 still has its reward in TensorBoard."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    path = write(tmp_path / "3DBall.yaml", """
+behaviors:
+  3DBall:
+    hyperparameters: {batch_size: 64, buffer_size: 240, num_epoch: 1}
+    network_settings: {hidden_units: 16, num_layers: 1}
+    max_steps: 720
+    time_horizon: 32
+    summary_freq: 12000
+""")
+    code, out = in_process(learn_r22.main, tmp_path, [path, "--env=3DBall", "--run-id=short",
+                                                       f"--base-port={free_port()}"], timeout=300)
+    assert code == 0, out
+    events = EventAccumulator(str(tmp_path / "results" / "short" / "3DBall")).Reload()
+    assert [e.step for e in events.Scalars("Environment/Cumulative Reward")] == [720]
+    assert "Losses/Policy Loss" in events.Tags()["scalars"]
+    assert "3DBall?team=0: Step: 720." in out

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from tests.conftest import (
@@ -181,10 +182,13 @@ def test_a_one_environment_run_loads_into_two(tmp_path, basic_short_run):
     config = write(tmp_path / "more.yaml", BASIC_SHORT.replace("max_steps: 3000", "max_steps: 5000"))
     code, out = learn(tmp_path, "Basic", "--train", "--trainer-config", config, "--load", "--num-envs", "2")
     assert code == 0, out
-    assert steps(out, "BasicBrain") == [4000, 5000], out
+    # One summary per 1000 steps, at the first count past each boundary: the two environments add one or
+    # two agent-steps at a time, as their replies interleave, so it may sit one step beyond it.
+    printed = steps(out, "BasicBrain")
+    assert len(printed) == 2 and 4000 <= printed[0] <= 4001 and 5000 <= printed[1] <= 5001, out
     state = json.loads(max((tmp_path / "models" / "ppo").glob("*.state.json"),
                            key=lambda p: p.stat().st_mtime).read_text())
-    assert state["trainers"]["BasicBrain"]["step"] == 5000
+    assert state["trainers"]["BasicBrain"]["step"] == printed[1]
     # 3000 one-agent steps, then 1000 steps of two agents (the environment step count resumes too).
     assert "Training finished after 4000 environment steps" in out, out
 
@@ -228,7 +232,8 @@ def test_two_modern_protocol_environments_and_their_stats_reach_tensorboard(tmp_
     stat = events.Scalars("Academy/BasicBrain Episode Reward")  # the scene's stat, averaged per summary
     rewards = events.Scalars("Environment/Cumulative Reward")
     assert len(stat) == len(rewards) == 3
-    assert [round(s.value, 4) for s in stat] == [round(r.value, 4) for r in rewards]
+    # The same episodes averaged by two writers: equal up to float32 summation order, not to a rounding edge.
+    np.testing.assert_allclose([s.value for s in stat], [r.value for r in rewards], rtol=1e-5, atol=1e-6)
 
 
 def test_engine_options_need_the_modern_protocol(tmp_path):

@@ -40,7 +40,7 @@ def test_without_ray_the_option_says_what_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError, as where it is missing
     code, out = learn_in_process(tmp_path, "Basic", "--train", "--ray-address", "auto")
     assert code == 1, out
-    assert "pip install -e .[ray]" in out and "Traceback" not in out
+    assert "pip install 'unity-tf-trainer[ray]'" in out and "Traceback" not in out
 
 
 @pytest.mark.slow

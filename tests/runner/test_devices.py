@@ -53,7 +53,7 @@ def test_the_refusal_says_what_was_asked_what_tensorflow_sees_and_what_to_do():
     with pytest.raises(DeviceError) as e:
         Placement.of("cuda").check(visible_gpus=[], built_with_cuda=False)
     assert "'cuda'" in str(e.value) and "no GPU" in str(e.value)
-    assert "CPU-only build" in str(e.value) and "pip install -e .[gpu]" in str(e.value)
+    assert "CPU-only build" in str(e.value) and "pip install 'unity-tf-trainer[gpu]'" in str(e.value)
     with pytest.raises(DeviceError) as e:
         Placement.of("cuda:1").check(visible_gpus=["/physical_device:GPU:0"], built_with_cuda=True)
     assert "1 GPU(s) (/physical_device:GPU:0)" in str(e.value) and "nvidia-smi" in str(e.value)

@@ -69,6 +69,25 @@ def test_dry_run_prints_each_trials_resolved_config_with_its_values(tmp_path, mo
     assert ports == [7000, 7000 + PORT_SLOTS, 7000 + 2 * PORT_SLOTS]
 
 
+def test_a_summary_period_longer_than_a_trial_is_lowered_with_one_line_before_any_trial(tmp_path, monkeypatch,
+                                                                                         capsys):
+    """config/ppo/3DBall.yaml writes a summary every 2400 agent-steps; trials of 1200 would report nothing
+    before they end, so each writes one every 1200 / objective.last (2) instead, and one line says so."""
+    code, out, err = check(sweep_text(budget={"trials": 2, "max_steps": 1200}), tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    notes = [line for line in err.splitlines() if line.startswith("note: ")]
+    assert notes == [f"note: behaviors.{BEHAVIOR}.summary_freq 2400 is longer than a trial (1200 agent-steps): its "
+                     "runs would write no summary before they end. Each trial writes one every 600 agent-steps "
+                     "instead (budget.max_steps / objective.last 2)."]
+    configs = [yaml.safe_load(doc.split("\n", 1)[1])["behaviors"][BEHAVIOR] for doc in out.split("--- # ")[1:]]
+    assert [c["summary_freq"] for c in configs] == [600, 600]
+    # Within the budget, the user's period stands and nothing is said.
+    code, out, err = check(sweep_text(), tmp_path, monkeypatch, capsys)
+    assert code == 0 and "note:" not in err
+    assert {yaml.safe_load(doc.split("\n", 1)[1])["behaviors"][BEHAVIOR]["summary_freq"]
+            for doc in out.split("--- # ")[1:]} == {2400}
+
+
 @pytest.mark.parametrize("search, sections, message", [
     ({f"{HP}.learning_rat": {"uniform": [0.1, 0.2]}}, {}, "no 'learning_rat' under"),
     ({"behaviors.NoSuchBrain.hyperparameters.beta": {"uniform": [0.1, 0.2]}}, {}, "no 'NoSuchBrain' under behaviors"),
@@ -150,7 +169,7 @@ def test_a_sweep_without_its_tuning_libraries_is_refused_in_one_line_before_ray_
     assert cli.main([CONFIG, "sweep.yaml", "--env=3DBall"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
-    assert missing in err and "pip install -e .[tune]" in err
+    assert missing in err and "pip install 'unity-tf-trainer[tune]'" in err
     assert not (tmp_path / "results").exists()
 
 

@@ -1,4 +1,5 @@
-"""What a trainer writes for people: the console line and TensorBoard summaries, every ``summary_freq`` steps.
+"""What a trainer writes for people: the console line and TensorBoard summaries, every ``summary_freq`` steps
+and once more when the run ends (``write_final_summary``), so that no statistic gathered is lost.
 
 ``TrainerSummaries`` is mixed into ``trainers.trainer.base.Trainer``: a trainer records values with
 ``add_stat``, and ``write_summary`` writes each key's mean under the tags of ``SUMMARY_TAGS``, the
@@ -80,8 +81,19 @@ class TrainerSummaries:
 
         ``lesson``: parameter -> lesson index of the curriculum (``lesson_tags``), or None.
         """
-        if not self._summary_due():
-            return
+        if self._summary_due():
+            self._write_summary(lesson)
+
+    def write_final_summary(self, lesson: Any = None) -> None:
+        """At the end of a run (``max_steps``, Ctrl-C, SIGTERM, the Editor leaving, a failed environment):
+        what was gathered since the last summary, at the step reached, so a run shorter than
+        ``summary_freq`` still has its reward in TensorBoard; nothing when nothing was gathered since."""
+        with self._stats_lock:
+            pending = any(self.stats.values()) or any(v for _, v in self._scene_stats.values())
+        if pending and self.step > self._last_summary_step:
+            self._write_summary(lesson)
+
+    def _write_summary(self, lesson: Any) -> None:
         self._last_summary_step = self.step
         with self._stats_lock:  # a background update may be adding its losses
             stats, self.stats = self.stats, {}

@@ -16,7 +16,7 @@ Faults: a dead actor or a lost node surfaces as ``UnityCommunicationException`` 
 does not answer as ``UnityTimeOutException``; ``EnvironmentSet`` restarts it under the same
 ``RestartPolicy`` as a local crash, and Ray places the new actor on a node that is still there.
 
-Ray is optional: ``pip install -e .[ray]``. Nothing here imports it until ``connect`` is called.
+Ray is optional: ``pip install 'unity-tf-trainer[ray]'``. Nothing here imports it until ``connect`` is called.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional
 
 from unityagents.base_env import BehaviorSpec, BehaviorSteps
 from unityagents.brain import BrainParameters
+from unityagents.distribution import install_hint
 from unityagents.exception import (
     UnityCommunicationException,
     UnityEnvironmentException,
@@ -46,8 +47,8 @@ def _ray():
         import ray
     except ImportError:
         raise UnityEnvironmentException(
-            "--ray-address needs Ray, which is not installed. Install it with `pip install -e .[ray]` "
-            "(or `pip install 'ray>=2.40'`), or train without --ray-address.") from None
+            f"--ray-address needs Ray, which is not installed. Install it with {install_hint('ray')}, or "
+            "pip install 'ray>=2.40'; or train without --ray-address.") from None
     return ray
 
 
