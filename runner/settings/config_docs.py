@@ -43,7 +43,7 @@ def hyperparameters_markdown(registry: TrainerRegistry, names: Tuple[str, ...] =
     lines += _reward_signals_markdown()
     from trainers.imitation.bc import behavioral_cloning_markdown
     lines += behavioral_cloning_markdown()
-    from trainers.ghost.self_play import self_play_markdown
+    from trainers.settings.self_play import self_play_markdown
     lines += self_play_markdown()
     return "\n".join(lines)
 

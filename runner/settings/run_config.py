@@ -22,7 +22,6 @@ from types import MappingProxyType
 from typing import Any, Dict, List, Mapping, Optional
 
 from runner.settings.trainer_config import BrainSettings, brain_settings, check_upper_bound
-from trainers.ghost.self_play import validate_self_play
 from trainers.imitation.bc import BC_PARAMETERS
 from trainers.reward_signals import SIGNALS
 from trainers.settings.schema import (
@@ -36,6 +35,7 @@ from trainers.settings.schema import (
     key_path,
     positive,
 )
+from trainers.settings.self_play import validate_self_play
 
 
 class RunConfigError(TrainerConfigError):

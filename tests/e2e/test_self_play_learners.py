@@ -1,4 +1,4 @@
-"""Self-play wraps any learner that acts from a snapshot (``trainers.ghost.snapshot``): SAC learns
+"""Self-play wraps any learner that acts from a snapshot (``trainers.trainer.snapshot_actor``): SAC learns
 Tennis by team self-play over gRPC, the teams take turns, and ``training_status.json`` keeps the
 learner's ELO as Release 22 writes it (``<Behaviour>.elo``, before the checkpoints)."""
 from __future__ import annotations

@@ -16,15 +16,8 @@ import learn_r22
 from runner.settings.trainer_config import trainer_config_from_dict
 from tests.conftest import free_port, in_process, write
 from tests.fake_env import learn_from_step
-from trainers.ghost.self_play import (
-    LATEST,
-    SelfPlaySchedule,
-    SelfPlaySettings,
-    elo_change,
-    expected_score,
-    game_result,
-    validate_self_play,
-)
+from trainers.ghost.self_play import LATEST, SelfPlaySchedule, elo_change, expected_score, game_result
+from trainers.settings.self_play import SelfPlaySettings, validate_self_play
 from trainers.trainer.base import TrainerConfigError
 from trainers.trainer.registry import load_registry
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from tests.fake_env import learn_from_step
-from trainers.ghost.self_play import validate_self_play
 from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
 from trainers.sac import SACTrainer
+from trainers.settings.self_play import validate_self_play
 from trainers.tf_utils import tf
 from trainers.trainer.brain_info import BrainInfo
 from unityagents.brain import BrainParameters

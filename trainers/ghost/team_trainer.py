@@ -11,12 +11,13 @@ each team gets a *seat* (:class:`TeamSeat`, a ``Trainer``) and the seats of one 
   handed the learning team's ``BrainInfo`` under that name, so it neither knows about teams nor
   sees a socket; it exports ``Tennis.onnx`` as ML-Agents names it;
 * the opponent: an acting copy of the learner's network, which the learner builds itself
-  (``snapshot_actor``, the seam of ``trainers.ghost.snapshot``) under a scope of its own; weights
+  (``snapshot_actor``, the seam of ``trainers.trainer.snapshot_actor``) under a scope of its own; weights
   are matched by their names relative to each scope, and it plays the other team with a snapshot;
-* the pool (``ghost_trainer.SnapshotPool``): ``window`` ring slots of the learner's acting
-  weights plus one for "the latest weights", all TF variables, so the checkpoint holds them and
-  a resumed run plays the same past selves; the schedule and ratings ride in the checkpoint's
-  state.
+* the pool (``trainers.ghost.snapshot.SnapshotPool``, self-play's one mechanism, which the seed's
+  ghost drives too): ``window`` ring slots of the learner's acting weights plus one for "the latest
+  weights", all TF variables, so the checkpoint holds them and a resumed run plays the same past
+  selves; the schedule and ratings (``trainers.ghost.self_play.SelfPlaySchedule``, a ``SnapshotRing``)
+  ride in the checkpoint's state.
 
 A team change resets every environment (``reset_request``), and takes effect when the
 controller reports the cut episodes (``end_episode``), so no trajectory of the learner spans two
@@ -30,11 +31,11 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Seque
 import numpy as np
 
 from trainers.ghost.self_play import LATEST, SelfPlaySchedule, SelfPlaySettings
-from trainers.ghost.snapshot import SnapshotActor, acts_from_snapshots
-from trainers.ghost.trainer import SnapshotPool, _relative_name, variables_read_by
+from trainers.ghost.snapshot import SnapshotPool, pool_copying
 from trainers.tf_utils import tf
 from trainers.trainer.base import Trainer, TrainerContext, UnityTrainerException, logger
 from trainers.trainer.brain_info import BrainInfo
+from trainers.trainer.snapshot_actor import SnapshotActor, acts_from_snapshots
 from trainers.trainer.trajectory import Collection, Experience
 from unityagents.brain import BrainParameters, team_base, team_id
 
@@ -54,7 +55,7 @@ class TeamSelfPlay:
         if not acts_from_snapshots(learner_class):
             raise UnityTrainerException(
                 f"Behaviour '{self.base}': self_play needs a learner that can act from a snapshot of its policy "
-                f"(a snapshot_actor method, trainers.ghost.snapshot); {learner_class.__name__} ("
+                f"(a snapshot_actor method, trainers.trainer.snapshot_actor); {learner_class.__name__} ("
                 f"trainer_type {getattr(learner_class, 'trainer_type', '?')!r}) has none. Use trainer_type: ppo, "
                 "poca or sac, or remove self_play.")
         learner_brains = dict(brains)
@@ -70,17 +71,9 @@ class TeamSelfPlay:
         # The opponent: the learner's own acting copy, under a scope of its own.
         self.actor: SnapshotActor = self.learner.snapshot_actor(opponent_scope, learner_brains[self.base], self.rng)
         with sess.graph.as_default(), tf.variable_scope(opponent_scope):
-            acting = variables_read_by(self.actor.outputs)
-            names = [_relative_name(v.op.name, opponent_scope) for v in acting]
-            by_name = {v.op.name: v for v in tf.global_variables()}
-            sources = [by_name.get(f"{scope}/{n}") for n in names]
-            missing = [n for n, v, a in zip(names, sources, acting) if v is None or v.shape != a.shape]
-            if missing:
-                raise UnityTrainerException(
-                    f"Behaviour '{self.base}': the opponent rebuilt the learner's network but the learner has no "
-                    f"matching {', '.join(missing[:3])} under '{scope}/'.")
             # Slots 0..window-1: the ring of snapshots; slot `window`: the latest weights at a swap.
-            self.pool = SnapshotPool(acting, sources, names, self.settings.window + 1)
+            self.pool: SnapshotPool = pool_copying(self.actor.outputs, opponent_scope, scope, self.settings.window + 1,
+                                                   f"Behaviour '{self.base}': the opponent")
         self.schedule = SelfPlaySchedule(self.settings, n_teams=len(self.team_names), seed=seed)
         self.pending_change = False
         self._reset_reason: Optional[str] = None
@@ -100,19 +93,12 @@ class TeamSelfPlay:
     def _ensure_started(self) -> None:
         """Before the first action of a fresh run: the initial weights are snapshot 0 and the opponent."""
         if self.schedule.snapshots_taken == 0:
-            self.pool.snapshot(self.sess, self.schedule.record_snapshot(self.learner.step))
-            self.pool.load(self.sess, 0)
-            self.schedule.current_opponent = 0
+            self.pool.take(self.sess, self.schedule, self.learner.step)
+            self.pool.play(self.sess, self.schedule, 0)
 
     def swap(self) -> int:
         """Give the opponent its next weights (the latest, or a ring snapshot)."""
-        slot = self.schedule.choose_opponent()
-        if slot == LATEST:
-            self.pool.snapshot(self.sess, self.settings.window)
-            self.pool.load(self.sess, self.settings.window)
-        else:
-            self.pool.load(self.sess, slot)
-        return slot
+        return self.pool.swap(self.sess, self.schedule)
 
     def after_learner_steps(self) -> None:
         """Snapshot every ``save_steps``; ask for a team change every ``team_change`` learner steps."""
@@ -120,7 +106,7 @@ class TeamSelfPlay:
             return
         step = self.learner.step
         if self.schedule.snapshots_taken and self.schedule.snapshot_due(step):
-            self.pool.snapshot(self.sess, self.schedule.record_snapshot(step))
+            self.pool.take(self.sess, self.schedule, step)
         if not self.pending_change and self.schedule.team_change_due(step):
             self.pending_change = True
             self._reset_reason = f"self-play: the learning team of {self.base} changes at learner step {step}"

@@ -9,10 +9,12 @@ Everything is built once in ``setup`` (the controller finalizes the graph before
 
 * the acting network: ``create_agent_model`` with exactly the arguments the copied brain's PPO
   trainer used (recurrent included, with the brain's ``memorySize``), under the ghost's scope;
-* the pool (:class:`SnapshotPool`): one non-trainable variable per copied weight, with a leading
-  axis of ``max_num_models`` slots, so the checkpoint holds the pool and ``--load`` restores it;
-* two assign ops, parameterised by a slot-index placeholder: "snapshot the learner into slot k"
-  and "load slot k into the acting network".
+* the pool (``trainers.ghost.snapshot.SnapshotPool``, self-play's one mechanism, which Release 22's
+  team self-play drives too): one non-trainable variable per copied weight, with a leading axis of
+  ``max_num_models`` slots, so the checkpoint holds the pool and ``--load`` restores it, and two
+  assign ops, parameterised by a slot-index placeholder: "snapshot the learner into slot k" and
+  "load slot k into the acting network"; its slots, the opponent drawn and the ratings are kept
+  by a ``trainers.ghost.self_play.SnapshotRing``.
 
 Unlike the original ML-Agents 0.3 ghost trainer, this ghost builds no op
 after set-up, matches weights by their name relative to each brain's scope (not by zip order of
@@ -26,6 +28,8 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Seque
 
 import numpy as np
 
+from trainers.ghost.self_play import SnapshotRing
+from trainers.ghost.snapshot import SnapshotPool, pool_copying
 from trainers.ppo.models import PPOModel, create_agent_model
 from trainers.ppo.policy import PPOPolicy
 from trainers.ppo.trainer import PPOTrainer
@@ -44,106 +48,18 @@ from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.trajectory import Collection, Experience
 from unityagents.brain import BrainParameters
 
-#: Op types that hold a variable's value (v1 ref variables are what tf_utils configures).
-_VARIABLE_OPS = ("VariableV2", "Variable", "VarHandleOp")
+#: The learner's rating at the start, and the ghost's K factor: each game moves the learner's rating by
+#: ``ELO_K * (score - expected)`` (``trainers.ghost.self_play.elo_change``), 16 being the usual step for
+#: established players. Why ELO: raw win rates against a pool are not comparable over time (the pool
+#: gets stronger as the learner does); a rating keeps rising only while the learner beats opponents whose
+#: ratings were, in turn, earned. Each snapshot keeps the learner's rating from when it was taken; a game
+#: moves only the learner's.
+INITIAL_ELO = 1200.0
+ELO_K = 16.0
 
-
-def variables_read_by(tensors: Sequence[tf.Tensor]) -> List[tf.Variable]:
-    """The global variables whose values ``tensors`` depend on, in graph creation order.
-
-    Walking the graph backwards from the acting outputs selects exactly the weights a policy
-    acts with (policy layers, ``log_sigma``, LSTM, normaliser statistics), and leaves out what
-    only training uses (value head, Adam slots), so snapshots hold nothing else.
-    """
-    graph = tensors[0].graph
-    seen, stack, variable_ops = set(), [t.op for t in tensors], set()
-    while stack:
-        op = stack.pop()
-        if op.name in seen:
-            continue
-        seen.add(op.name)
-        if op.type in _VARIABLE_OPS:
-            variable_ops.add(op.name)
-        stack.extend(t.op for t in op.inputs)
-        stack.extend(op.control_inputs)
-    with graph.as_default():
-        return [v for v in tf.global_variables() if v.op.name in variable_ops]
-
-
-class SnapshotPool:
-    """``max_num_models`` snapshots of a learner's acting weights, kept in TF variables.
-
-    Why TF variables and not NumPy copies: the ``Saver`` then checkpoints the pool with
-    everything else, so ``--load`` resumes self-play against the same past selves, and taking a
-    snapshot never leaves the TensorFlow runtime.
-
-    Why one variable per weight with a slot axis (``[max_num_models, *shape]``) rather than one
-    variable per slot: the two assign ops take the slot as a fed index, so they are built once
-    and their count does not grow with the pool size.
-
-    :param acting: the variables of the ghost's acting network.
-    :param sources: the learner's variables, ``sources[i]`` being copied into ``acting[i]``.
-    :param names: ``names[i]`` names the pool variable of ``acting[i]`` (its name relative to
-        the network's scope, so the checkpoint reads like the network).
-    :param size: number of slots.
-    :param name: variable scope of the pool's variables (inside the caller's scope).
-    """
-
-    def __init__(self, acting: Sequence[tf.Variable], sources: Sequence[tf.Variable], names: Sequence[str],
-                 size: int, name: str = "snapshot_pool"):
-        self.size = size
-        with tf.variable_scope(name):
-            self.slot = tf.placeholder(tf.int32, [], name="slot")
-            self.variables = []
-            snapshot_ops, load_ops = [], []
-            for target, source, relative in zip(acting, sources, names):
-                shape = [size] + target.shape.as_list()
-                pool = tf.get_variable(relative, shape, target.dtype.base_dtype,
-                                       initializer=tf.zeros_initializer(), trainable=False)
-                self.variables.append(pool)
-                snapshot_ops.append(tf.scatter_update(pool, self.slot, source))
-                load_ops.append(tf.assign(target, tf.gather(pool, self.slot)))
-            self.snapshot_op = tf.group(*snapshot_ops, name="snapshot")
-            self.load_op = tf.group(*load_ops, name="load")
-
-    def snapshot(self, sess, slot: int) -> None:
-        """Copy the learner's current weights into ``slot``."""
-        sess.run(self.snapshot_op, {self.slot: slot})
-
-    def load(self, sess, slot: int) -> None:
-        """Make the acting network play with the weights stored in ``slot``."""
-        sess.run(self.load_op, {self.slot: slot})
-
-
-def _relative_name(name: str, scope: str) -> str:
-    """``name`` without its leading ``scope/`` (unchanged when ``scope`` is empty)."""
-    return name[len(scope) + 1:] if scope and name.startswith(scope + "/") else name
-
-
-class EloRating:
-    """The learner's Elo rating from games against snapshots of itself.
-
-    Why Elo: raw win rates against a pool are not comparable over time (the pool gets stronger
-    as the learner does); an Elo rating keeps rising only while the learner beats opponents
-    whose ratings were, in turn, earned. Each snapshot keeps the learner's rating at the moment
-    it was taken; a game updates only the learner's rating, by ``k * (score - expected)`` with
-    ``expected = 1 / (1 + 10 ** ((opponent - learner) / 400))`` and ``score`` 1, 0.5 or 0.
-
-    :param initial: the rating of a fresh learner (and of the first snapshot).
-    :param k: the update step (16 is the usual value for established players).
-    """
-
-    def __init__(self, initial: float = 1200.0, k: float = 16.0):
-        self.rating = float(initial)
-        self.k = float(k)
-
-    def expected_score(self, opponent: float) -> float:
-        return 1.0 / (1.0 + 10.0 ** ((opponent - self.rating) / 400.0))
-
-    def update(self, opponent: float, score: float) -> float:
-        """Record one game (``score`` for the learner) against a player rated ``opponent``."""
-        self.rating += self.k * (score - self.expected_score(opponent))
-        return self.rating
+def _ring_view(name: str, doc: str) -> property:
+    """A ghost's read-only view of its ring's ``name``."""
+    return property(lambda ghost: getattr(ghost.ring, name), doc=doc)
 
 
 GHOST_HYPERPARAMETERS: Dict[str, Param] = {
@@ -169,7 +85,7 @@ class GhostTrainer(Trainer):
     * Continuous actions are sampled (mean + sigma * N(0, 1)) like the learner's while training:
       a snapshot is a stochastic policy, and sampled play is how that past self really played;
       a ``deterministic`` learner's ghost plays the mean and the most probable actions, as it does.
-    * Self-play rating: see :class:`EloRating` and :meth:`episode_scores`.
+    * Self-play rating: see ``ELO_K`` and :meth:`episode_scores`.
 
     Its own ``max_steps`` is not used: the ghost never keeps the run going (``should_still_train``
     is False; the controller loops only while a learner does), and ``get_max_steps`` reports the
@@ -218,10 +134,8 @@ class GhostTrainer(Trainer):
         with self.sess.graph.as_default(), tf.variable_scope(scope):
             self.model: PPOModel = create_agent_model(self.copied_brain, **PPOTrainer.model_arguments(original))
             acting_outputs = [self.model.output] + ([self.model.memory_out] if self.use_recurrent else [])
-            acting = variables_read_by(acting_outputs)
-            names = [_relative_name(v.op.name, scope) for v in acting]
-            sources = self._learner_variables(acting, names, copied_scope)
-            self.pool = SnapshotPool(acting, sources, names, self.max_num_models)
+            self.pool: SnapshotPool = pool_copying(acting_outputs, scope, copied_scope, self.max_num_models,
+                                                   f"The ghost '{brain_name}' of '{self.copied_name}'")
         # Acts as the PPO trainer does (the same inputs, memories and noise), always sampling.
         self.policy = PPOPolicy(self.sess, self.model, self.brain, self.rng,
                                 keeps_memories=self.use_recurrent and not self.brain.memory_space_size)
@@ -232,11 +146,10 @@ class GhostTrainer(Trainer):
         if self.deterministic and (self.model.is_hybrid or not self.model.is_continuous):
             self._fetches["probs"] = self.model.probs
 
-        self.n_snapshots = 0  # snapshots taken so far; the filled slots are 0 .. min(n, size) - 1
-        self.current_slot = 0
+        #: Snapshots, opponent and ratings: a random filled slot at each draw, ELO with the K factor
+        #: ``ELO_K`` and only the learner rated.
+        self.ring = SnapshotRing(self.max_num_models, INITIAL_ELO, self.rng, k=ELO_K, rate_opponent=False)
         self._next_snapshot_step = 0
-        self.elo = EloRating()
-        self.slot_ratings: List[float] = [self.elo.rating] * self.max_num_models
         self.games: List[float] = []  # the learner's scores since the last summary
 
     # ------------------------------------------------------------------ configuration
@@ -258,23 +171,6 @@ class GhostTrainer(Trainer):
                 f"{where}: the brain {copied!r} is not External, so it is not trained here and has no weights to "
                 f"copy. Name an External brain: {others}.")
         check_same_spaces(where, brains, brain_name, copied, f"the ghost plays with {copied!r}'s network")
-
-    def _learner_variables(self, acting: Sequence[tf.Variable], names: Sequence[str],
-                           copied_scope: str) -> List[tf.Variable]:
-        """For each acting variable, the learner variable with the same name relative to its scope."""
-        by_name = {v.op.name: v for v in tf.global_variables()}
-        sources = []
-        for target, relative in zip(acting, names):
-            name = f"{copied_scope}/{relative}" if copied_scope else relative
-            source = by_name.get(name)
-            if source is None or source.shape != target.shape:
-                found = "is missing" if source is None else f"has shape {source.shape}, not {target.shape}"
-                raise UnityTrainerException(
-                    f"The ghost '{self.brain_name}' rebuilt the network of '{self.copied_name}' but the learner's "
-                    f"variable '{name}' {found}. The ghost must be built after the brain it copies, from that brain's "
-                    "own PPO hyperparameters (the controller does both).")
-            sources.append(source)
-        return sources
 
     # ------------------------------------------------------------------ seed surface
     @property
@@ -299,29 +195,25 @@ class GhostTrainer(Trainer):
         return []
 
     # ------------------------------------------------------------------ the pool
-    @property
-    def filled_slots(self) -> int:
-        return min(self.n_snapshots, self.max_num_models)
+    n_snapshots = _ring_view("snapshots_taken", "Snapshots taken so far; the filled slots are 0 .. min(n, size) - 1.")
+    filled_slots = _ring_view("filled", "The filled slots of the pool.")
+    current_slot = _ring_view("current_opponent", "The slot the ghost plays now.")
+    elo = _ring_view("elo", "The learner's rating against the pool.")
 
     def take_snapshot(self) -> int:
         """Copy the learner's weights into the next slot (round robin); return the slot."""
-        slot = self.n_snapshots % self.max_num_models
-        self.pool.snapshot(self.sess, slot)
-        self.slot_ratings[slot] = self.elo.rating
-        self.n_snapshots += 1
+        slot = self.pool.take(self.sess, self.ring)
         self._next_snapshot_step = (self.step // self.new_model_freq + 1) * self.new_model_freq
         return slot
 
     def select_slot(self, slot: Optional[int] = None) -> int:
         """Load ``slot`` (a random filled one when None) into the acting network."""
         if slot is None:
-            slot = int(self.rng.integers(self.filled_slots))
-        if not 0 <= slot < self.filled_slots:
+            slot = self.ring.choose_opponent()
+        elif not 0 <= slot < self.filled_slots:
             raise UnityTrainerException(
                 f"Ghost '{self.brain_name}': slot {slot} is not filled (filled: 0..{self.filled_slots - 1}).")
-        self.pool.load(self.sess, slot)
-        self.current_slot = slot
-        return slot
+        return self.pool.play(self.sess, self.ring, slot)
 
     @property
     def collection(self) -> Collection:
@@ -377,9 +269,8 @@ class GhostTrainer(Trainer):
             self.add_stat("cumulative_reward", reward)
         if not ghost_finished or self.n_snapshots == 0:  # nothing ended, or the ghost never played
             return
-        opponent = self.slot_ratings[self.current_slot]
         for score in self.episode_scores(ghost_finished, learner_finished):
-            self.elo.update(opponent, score)
+            self.ring.record_game(score)
             self.games.append(score)
         self.select_slot()
 
@@ -394,14 +285,14 @@ class GhostTrainer(Trainer):
         if not self._summary_due():
             return
         games, self.games = self.games, []
-        values = {"Self-play/ELO": self.elo.rating, "Self-play/snapshots": self.filled_slots}
+        values = {"Self-play/ELO": self.elo, "Self-play/snapshots": self.filled_slots}
         if games:
             values["Self-play/learner_win_rate"] = float(np.mean([g == 1.0 for g in games]))
             values["Self-play/learner_score"] = float(np.mean(games))
         logger.info(
             "%s: Step: %d. Self-play: %s ELO %.1f; %d game(s) since the last summary (%d won, %d drawn, %d lost); "
             "playing snapshot %d of %d.",
-            self.brain_name, self.step, self.copied_name, self.elo.rating, len(games), games.count(1.0),
+            self.brain_name, self.step, self.copied_name, self.elo, len(games), games.count(1.0),
             games.count(0.5), games.count(0.0), self.current_slot, self.filled_slots)
         self._write_scalars(values)
         super().write_summary(lesson)
@@ -414,16 +305,17 @@ class GhostTrainer(Trainer):
             "n_snapshots": self.n_snapshots,
             "current_slot": self.current_slot,
             "next_snapshot_step": self._next_snapshot_step,
-            "elo": self.elo.rating,
-            "slot_ratings": list(self.slot_ratings),
+            "elo": self.elo,
+            "slot_ratings": self.ring.elos[:-1],
         }
 
     def set_state(self, state: Dict[str, Any]) -> None:
         super().set_state(state)
-        self.n_snapshots = int(state.get("n_snapshots", 0))
-        self.current_slot = int(state.get("current_slot", 0))
+        ring = self.ring
+        ring.snapshots_taken = int(state.get("n_snapshots", 0))
+        ring.current_opponent = int(state.get("current_slot", 0))
         self._next_snapshot_step = int(state.get("next_snapshot_step", 0))
-        self.elo.rating = float(state.get("elo", self.elo.rating))
         ratings = state.get("slot_ratings")
-        if ratings is not None:
-            self.slot_ratings = [float(r) for r in ratings]
+        if ratings is not None and len(ratings) == ring.size:
+            ring.elos[:-1] = [float(r) for r in ratings]
+        ring.elos[-1] = float(state.get("elo", ring.elo))

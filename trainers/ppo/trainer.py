@@ -21,8 +21,6 @@ import numpy as np
 
 from trainers.buffer import AgentBuffer
 from trainers.encoders import VIS_ENCODE_TYPE_PARAM
-from trainers.ghost.self_play import SELF_PLAY_PARAM, check_team_behaviour
-from trainers.ghost.snapshot import SnapshotActor
 from trainers.imitation import bc
 from trainers.ppo.models import create_agent_model, validate_memory_size
 from trainers.ppo.optimizer import BETA_FLOOR, EPSILON_FLOOR, PPOOptimizer
@@ -30,6 +28,7 @@ from trainers.ppo.policy import PPOPolicy
 from trainers.returns import add_gae_fields
 from trainers.reward_signals import REWARD_SIGNALS_PARAM
 from trainers.settings.schema import Follows
+from trainers.settings.self_play import SELF_PLAY_PARAM, check_team_behaviour
 from trainers.tf_utils import tf
 from trainers.trainer.base import (
     DETERMINISTIC_PARAM,
@@ -47,6 +46,7 @@ from trainers.trainer.base import (
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import ON_POLICY_HYPERPARAMETERS, OnPolicyTrainer
 from trainers.trainer.rl_trainer import check_policy_settings
+from trainers.trainer.snapshot_actor import SnapshotActor
 from trainers.trainer.trajectory import PolicyOutput
 from unityagents.brain import CONTINUOUS_ACTION_CLIP, BrainParameters
 
@@ -256,7 +256,7 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
         return PolicyOutput(actions, fields, memories=out.get("memory_out"), values=values)
 
     def snapshot_actor(self, scope: str, brain: BrainParameters, rng: np.random.Generator) -> SnapshotActor:
-        """An acting copy of this policy under ``scope`` (``trainers.ghost.snapshot``): the same
+        """An acting copy of this policy under ``scope`` (``trainers.trainer.snapshot_actor``): the same
         network, acting as this trainer acts (sampled, or the mean / most probable action when
         ``deterministic``), keeping its agents' memories when the environment keeps none."""
         with self.sess.graph.as_default(), tf.variable_scope(scope):

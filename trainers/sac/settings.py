@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional
 
 from trainers.encoders import VIS_ENCODE_TYPE_PARAM
-from trainers.ghost.self_play import SELF_PLAY_PARAM, check_team_behaviour
 from trainers.imitation import bc
 from trainers.ppo.models import validate_memory_size
 from trainers.reward_signals import REWARD_SIGNALS_PARAM
 from trainers.settings.schema import total_memory_bytes
+from trainers.settings.self_play import SELF_PLAY_PARAM, check_team_behaviour
 from trainers.trainer.base import (
     COMMON_HYPERPARAMETERS,
     DETERMINISTIC_PARAM,

@@ -30,7 +30,6 @@ from typing import Any, Dict, List, Mapping, Sequence
 
 import numpy as np
 
-from trainers.ghost.snapshot import SnapshotActor
 from trainers.imitation import bc
 from trainers.ppo.policy import PPOPolicy, greedy_branches
 from trainers.reward_signals import create_reward_signals, signal_settings, validate_reward_signals
@@ -56,6 +55,7 @@ from trainers.stopping import stop_requested
 from trainers.tf_utils import CompiledRuns, tf
 from trainers.trainer.base import UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo
+from trainers.trainer.snapshot_actor import SnapshotActor
 from trainers.trainer.trajectory import PolicyOutput, Transitions
 from unityagents.brain import BrainParameters
 
@@ -227,7 +227,7 @@ class SACTrainer(SequenceReplay):
         return PolicyOutput(actions, fields, memories=out["memory_out"], values=values)
 
     def snapshot_actor(self, scope: str, brain: BrainParameters, rng: np.random.Generator) -> SnapshotActor:
-        """An acting copy of this actor under ``scope`` (``trainers.ghost.snapshot``), acting as
+        """An acting copy of this actor under ``scope`` (``trainers.trainer.snapshot_actor``), acting as
         ``act`` does while training (or deterministically); its critics are built but never run."""
         with self.sess.graph.as_default(), tf.variable_scope(scope):
             model = SACModel(brain, **self._model_arguments)

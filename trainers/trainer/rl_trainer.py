@@ -29,9 +29,9 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-from trainers.ghost.self_play import validate_self_play
 from trainers.imitation import bc
 from trainers.reward_signals import validate_reward_signals
+from trainers.settings.self_play import validate_self_play
 from trainers.trainer.base import Trainer, TrainerConfigError, UnityTrainerException, check_batch_fits
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.trajectory import PolicyOutput

@@ -9,7 +9,8 @@ import pytest
 
 from runner.settings.trainer_config import load_trainer_config
 from tests.fake_env import end_episodes, learn_from_step
-from trainers.ghost.trainer import EloRating, GhostTrainer
+from trainers.ghost.self_play import SnapshotRing
+from trainers.ghost.trainer import ELO_K, INITIAL_ELO, GhostTrainer
 from trainers.ppo.trainer import PPO_HYPERPARAMETERS, PPOTrainer
 from trainers.tf_utils import tf
 from trainers.trainer.base import TrainerConfigError, UnityTrainerException
@@ -188,7 +189,7 @@ def test_saver_round_trip_restores_the_pool_and_its_bookkeeping(tmp_path):
     run.ghost.take_snapshot()
     second = run.learner_values()
     run.ghost.select_slot(1)
-    run.ghost.elo.update(1200.0, 1.0)
+    run.ghost.ring.record_game(1.0)
     with run.graph.as_default():  # the Saver needs graph mode, as in the controller
         path = run.saver.save(run.sess, str(tmp_path / "model.cptk"))
     state = run.ghost.get_state()
@@ -200,7 +201,7 @@ def test_saver_round_trip_restores_the_pool_and_its_bookkeeping(tmp_path):
     restored.ghost.set_state(state)
     restored.graph.finalize()
     assert restored.ghost.n_snapshots == 2 and restored.ghost.current_slot == 1
-    assert restored.ghost.elo.rating == pytest.approx(run.ghost.elo.rating)
+    assert restored.ghost.elo == pytest.approx(run.ghost.elo)
     for expected, acting in zip(second, restored.acting_values()):
         np.testing.assert_array_equal(acting, expected)
     restored.ghost.select_slot(0)
@@ -210,15 +211,23 @@ def test_saver_round_trip_restores_the_pool_and_its_bookkeeping(tmp_path):
     assert restored.ghost.n_snapshots == 2  # the restored pool is used, not refilled
 
 
-def test_elo_moves_the_right_way():
-    elo = EloRating()
-    assert elo.expected_score(1200.0) == pytest.approx(0.5)
-    assert elo.update(1200.0, 0.5) == pytest.approx(1200.0)
-    assert elo.update(1200.0, 1.0) == pytest.approx(1208.0)  # k/2 for a win between equals
-    before = elo.rating
-    assert elo.update(1400.0, 0.0) < before
-    upset = EloRating()
-    assert upset.update(1400.0, 1.0) - 1200.0 > 8.0  # beating a stronger opponent is worth more
+def test_the_ghost_rates_only_the_learner_with_its_k_factor():
+    def ring():
+        r = SnapshotRing(3, INITIAL_ELO, np.random.default_rng(0), k=ELO_K, rate_opponent=False)
+        r.record_snapshot()
+        return r
+
+    elo = ring()
+    assert elo.record_game(0.5) == pytest.approx(0.0)
+    assert elo.record_game(1.0) == pytest.approx(8.0) and elo.elo == pytest.approx(1208.0)  # k/2 between equals
+    assert elo.elos[0] == INITIAL_ELO  # the snapshot's rating stays
+    elo.elos[0] = 1400.0
+    before = elo.elo
+    assert elo.record_game(0.0) < 0 and elo.elo < before
+    upset = ring()
+    upset.elos[0] = 1400.0
+    assert upset.record_game(1.0) > 8.0  # beating a stronger opponent is worth more
+    assert {upset.choose_opponent() for _ in range(50)} == {0}  # the ghost never plays the latest weights
 
 
 def test_episode_scores_pair_finished_episodes_and_fall_back_to_the_ghost_reward():
@@ -239,7 +248,7 @@ def test_games_update_the_rating_and_draw_a_new_snapshot(tmp_path):
         before = step_infos(learner_rewards=[0.0, 0.1], ghost_rewards=[-0.1, -0.1],
                             learner_done=[True, True], ghost_done=[True, True], seed=t)
         learn_from_step(run.ghost, rally, before, None)
-    assert run.ghost.elo.rating > 1200.0
+    assert run.ghost.elo > 1200.0
     assert run.ghost.games == [1.0] * 10
     run.ghost.increment_step(4)
     run.ghost.write_summary(0)
@@ -247,7 +256,7 @@ def test_games_update_the_rating_and_draw_a_new_snapshot(tmp_path):
     tags = {value.tag: value.simple_value
             for path in glob.glob(os.path.join(str(tmp_path / "ghost"), "events.*"))
             for event in tf.train.summary_iterator(path) for value in event.summary.value}
-    assert tags["Self-play/ELO"] == pytest.approx(run.ghost.elo.rating)
+    assert tags["Self-play/ELO"] == pytest.approx(run.ghost.elo)
     assert tags["Self-play/learner_win_rate"] == 1.0
     assert tags["Environment/Cumulative Reward"] == pytest.approx(-0.1)
     assert run.ghost.games == []

@@ -7,10 +7,10 @@ from docopt import docopt
 import learn
 from runner.settings.run_config import RunConfigError, resolve
 from runner.settings.trainer_config import trainer_config_from_dict
-from trainers.ghost.self_play import SELF_PLAY_PARAM
 from trainers.imitation.bc import BEHAVIORAL_CLONING_PARAM
 from trainers.reward_signals import REWARD_SIGNALS_PARAM
 from trainers.settings.schema import Param, brain_key, check_block, key_path, positive
+from trainers.settings.self_play import SELF_PLAY_PARAM
 from trainers.trainer.base import COMMON_HYPERPARAMETERS, Trainer, TrainerConfigError
 from trainers.trainer.registry import load_registry
 from unityagents import UnityEnvironmentException
