@@ -30,7 +30,13 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
-from trainers.settings.self_play import SelfPlaySettings
+# The self_play block's settings live with the other settings; these names stay importable from here.
+from trainers.settings.self_play import (  # noqa: F401
+    SelfPlaySettings,
+    check_team_behaviour,
+    self_play_markdown,
+    validate_self_play,
+)
 
 
 def game_result(final_reward: float) -> float:

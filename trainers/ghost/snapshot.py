@@ -16,6 +16,9 @@ from trainers.ghost.self_play import LATEST, SnapshotRing
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
 
+# A learner's way to act from a snapshot lives beside the trainer base; these names stay importable from here.
+from trainers.trainer.snapshot_actor import SnapshotActor, acts_from_snapshots  # noqa: F401
+
 #: Op types that hold a variable's value (v1 ref variables are what tf_utils configures).
 _VARIABLE_OPS = ("VariableV2", "Variable", "VarHandleOp")
 

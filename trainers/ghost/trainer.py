@@ -29,7 +29,7 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Seque
 import numpy as np
 
 from trainers.ghost.self_play import SnapshotRing
-from trainers.ghost.snapshot import SnapshotPool, pool_copying
+from trainers.ghost.snapshot import SnapshotPool, pool_copying, variables_read_by  # noqa: F401 (importable here)
 from trainers.ppo.models import PPOModel, create_agent_model
 from trainers.ppo.policy import PPOPolicy
 from trainers.ppo.trainer import PPOTrainer

@@ -333,3 +333,19 @@ def test_yaml_ghost_of_a_broadcast_brain_fails_before_training(tmp_path):
     with pytest.raises(TrainerConfigError,
                        match="config.yaml: brain 'ghost-TennisBrain', key 'brain_to_copy'.*not External"):
         config.settings_for_environment(SCENE, [LEARNER, GHOST])
+
+
+def test_the_self_play_names_that_moved_are_still_importable_from_their_old_modules():
+    """Self-play's settings and the snapshot actor live beside the trainer base and the other settings;
+    a script that imported them from trainers.ghost keeps working, and gets the same objects."""
+    from trainers.ghost import self_play, snapshot
+    from trainers.ghost import trainer as ghost_trainer
+    from trainers.settings import self_play as settings
+    from trainers.trainer import snapshot_actor
+
+    for name in ("SelfPlaySettings", "check_team_behaviour", "self_play_markdown", "validate_self_play"):
+        assert getattr(self_play, name) is getattr(settings, name)
+    for name in ("SnapshotActor", "acts_from_snapshots"):
+        assert getattr(snapshot, name) is getattr(snapshot_actor, name)
+    assert ghost_trainer.SnapshotPool is snapshot.SnapshotPool
+    assert ghost_trainer.variables_read_by is snapshot.variables_read_by
