@@ -172,7 +172,7 @@ class ModernUnity:
         decision_period = self.decision_period
         self.academy = academy
         self.brains = [b for b in academy.brains if b.config.kind == "external"]
-        names = getattr(academy.scene, "behaviour_names", {})
+        names = getattr(academy.scene, "behavior_names", {})
         self.names = {b.name: names.get(b.name, f"{UNITY_NAMES.get(b.name, b.name)}?team=0") for b in self.brains}
         academy.scene.modern_protocol = True
         self.period = {b.name: max(1, int(decision_period or b.spec.decision_period)) for b in self.brains}

@@ -170,7 +170,7 @@ class Scene(abc.ABC):
     #: Modern protocol only: the behaviour name (``Name?team=N``) each brain goes out under; a
     #: brain not listed is ``<brain>?team=0``. Two-team scenes list one name with two team ids,
     #: as a Unity build with two teams of one behaviour reports them.
-    behaviour_names: dict[str, str] = {}
+    behavior_names: dict[str, str] = {}
     #: Set by the modern protocol's server before the first reset: scenes whose modern Unity
     #: example differs from the API-2 one (Tennis' rewards) read it.
     modern_protocol: bool = False

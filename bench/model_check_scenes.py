@@ -27,11 +27,11 @@ SPECIAL = {"Hallway": ("ppo", {"use_recurrent": True, "memory_size": 16, "sequen
            "PushCollab": ("poca", {}), "Soccer": ("poca", {})}
 
 
-def behaviour(scene):
+def behavior(scene):
     cls = load_scene(scene)
     brain = next(b for b in cls.brains if b.brain_type == "external")
     unity = UNITY_NAMES.get(brain.name, brain.name)
-    return getattr(cls, "behaviour_names", {}).get(brain.name, f"{unity}?team=0")
+    return getattr(cls, "behavior_names", {}).get(brain.name, f"{unity}?team=0")
 
 
 def build(brain, kind, extra):
@@ -64,7 +64,7 @@ def main(outdir):
     engines = ENGINES
     failed = 0
     for scene in SCENES:
-        name = behaviour(scene)
+        name = behavior(scene)
         with Served(scene) as served:
             brain = served.handshake().brains[name]
         kind, extra = SPECIAL.get(scene, ("ppo", {}))

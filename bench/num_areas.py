@@ -84,7 +84,7 @@ def main() -> None:
     base = None
     for areas in args.areas:
         agents, rate = stepping(args.scene, areas, args.seconds)
-        trained = training(args.scene, args.behaviour, areas, args.train_steps) if args.train_steps else float("nan")
+        trained = training(args.scene, args.behavior, areas, args.train_steps) if args.train_steps else float("nan")
         base = base or (rate, trained)
         print(f"{areas:>9} {agents:>7} {rate:>11.0f} ({rate / base[0]:.2f}x) {trained:>15.0f} "
               f"({trained / base[1]:.2f}x)")

@@ -67,7 +67,7 @@ def main() -> None:
             path = os.path.abspath(getattr(args, f"{trainer}_file") or path)
             with open(path) as f:
                 raw = yaml.safe_load(f)
-            (behaviour, settings), = raw["behaviors"].items()
+            (behavior, settings), = raw["behaviors"].items()
             steps = args.a2c_steps if trainer == "a2c" else args.dqn_steps
             if steps:
                 settings["max_steps"] = steps

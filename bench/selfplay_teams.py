@@ -73,12 +73,12 @@ MATCHES = {
 }
 
 
-def behaviour_name(match: Match) -> str:
+def behavior_name(match: Match) -> str:
     """The scene's behaviour as it goes out over gRPC, without ``?team=N``."""
     from unityagents.brain import team_base
 
     scene = match.load()
-    return team_base(getattr(scene, "behaviour_names", {}).get(match.first, f"{match.first}?team=0"))
+    return team_base(getattr(scene, "behavior_names", {}).get(match.first, f"{match.first}?team=0"))
 
 
 def train(match: Match, run_dir: str, steps: int, checkpoint_every: int, seed: int) -> None:
@@ -92,7 +92,7 @@ def train(match: Match, run_dir: str, steps: int, checkpoint_every: int, seed: i
     (block,) = config["behaviors"].values()
     # Every export is kept, so the earliest is there to play against.
     block.update(max_steps=steps, checkpoint_interval=checkpoint_every, keep_checkpoints=steps // checkpoint_every + 1)
-    config["behaviors"] = {behaviour_name(match): block}
+    config["behaviors"] = {behavior_name(match): block}
     results, run_id = os.path.split(os.path.abspath(run_dir))
     os.makedirs(results, exist_ok=True)
     path = os.path.join(results, f"{run_id}.yaml")
@@ -194,7 +194,7 @@ def main(argv: List[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     match = MATCHES[args.scene]
-    name = behaviour_name(match) if match.config.endswith("SoccerTwos.yaml") else args.scene
+    name = behavior_name(match) if match.config.endswith("SoccerTwos.yaml") else args.scene
     if args.train:
         train(match, args.run_dir, args.train, args.checkpoint_every, args.seed)
     if match.scene.endswith(":Soccer"):

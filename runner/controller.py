@@ -174,7 +174,7 @@ class TrainerController:
             self.env.curriculum.set_lesson_number(self.lesson)
             if self.init_from is not None:
                 self.files.initialize_from(self.init_from)
-            self._initialize_behaviours()
+            self._initialize_behaviors()
         check_stop()  # a signal during the build: nothing was learned yet, so nothing is saved
         self._ready = True
         self.graph.finalize()
@@ -186,7 +186,7 @@ class TrainerController:
         if self.train:  # what this run actually used, for reproducing it
             write_resolved_parameters(self.trainers, self.paths.parameters_path)
 
-    def _initialize_behaviours(self) -> None:
+    def _initialize_behaviors(self) -> None:
         """Each behaviour with an ``init_path`` starts from that checkpoint's weights (over those of
         ``--initialize-from``); the teams of a self-play behaviour share their learner's."""
         done = set()
@@ -194,15 +194,15 @@ class TrainerController:
             path, scope = getattr(t.settings, "init_path", None), t.graph_scope
             if path and scope is not None and scope not in done:
                 done.add(scope)
-                self.files.initialize_behaviour(team_base(name), scope, path)
+                self.files.initialize_behavior(team_base(name), scope, path)
 
     # ---------------------------------------------------------------- checkpoints and export
-    def save_model(self, behaviours: Optional[Sequence[str]] = None) -> str:
+    def save_model(self, behaviors: Optional[Sequence[str]] = None) -> str:
         """Write a checkpoint, its training state, an ONNX file per brain beside it (only ``behaviours``'
         when given), and ``timers.json`` (once every background update is done: never weights halfway
         through one)."""
         self._settle()
-        return self.files.save(self.trainers, self.env.curriculum, self.global_step, behaviours)
+        return self.files.save(self.trainers, self.env.curriculum, self.global_step, behaviors)
 
     def _interval(self, name: str) -> StepInterval:
         if name not in self._intervals:

@@ -118,7 +118,7 @@ class RunSaver:
                 f"--initialize-from: the checkpoint {ckpt} does not match this configuration (a brain, a "
                 f"network size or a trainer type changed?): {e.message.splitlines()[0]}") from None
 
-    def initialize_behaviour(self, behaviour: str, scope: str, path: str) -> None:
+    def initialize_behavior(self, behavior: str, scope: str, path: str) -> None:
         """``init_path``: one behaviour's weights (and optimizer moments) from another run's checkpoint;
         its step counters stay 0.
 
@@ -128,7 +128,7 @@ class RunSaver:
         run of several and back. Those the checkpoint lacks, or holds in another shape, keep their
         fresh values, with a warning naming how many, as Release 22 warns for each module it cannot load.
         """
-        where = f"behaviors.{behaviour}.init_path"
+        where = f"behaviors.{behavior}.init_path"
         ckpt = resolve_init_path(path, where)
         held = dict(tf.train.list_variables(ckpt))
         own = [v for v in tf.global_variables() if not scope or v.op.name.startswith(scope + "/")]
@@ -142,15 +142,15 @@ class RunSaver:
         var_list = max((matches(p) for p in prefixes), key=len)
         if not var_list:
             raise UnityTrainerException(
-                f"{where}: the checkpoint {ckpt} holds none of {behaviour}'s variables (a different network "
+                f"{where}: the checkpoint {ckpt} holds none of {behavior}'s variables (a different network "
                 "size, trainer type or behaviour?). Name a run that trained this behaviour with these settings.")
         tf.train.Saver(var_list).restore(self.sess, ckpt)
         missing = len(relative) - len(var_list)
-        logger.info("Initializing %s from %s: %d variable(s); its step counters start from 0.", behaviour, ckpt,
+        logger.info("Initializing %s from %s: %d variable(s); its step counters start from 0.", behavior, ckpt,
                     len(var_list))
         if missing:
             logger.warning("%s: %d of %s's variables are not in %s (or differ in shape); they start from their "
-                           "initial values.", where, missing, behaviour, ckpt)
+                           "initial values.", where, missing, behavior, ckpt)
 
     def restore(self, trainers: Mapping[str, Trainer], curriculum, lesson: int) -> int:
         """Restore the newest whole checkpoint into the session, the trainers and the curriculum;
@@ -264,14 +264,14 @@ class RunSaver:
             + " Lower learning_rate, or check the environment's states and rewards.")
 
     def save(self, trainers: Mapping[str, Trainer], curriculum, global_step: int,
-             behaviours: Optional[Sequence[str]] = None) -> str:
+             behaviors: Optional[Sequence[str]] = None) -> str:
         """Write a checkpoint (weights + optimizer + normalisers), the training state and an ONNX file
         per brain (``<Brain>-<step>.onnx``; only ``behaviours``' when given) beside it, and ``timers.json``."""
         self.check_finite(global_step)
         with shielded(), self.timers("checkpoint"), self._writing(f"the checkpoint of step {global_step}"):
             prefix = self._save_checkpoint(trainers, curriculum, global_step)
             step_of = {name: self.onnx_step(t, global_step) for name, t in trainers.items()
-                       if behaviours is None or name in behaviours}
+                       if behaviors is None or name in behaviors}
             onnx_paths = self._export_onnx({name: trainers[name] for name in step_of},
                                            {name: f"-{step}" for name, step in step_of.items()})
             self._forget_unkept_onnx(trainers)

@@ -142,8 +142,8 @@ def learn_over_grpc(tmp_path, scene: str, settings: dict, run_path: str, timeout
     assert code == 0, out[-3000:]
     from academy import UNITY_NAMES
 
-    behaviour = UNITY_NAMES.get(brain, brain)  # over gRPC a built-in brain carries its Unity example's name
-    return mean_rewards(out, f"{behaviour}\\?team=0"), os.path.join(tmp_path, "models", run_path, f"{behaviour}.onnx")
+    behavior = UNITY_NAMES.get(brain, brain)  # over gRPC a built-in brain carries its Unity example's name
+    return mean_rewards(out, f"{behavior}\\?team=0"), os.path.join(tmp_path, "models", run_path, f"{behavior}.onnx")
 
 
 def assert_export_is_the_latest_checkpoint(model_dir, export_name: str) -> int:
@@ -210,7 +210,7 @@ def config_error(tmp_path, text: str, registry=None) -> str:
     return str(error.value)
 
 
-def shipped_config_pair(flat_file: str, r22_file: str, behaviour: str, r22_behaviour: str = ""):
+def shipped_config_pair(flat_file: str, r22_file: str, behavior: str, r22_behavior: str = ""):
     """The trainer parameters that a shipped ``learn.py`` file (``config/...``, its block of
     ``behaviour``, the API-2 brain name) and its Release 22 twin (its block of ``r22_behaviour``, the
     name over gRPC; ``behaviour`` when not given) give, each through its own front end."""
@@ -222,11 +222,11 @@ def shipped_config_pair(flat_file: str, r22_file: str, behaviour: str, r22_behav
 
     registry = load_registry()
     with open(os.path.join(ROOT, flat_file)) as f:
-        flat = yaml.safe_load(f)[behaviour]
+        flat = yaml.safe_load(f)[behavior]
     with open(os.path.join(ROOT, r22_file)) as f:
         resolved = run_config.resolve(r22_file, yaml.safe_load(f), tuple(registry.names()))
     return (dict(trainer_config_from_dict(flat_file, {"B": flat}, registry).settings_for("B").parameters),
-            dict(resolved.behaviors[r22_behaviour or behaviour].brain.parameters))
+            dict(resolved.behaviors[r22_behavior or behavior].brain.parameters))
 
 
 def listening_sockets():

@@ -48,10 +48,10 @@ def recording_build(tmp_path: Path, scene: str) -> Tuple[str, Path]:
     return str(build), record
 
 
-def received_actions(record: Path, behaviour: str) -> List[Tuple[np.ndarray, np.ndarray]]:
+def received_actions(record: Path, behavior: str) -> List[Tuple[np.ndarray, np.ndarray]]:
     """Per message the build received: ``behaviour``'s (continuous, discrete) actions, one row per agent."""
     out = []
     for line in record.read_text().splitlines():
-        actions = json.loads(line)[behaviour]
+        actions = json.loads(line)[behavior]
         out.append((np.asarray(actions["continuous"], np.float64), np.asarray(actions["discrete"], np.int64)))
     return out

@@ -59,12 +59,12 @@ class Served:
         runtime = next(b for b in self.unity.brains if self.unity.names[b.name] == brain)
         return [(t.name, tuple(t.shape)) for t in self.unity._templates(runtime)]
 
-    def refused_step(self, behaviour: str) -> str:
+    def refused_step(self, behavior: str) -> str:
         """Step ``behaviour``'s agents once (every action zero, after the handshake); the message of
         the ``UnityObservationException`` that the trainer's decoding of the answer must raise."""
-        decisions, _ = self.hello.first_infos[behaviour]
-        actions = self.hello.brains[behaviour].behavior_spec.action_spec.empty_action(len(decisions))
-        self.comm.send_step({behaviour: actions}, {}, {})
+        decisions, _ = self.hello.first_infos[behavior]
+        actions = self.hello.brains[behavior].behavior_spec.action_spec.empty_action(len(decisions))
+        self.comm.send_step({behavior: actions}, {}, {})
         with pytest.raises(UnityObservationException) as caught:
             self.comm.receive()
         return str(caught.value)

@@ -98,7 +98,7 @@ def test_a_learn_run_gets_its_trainer_the_env_of_its_bytes_and_learns_resume_com
     assert hub.calls[1][1]["commit_message"] == "Push to Hub"  # Release 22's default
 
 
-def test_without_a_frozen_graph_or_a_build_the_env_is_the_first_behaviour_as_in_release_22(tmp_path):
+def test_without_a_frozen_graph_or_a_build_the_env_is_the_first_behavior_as_in_release_22(tmp_path):
     config = {"behaviors": {"Walker?team=0": {"trainer_type": "sac"}}}
     run = write_run(tmp_path / "run", config, files=())
     info = learn_hub.describe(str(run), config)

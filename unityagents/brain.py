@@ -297,7 +297,7 @@ def team_base(brain_name: str) -> str:
     return brain_name.split("?team=", 1)[0]
 
 
-def former_names(behaviour: str) -> List[str]:
+def former_names(behavior: str) -> List[str]:
     """The names a built-in scene's behaviour had over the modern protocol before it carried the name of
     Unity's example (``3DBall`` -> ``["Ball3DBrain"]``, ``academy.UNITY_NAMES``): run configs written for
     those still apply to it."""
@@ -305,7 +305,7 @@ def former_names(behaviour: str) -> List[str]:
         import academy
     except ImportError:
         return []
-    return [old for old, new in academy.UNITY_NAMES.items() if new == behaviour]
+    return [old for old, new in academy.UNITY_NAMES.items() if new == behavior]
 
 
 def team_id(brain_name: str) -> int:

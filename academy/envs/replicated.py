@@ -39,7 +39,7 @@ class ReplicatedScene(Scene):
         self.reset_parameter_ranges = base.reset_parameter_ranges
         self.max_steps = base.max_steps
         self.frame_to_skip = base.frame_to_skip
-        self.behaviour_names = base.behaviour_names
+        self.behavior_names = base.behavior_names
         self._agents = {b.name: b.n_agents for b in base.brains}
         self.params = base.params
         for copy in self.copies[1:]:

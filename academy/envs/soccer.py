@@ -45,7 +45,7 @@ class Soccer(AreaScene):
 
     academy_name = "SoccerAcademy"
     brains = (_team_brain(BLUE), _team_brain(PURPLE))
-    behaviour_names = {BLUE: "SoccerTwos?team=0", PURPLE: "SoccerTwos?team=1"}
+    behavior_names = {BLUE: "SoccerTwos?team=0", PURPLE: "SoccerTwos?team=1"}
 
     def __init__(self, seed: int = 0) -> None:
         super().__init__(seed, AREAS, MEMBERS)

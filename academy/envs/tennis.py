@@ -49,7 +49,7 @@ class Tennis(AreaScene):
 
     academy_name = "TennisAcademy"
     brains = (_tennis_brain(LEFT), _tennis_brain(RIGHT))
-    behaviour_names = {LEFT: "Tennis?team=0", RIGHT: "Tennis?team=1"}
+    behavior_names = {LEFT: "Tennis?team=0", RIGHT: "Tennis?team=1"}
 
     def __init__(self, seed: int = 0) -> None:
         n = self.brains[0].n_agents

@@ -288,8 +288,8 @@ class EnvironmentParameters:
         return {t.name: {"curriculum": [lesson.as_dict() for lesson in t.lessons]} for t in self.tracks}
 
 
-def _names(behaviour: str, named: str) -> bool:
+def _names(behavior: str, named: str) -> bool:
     """Whether a criterion's ``behavior`` names ``behaviour`` (``Name?team=N``): by its name, or, for a built-in
     scene's behaviour, by the brain name it had before it carried the name of Unity's example."""
-    base = behaviour.split("?team=", 1)[0]
+    base = behavior.split("?team=", 1)[0]
     return named == base or named in former_names(base)

@@ -42,7 +42,7 @@ def test_grpc_carries_unitys_names_and_api2_the_brain_names(scene, tmp_path):
 def test_every_scene_with_a_unity_example_is_named_after_it():
     for scene, names in UNITY_BEHAVIOURS.items():
         cls = load_scene(scene)
-        declared = getattr(cls, "behaviour_names", {})
+        declared = getattr(cls, "behavior_names", {})
         got = sorted(declared.get(b.name, f"{UNITY_NAMES.get(b.name, b.name)}?team=0") for b in cls.brains
                      if b.brain_type == "external")
         assert got == names, scene

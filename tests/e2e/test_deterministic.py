@@ -23,7 +23,7 @@ def parameters(tmp_path, text, *flags):
     return {name: block.parameters for name, block in r22.blocks.items()}
 
 
-def test_the_key_sets_one_behaviour_and_the_flag_sets_them_all(tmp_path):
+def test_the_key_sets_one_behavior_and_the_flag_sets_them_all(tmp_path):
     by_key = parameters(tmp_path, CONFIG.replace("{given}", "true"))
     assert [by_key[n]["deterministic"] for n in ("Walker", "Crawler", "Striker")] == [False, False, True]
     by_flag = parameters(tmp_path, CONFIG.replace("{given}", "false"), "--deterministic")

@@ -142,9 +142,9 @@ def test_over_grpc_each_agent_gets_an_action_tuple_and_a_wrong_width_is_refused(
         info = env.reset()
         for _ in range(5):
             sent, _, _, out = trainer.take_action(info)
-            samples.append(out.fields["actions"][: len(env._communicator._behaviours[NAME].decision_ids)])
+            samples.append(out.fields["actions"][: len(env._communicator._behaviors[NAME].decision_ids)])
             info = env.step(sent)
-        n = len(env._communicator._behaviours[NAME].decision_ids)
+        n = len(env._communicator._behaviors[NAME].decision_ids)
         with pytest.raises(UnityActionException) as error:
             env.env.step_behaviors({NAME: ActionTuple(np.zeros((n, 2)))})  # continuous only: the branch is missing
         message = str(error.value)

@@ -41,7 +41,7 @@ def policy_weights(run_dir):
     return {n: reader.get_tensor(n) for n in names}
 
 
-def test_a_behaviour_starts_from_another_runs_weights_with_its_steps_at_0(tmp_path):
+def test_a_behavior_starts_from_another_runs_weights_with_its_steps_at_0(tmp_path):
     first, _ = train(tmp_path, "first", steps=1200, buffer=256)  # a few updates: weights far from a fresh start
     # No update in the second run (its buffer never fills): its weights are exactly what it started from.
     second, out = train(tmp_path, "second", steps=300, buffer=100000, init="init_path: results/first")
@@ -54,8 +54,8 @@ def test_a_behaviour_starts_from_another_runs_weights_with_its_steps_at_0(tmp_pa
     fresh, _ = train(tmp_path, "fresh", steps=300, buffer=100000)
     assert any(not np.array_equal(policy_weights(fresh)[n], before[n]) for n in before)
     status = json.loads((second / "run_logs" / "training_status.json").read_text())
-    (behaviour,) = [k for k in status if k != "metadata"]
-    assert status[behaviour]["final_checkpoint"]["steps"] < 1200  # counted from 0, not from the first run's
+    (behavior,) = [k for k in status if k != "metadata"]
+    assert status[behavior]["final_checkpoint"]["steps"] < 1200  # counted from 0, not from the first run's
 
 
 @pytest.mark.parametrize("path, words", [("results/none", "not a checkpoint, nor a folder holding one"),

@@ -252,7 +252,7 @@ def test_samplers_are_seeded_redrawn_per_reset_and_curricula_advance_per_paramet
     assert first.get_config()["size"] == 3.0 and first.get_config()["other"] == 5.0
 
 
-def test_scene_behaviours_missing_from_the_config_train_with_defaults_and_extra_ones_warn(tmp_path, caplog):
+def test_scene_behaviors_missing_from_the_config_train_with_defaults_and_extra_ones_warn(tmp_path, caplog):
     from unityagents.brain import BrainParameters
 
     brain = BrainParameters("Other?team=0", {

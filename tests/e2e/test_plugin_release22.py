@@ -56,18 +56,18 @@ def options():
 
 def test_the_shipped_files_are_release_22_with_the_seeds_names(plugin_site):
     registry = load_registry()
-    for path, behaviour, trainer, names in [(A2C, "3DBall", "a2c", SEED_A2C), (DQN, "Basic", "dqn", SEED_DQN)]:
+    for path, behavior, trainer, names in [(A2C, "3DBall", "a2c", SEED_A2C), (DQN, "Basic", "dqn", SEED_DQN)]:
         raw = yaml.safe_load(open(path))
-        assert list(raw["behaviors"]) == [behaviour]
-        given = raw["behaviors"][behaviour]["hyperparameters"]
+        assert list(raw["behaviors"]) == [behavior]
+        given = raw["behaviors"][behavior]["hyperparameters"]
         run = learn_r22.load(path, options(), None, registry)[0]
-        block = run.behaviors[behaviour].brain.parameters
+        block = run.behaviors[behavior].brain.parameters
         assert block["trainer"] == trainer
         assert {k: block[k] for k in given if k in names} == {k: v for k, v in given.items() if k in names}
-        assert block["max_steps"] == raw["behaviors"][behaviour]["max_steps"]
-        assert block["time_horizon"] == raw["behaviors"][behaviour]["time_horizon"]
-        assert block["hidden_units"] == raw["behaviors"][behaviour]["network_settings"]["hidden_units"]
-        assert block["gamma"] == raw["behaviors"][behaviour]["reward_signals"]["extrinsic"]["gamma"]
+        assert block["max_steps"] == raw["behaviors"][behavior]["max_steps"]
+        assert block["time_horizon"] == raw["behaviors"][behavior]["time_horizon"]
+        assert block["hidden_units"] == raw["behaviors"][behavior]["network_settings"]["hidden_units"]
+        assert block["gamma"] == raw["behaviors"][behavior]["reward_signals"]["extrinsic"]["gamma"]
 
 
 @pytest.mark.parametrize("trainer, defaults", [("a2c", SEED_A2C), ("dqn", SEED_DQN)])
@@ -139,12 +139,12 @@ def test_a2c_refuses_more_than_one_epoch_in_both_formats(plugin_site, tmp_path):
 def test_the_release_22_block_trains_as_the_learn_py_block(plugin_site):
     """The shipped learn.py files say the same training: every key the trainer reads is equal."""
     registry = load_registry()
-    for r22, flat, behaviour, brain in [(A2C, "learn_3DBall.yaml", "3DBall", "Ball3DBrain"),
+    for r22, flat, behavior, brain in [(A2C, "learn_3DBall.yaml", "3DBall", "Ball3DBrain"),
                                         (DQN, "learn_Basic.yaml", "Basic", "BasicBrain")]:
         run = learn_r22.load(r22, options(), None, registry)[0]
         folder = os.path.dirname(r22)
         old = load_trainer_config(os.path.join(folder, flat), registry).settings_for(brain).parameters
-        new = run.behaviors[behaviour].brain.parameters
+        new = run.behaviors[behavior].brain.parameters
         differ = {k: (old[k], new.get(k)) for k in old if old[k] != new.get(k)}
         # DQN: steps_per_update 1 (and Release 22's reward_signal_steps_per_update, which follows it) takes
         # the place of train_every 1 and gradient_steps 1.
@@ -218,7 +218,7 @@ def test_a_broken_plugin_stops_the_run_in_one_line_naming_its_entry_point(tmp_pa
 def with_scene_names(path, tmp_path, scene_name, **overrides):
     """The shipped file, with its behaviour under the scene's own name too and smaller budgets."""
     raw = yaml.safe_load(open(path))
-    (behaviour, settings), = raw["behaviors"].items()
+    (behavior, settings), = raw["behaviors"].items()
     settings.update(overrides)
     raw["behaviors"][scene_name] = settings
     return write(tmp_path / os.path.basename(path), yaml.safe_dump(raw))

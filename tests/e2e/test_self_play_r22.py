@@ -155,7 +155,7 @@ def test_a_bad_flat_self_play_block_names_the_file_the_brain_the_key_and_the_fix
     assert str(e.value).startswith("t.yaml: brain 'Tennis'") and where in str(e.value) and fix in str(e.value)
 
 
-def test_self_play_is_refused_for_a_behaviour_without_team_variants_before_any_trainer_is_built():
+def test_self_play_is_refused_for_a_behavior_without_team_variants_before_any_trainer_is_built():
     from unityagents.brain import BrainParameters
 
     def brain(name, size=8):

@@ -24,14 +24,14 @@ from trainers.export.onnx_model import export_onnx
 from unityagents.brain import BrainParameters
 
 
-def behaviours():
+def behaviors():
     """(scene, behaviour) for one External behaviour of each built-in scene (Tennis' two are alike)."""
     out = []
     for scene in SCENES:
         cls = load_scene(scene)
         brain = next(b for b in cls.brains if b.brain_type == "external")
         unity = UNITY_NAMES.get(brain.name, brain.name)
-        out.append((scene, getattr(cls, "behaviour_names", {}).get(brain.name, f"{unity}?team=0")))
+        out.append((scene, getattr(cls, "behavior_names", {}).get(brain.name, f"{unity}?team=0")))
     return out
 
 
@@ -40,7 +40,7 @@ def exports(tmp_path_factory):
     """Per built-in scene: its brain as decoded from the wire, the wire's sensors, a trainer with
     random weights (normalising, so the normaliser sits between the inputs and the network), its ONNX."""
     out = {}
-    for scene, name in behaviours():
+    for scene, name in behaviors():
         with Served(scene) as served:
             brain, sensors = served.handshake().brains[name], served.wire_sensors(name)
         trainer = make_trainer(brain, normalize=True, hidden_units=8, num_layers=1)
@@ -113,7 +113,7 @@ def test_the_academy_onnx_brain_feeds_each_sensor_its_input(exports):
         OnnxInternalBrain(path, pyramids)
 
 
-def test_an_observation_unlike_its_spec_names_the_behaviour_and_the_sensor():
+def test_an_observation_unlike_its_spec_names_the_behavior_and_the_sensor():
     with Served("Pyramids") as served:
         served.handshake()
         del served.templates[1].shape[:]

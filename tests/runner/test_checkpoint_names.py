@@ -16,15 +16,15 @@ def saver(paths: RunPaths, keep: int, per_behavior) -> RunSaver:
     return files
 
 
-def test_each_behaviour_keeps_its_own_newest_onnx_files_by_step_number(tmp_path):
+def test_each_behavior_keeps_its_own_newest_onnx_files_by_step_number(tmp_path):
     paths = RunPaths.results(str(tmp_path), "run")
     steps = {"Walker": [600, 900, 1000, 1200, 12000], "Striker": [10, 20, 30, 40, 50, 60, 70]}
-    for behaviour, numbers in steps.items():
-        folder = tmp_path / "run" / behaviour
+    for behavior, numbers in steps.items():
+        folder = tmp_path / "run" / behavior
         folder.mkdir(parents=True)
         for n in numbers:
-            (folder / f"{behaviour}-{n}.onnx").write_bytes(b"")
-        (folder / f"{behaviour}.onnx").write_bytes(b"")  # not a checkpoint's file: never counted
+            (folder / f"{behavior}-{n}.onnx").write_bytes(b"")
+        (folder / f"{behavior}.onnx").write_bytes(b"")  # not a checkpoint's file: never counted
     trainers = {"Walker": SimpleNamespace(brain_name="Walker"),
                 "Striker?team=1": SimpleNamespace(brain_name="Striker?team=1")}
     saver(paths, 5, {"Walker": 2, "Striker": 3})._forget_unkept_onnx(trainers)
@@ -34,7 +34,7 @@ def test_each_behaviour_keeps_its_own_newest_onnx_files_by_step_number(tmp_path)
         "Striker-50.onnx", "Striker-60.onnx", "Striker-70.onnx", "Striker.onnx"]
 
 
-def test_the_results_layout_names_by_the_behaviours_steps_and_the_legacy_one_by_the_environments(tmp_path):
+def test_the_results_layout_names_by_the_behaviors_steps_and_the_legacy_one_by_the_environments(tmp_path):
     walker = SimpleNamespace(brain_name="Walker", get_step=26400)
     assert saver(RunPaths.results(str(tmp_path), "run"), 5, {}).onnx_step(walker, 2200) == 26400
     assert saver(RunPaths.legacy(str(tmp_path / "models"), str(tmp_path / "summaries"), "ppo"), 5, {}).onnx_step(

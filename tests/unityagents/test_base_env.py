@@ -14,7 +14,7 @@ from unityagents.base_env import (
 )
 from unityagents.brain import BrainParameters
 from unityagents.exception import UnityActionException
-from unityagents.wire.grpc_messages import new_behaviour
+from unityagents.wire.grpc_messages import new_behavior
 from unityagents.wire.protos import communicator_objects_pb2 as pb
 
 
@@ -54,9 +54,9 @@ def test_merge_of_terminal_steps_keeps_interrupted_and_skips_empty_environments(
 def test_behavior_spec_lists_the_sensors_in_the_order_the_environment_reports_them():
     """A modern behaviour announces a camera between two vector sensors and a BufferSensor: the spec
     keeps that order, cameras channels last, and flags the variable-length one."""
-    behaviour = new_behaviour("B?team=0", (2, (3,), ((4,), (1, 5, 6), (3, 2), (2,))), [],
+    behavior = new_behavior("B?team=0", (2, (3,), ((4,), (1, 5, 6), (3, 2), (2,))), [],
                               [("near", 0), ("eyes", 0), ("buffer", 0), ("goal", 1)])
-    spec = behaviour.parameters.behavior_spec
+    spec = behavior.parameters.behavior_spec
     assert [o.name for o in spec.observation_specs] == ["near", "eyes", "buffer", "goal"]
     assert [o.shape for o in spec.observation_specs] == [(4,), (5, 6, 1), (3, 2), (2,)]
     assert [o.variable_length for o in spec.observation_specs] == [False, False, True, False]
@@ -77,11 +77,11 @@ def _agent(agent_id, values, done=False, interrupted=False, reward=0.0):
 def test_grpc_decodes_one_array_per_sensor_and_splits_decisions_from_terminals():
     """Two vector sensors stay two arrays (not one state); a done info is a terminal step with its last
     observation and its interrupted flag; an agent that also asks for its next decision is in both."""
-    behaviour = new_behaviour("B?team=0", (1, (), ((2,), (3,))), [], [("a", 0), ("b", 0)])
+    behavior = new_behavior("B?team=0", (1, (), ((2,), (3,))), [], [("a", 0), ("b", 0)])
     infos = [_agent(1, [((2,), [1, 2]), ((3,), [3, 4, 5])], reward=0.5),
              _agent(2, [((2,), [6, 7]), ((3,), [8, 9, 10])], done=True, interrupted=True, reward=2.0),
              _agent(2, [((2,), [0, 0]), ((3,), [0, 0, 1])], reward=0.25)]
-    decisions, terminals = behaviour.steps(infos, None)
+    decisions, terminals = behavior.steps(infos, None)
     assert decisions.agent_id.tolist() == [1, 2]
     assert [o.shape for o in decisions.obs] == [(2, 2), (2, 3)]
     np.testing.assert_array_equal(decisions.obs[1], [[3, 4, 5], [0, 0, 1]])
@@ -92,15 +92,15 @@ def test_grpc_decodes_one_array_per_sensor_and_splits_decisions_from_terminals()
 
 
 def test_grpc_sends_an_action_tuple_row_per_deciding_agent():
-    behaviour = new_behaviour("B?team=0", (1, (3,), ((2,),)), [], [("a", 0)])
-    behaviour.steps([_agent(5, [((2,), [1, 2])]), _agent(9, [((2,), [3, 4])])], None)
+    behavior = new_behavior("B?team=0", (1, (3,), ((2,),)), [], [("a", 0)])
+    behavior.steps([_agent(5, [((2,), [1, 2])]), _agent(9, [((2,), [3, 4])])], None)
     message = pb.UnityInputProto()
     actions = message.rl_input.agent_actions
-    behaviour.encode_actions(ActionTuple([[0.5], [-0.5]], [[2], [0]]), actions)
+    behavior.encode_actions(ActionTuple([[0.5], [-0.5]], [[2], [0]]), actions)
     sent = actions["B?team=0"].value
     assert [list(a.continuous_actions) for a in sent] == [[0.5], [-0.5]]
     assert [list(a.discrete_actions) for a in sent] == [[2], [0]]
-    assert behaviour.last_actions[9].tolist() == [-0.5, 0.0]
+    assert behavior.last_actions[9].tolist() == [-0.5, 0.0]
 
 
 def test_action_tuple_refuses_a_wrong_shape_naming_expected_and_arrived():

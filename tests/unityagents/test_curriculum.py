@@ -28,7 +28,7 @@ def write(tmp_path):
     return _write
 
 
-def test_seed_curriculum_behaviour(write):
+def test_seed_curriculum_behavior(write):
     location = write(SEED_CURRICULUM)
     with pytest.raises(UnityEnvironmentException, match="param3 in Curriculum .* not present"):
         Curriculum(location, {"param1": 1, "param2": 1})

@@ -169,7 +169,7 @@ def test_bad_input_is_a_clear_error_naming_the_file(tmp_path):
     _raises(str(tmp_path / "missing.demo"), pyramids, "does not exist")
 
 
-def test_a_folder_mixing_behaviours_is_refused(tmp_path):
+def test_a_folder_mixing_behaviors_is_refused(tmp_path):
     _record(tmp_path, "Pyramids", 1, "a.demo")
     other = _record(tmp_path, "3DBall", 1, "b.demo")
     with pytest.raises(DemonstrationError, match="another behaviour spec") as info:

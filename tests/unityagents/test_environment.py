@@ -758,13 +758,13 @@ def test_learn_stops_on_an_environment_sending_non_finite_states_with_a_finite_c
 
 
 # ------------------------------------------------------------------------------ the gRPC path, same classes
-def _grpc_behaviour():
+def _grpc_behavior():
     from unityagents.brain import BrainParameters
-    from unityagents.wire.grpc_messages import Behaviour, SensorLayout
+    from unityagents.wire.grpc_messages import Behavior, SensorLayout
 
     params = BrainParameters("Ball", {"stateSize": 3, "actionSize": 2, "memorySize": 0, "cameraResolutions": [],
                                       "actionDescriptions": [], "actionSpaceType": 1, "stateSpaceType": 1})
-    return Behaviour("Ball", [SensorLayout((3,), False, size=3)], 2, [], params, channels_last=False,
+    return Behavior("Ball", [SensorLayout((3,), False, size=3)], 2, [], params, channels_last=False,
                      package_version="2.0.0")
 
 
@@ -772,21 +772,21 @@ def _grpc_behaviour():
 def test_grpc_non_finite_values_and_duplicate_ids_are_environment_errors(bad):
     from unityagents.wire.protos import communicator_objects_pb2 as pb
 
-    behaviour = _grpc_behaviour()
+    behavior = _grpc_behavior()
 
     def agent(i, values=(0.1, 0.2, 0.3), reward=0.0):
         return pb.AgentInfoProto(id=i, reward=reward, observations=[pb.ObservationProto(
             shape=[3], float_data=pb.ObservationProto.FloatData(data=list(values)))])
 
     good = [agent(0), agent(1)]
-    assert behaviour.steps(good, None)[0].obs[0].shape == (2, 3)
+    assert behavior.steps(good, None)[0].obs[0].shape == (2, 3)
     infos = {"nan-observation": [agent(0), agent(1, (0.1, float("nan"), 0.3))],
              "inf-reward": [agent(0, reward=float("inf")), agent(1)],
              "duplicate-id": [agent(0), agent(0)]}[bad]
     match = {"nan-observation": r"field observations \(vector\).*received nan", "inf-reward": r"field reward\).*inf",
              "duplicate-id": "the same agent sent two infos of the same kind"}[bad]
     with pytest.raises(UnityMessageException, match=match) as err:
-        behaviour.steps(infos, None)
+        behavior.steps(infos, None)
     assert err.value.brain == "Ball" and err.value.agent == (0 if bad != "nan-observation" else 1)
 
 

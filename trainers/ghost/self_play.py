@@ -33,10 +33,12 @@ import numpy as np
 # The self_play block's settings live with the other settings; these names stay importable from here.
 from trainers.settings.self_play import (  # noqa: F401
     SelfPlaySettings,
-    check_team_behaviour,
+    check_team_behavior,
     self_play_markdown,
     validate_self_play,
 )
+
+check_team_behaviour = check_team_behavior  # the name this module gave it first
 
 
 def game_result(final_reward: float) -> float:

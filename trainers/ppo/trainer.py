@@ -28,7 +28,7 @@ from trainers.ppo.policy import PPOPolicy
 from trainers.returns import add_gae_fields
 from trainers.reward_signals import REWARD_SIGNALS_PARAM
 from trainers.settings.schema import Follows
-from trainers.settings.self_play import SELF_PLAY_PARAM, check_team_behaviour
+from trainers.settings.self_play import SELF_PLAY_PARAM, check_team_behavior
 from trainers.tf_utils import tf
 from trainers.trainer.base import (
     DETERMINISTIC_PARAM,
@@ -161,7 +161,7 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
     def check_environment(cls, brain_name: str, params: Dict[str, Any],
                           brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
         """A recurrent brain needs a usable memorySize from the scene; BC's and GAIL's demonstrations must fit it."""
-        check_team_behaviour(brain_name, params, brains, external_brain_names)
+        check_team_behavior(brain_name, params, brains, external_brain_names)
         if brain_name in brains and getattr(brains[brain_name], "is_hybrid", False):
             # The curiosity/GAIL networks and behavioral cloning read one kind of action.
             learned = [k for k in (params.get("reward_signals") or {}) if k != "extrinsic"]

@@ -9,7 +9,7 @@ from trainers.imitation import bc
 from trainers.ppo.models import validate_memory_size
 from trainers.reward_signals import REWARD_SIGNALS_PARAM
 from trainers.settings.schema import total_memory_bytes
-from trainers.settings.self_play import SELF_PLAY_PARAM, check_team_behaviour
+from trainers.settings.self_play import SELF_PLAY_PARAM, check_team_behavior
 from trainers.trainer.base import (
     COMMON_HYPERPARAMETERS,
     DETERMINISTIC_PARAM,
@@ -114,7 +114,7 @@ def check_environment(brain_name: str, params: Dict[str, Any],
                       brains: Mapping[str, BrainParameters], external_brain_names: List[str]) -> None:
     """Refuse action spaces SAC cannot learn, and a replay buffer this machine cannot hold
     (``SACTrainer.check_environment``)."""
-    check_team_behaviour(brain_name, params, brains, external_brain_names)
+    check_team_behavior(brain_name, params, brains, external_brain_names)
     brain = brains[brain_name]
     problem = unsupported_action_space(brain)
     if problem:

@@ -120,7 +120,7 @@ def self_play_markdown() -> List[str]:
     return lines + [""]
 
 
-def check_team_behaviour(brain_name: str, params: Mapping[str, Any], brains: Mapping[str, BrainParameters],
+def check_team_behavior(brain_name: str, params: Mapping[str, Any], brains: Mapping[str, BrainParameters],
                          external_brain_names: Sequence[str]) -> None:
     """A ``self_play`` block needs two or more External ``?team=N`` behaviours of one name and spaces."""
     if not params.get("self_play"):

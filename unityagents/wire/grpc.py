@@ -45,7 +45,7 @@ from unityagents.exception import (
     UnityTimeOutException,
 )
 from unityagents.wire.base import STATS_AGGREGATIONS, Communicator, Handshake, Peer
-from unityagents.wire.grpc_messages import Behaviour, new_behaviour
+from unityagents.wire.grpc_messages import Behavior, new_behavior
 from unityagents.wire.grpc_server import ExchangeServer
 from unityagents.wire.protos import communicator_objects_pb2 as pb
 from unityagents.wire.side_channels import (
@@ -112,7 +112,7 @@ class GrpcCommunicator(Communicator):
         self._users = SideChannelManager(self._user_channels.values())
         self.port = port
         self.seed = int(seed or 0)
-        self._behaviours: Dict[str, Behaviour] = {}
+        self._behaviors: Dict[str, Behavior] = {}
         self.brains: Dict[str, BrainParameters] = {}
         self.channels_last = True  # the layout: [C,H,W] from C# package 3.0, set in the handshake
         self.package_version = ""
@@ -236,9 +236,9 @@ class GrpcCommunicator(Communicator):
             self._parameters.set_float_parameter(key, value)
         message = self._input()
         message.unity_input.rl_input.command = pb.RESET
-        for behaviour in self._behaviours.values():
-            behaviour.last_actions.clear()
-            behaviour.decision_ids = []
+        for behavior in self._behaviors.values():
+            behavior.last_actions.clear()
+            behavior.decision_ids = []
         self._reply(message)
 
 
@@ -247,10 +247,10 @@ class GrpcCommunicator(Communicator):
         message = self._input()
         agent_actions = message.unity_input.rl_input.agent_actions
         for name, action in actions.items():
-            behaviour = self._behaviours.get(name)
-            if behaviour is None or not behaviour.decision_ids:
+            behavior = self._behaviors.get(name)
+            if behavior is None or not behavior.decision_ids:
                 continue
-            behaviour.encode_actions(action, agent_actions)
+            behavior.encode_actions(action, agent_actions)
         self._reply(message)
 
     # ---------------------------------------------------------------- receiving
@@ -267,15 +267,15 @@ class GrpcCommunicator(Communicator):
             for params in output.rl_initialization_output.brain_parameters:
                 self._announce(params, lists, log)
         for name, entry in lists.items():
-            if len(entry.value) and name not in self._behaviours:
+            if len(entry.value) and name not in self._behaviors:
                 raise bad("agents of a behaviour that was never announced reported.", log, brain=name,
                           agent=entry.value[0].id, field="agentInfos", received=f"{len(entry.value)} infos",
                           expected="a behaviour announced in rl_initialization_output.brain_parameters in the "
-                          f"message with its first agents (known: {sorted(self._behaviours)[:8]})")
+                          f"message with its first agents (known: {sorted(self._behaviors)[:8]})")
         result = {}
-        for name, behaviour in self._behaviours.items():
+        for name, behavior in self._behaviors.items():
             infos = lists[name].value if name in lists else ()
-            result[name] = behaviour.steps(infos, log)
+            result[name] = behavior.steps(infos, log)
         return result, False
 
     def _read_side_channels(self, data: bytes) -> None:
@@ -304,21 +304,21 @@ class GrpcCommunicator(Communicator):
             return
         spec = spec_of(name, params, infos[0], log)
         check_dimension_properties(name, infos[0], log)
-        known = self._behaviours.get(name)
+        known = self._behaviors.get(name)
         if known is not None:
             check_same_spec(name, known.spec, spec, log)
             return
         if self._handshaken:
             logger.warning("Behaviour %r connected after the run started; no trainer was built for it, so its "
                            "agents get no actions.", name)
-        self._add_behaviour(name, spec, list(params.action_spec.action_descriptions),
+        self._add_behavior(name, spec, list(params.action_spec.action_descriptions),
                             [(o.name, int(o.observation_type)) for o in infos[0].observations])
 
-    def _add_behaviour(self, name: str, spec: Spec, descriptions: List[str],
+    def _add_behavior(self, name: str, spec: Spec, descriptions: List[str],
                        sensor_names: Sequence[Tuple[str, int]] = ()) -> None:
-        behaviour = new_behaviour(name, spec, descriptions, sensor_names, self.channels_last, self.package_version)
-        self._behaviours[name] = behaviour
-        self.brains[name] = behaviour.parameters
+        behavior = new_behavior(name, spec, descriptions, sensor_names, self.channels_last, self.package_version)
+        self._behaviors[name] = behavior
+        self.brains[name] = behavior.parameters
 
 
     # ---------------------------------------------------------------- closing

@@ -52,7 +52,7 @@ class SensorLayout:
 
 
 @dataclasses.dataclass
-class Behaviour:
+class Behavior:
     """One behaviour's spec and the state that decoding and encoding carry from step to step.
 
     :param channels_last: whether cameras arrive as [C,H,W] (C# package 3.0 and later).
@@ -252,8 +252,8 @@ class Behaviour:
             self.last_actions.update(zip(ids, continuous))
 
 
-def new_behaviour(name: str, spec: Spec, descriptions: List[str], sensor_names: Sequence[Tuple[str, int]] = (),
-                  channels_last: bool = True, package_version: str = "") -> "Behaviour":
+def new_behavior(name: str, spec: Spec, descriptions: List[str], sensor_names: Sequence[Tuple[str, int]] = (),
+                  channels_last: bool = True, package_version: str = "") -> "Behavior":
     """A new brain: vector sensors concatenated into its state, cameras in order, and its
     ``sensors`` list keeping each one's name, shape and place, in the wire order."""
     continuous, branches, shapes = spec
@@ -284,10 +284,10 @@ def new_behaviour(name: str, spec: Spec, descriptions: List[str], sensor_names: 
         "cameraResolutions": cameras, "actionDescriptions": descriptions,
         "actionSpaceType": action_type, "stateSpaceType": 1, "actionBranches": list(branches),
         "actionMasks": bool(branches), "continuousActionContract": "unit", "sensors": sensors})
-    behaviour = Behaviour(name, observations, continuous, list(branches), parameters, spec=spec,
+    behavior = Behavior(name, observations, continuous, list(branches), parameters, spec=spec,
                           channels_last=channels_last, package_version=package_version)
     logger.info("Connected new brain: %s (state %d, cameras %s, %s)", name, state_size,
                 [tuple(o.hwc) for o in observations if o.visual],
                 ", ".join(([f"{continuous} continuous actions"] if continuous else [])
                           + ([f"discrete branches {list(branches)}"] if branches else [])))
-    return behaviour
+    return behavior

@@ -30,7 +30,7 @@ def is_variable_length(shape: Sequence[int], properties: Sequence[int]) -> bool:
             and not properties[1] & VARIABLE_SIZE)
 
 
-def check_dimension_properties(behaviour: str, first: "object", log_path: Optional[str]) -> None:
+def check_dimension_properties(behavior: str, first: "object", log_path: Optional[str]) -> None:
     """Refuse a rank-2 observation of ``first`` (an ``AgentInfoProto``) that is not variable-length."""
     for k, obs in enumerate(first.observations):
         shape, properties = [int(d) for d in obs.shape], [int(p) for p in obs.dimension_properties]
@@ -38,11 +38,11 @@ def check_dimension_properties(behaviour: str, first: "object", log_path: Option
             continue
         name = obs.name or f"sensor_{k}"
         raise UnityObservationException(
-            f"Behaviour {behaviour!r}, sensor {name!r} (observations[{k}]): a rank-2 observation of shape {shape} "
+            f"Behaviour {behavior!r}, sensor {name!r} (observations[{k}]): a rank-2 observation of shape {shape} "
             f"with dimension properties {properties or '[] (unspecified)'}. Rank-2 observations are read only as "
             f"variable-length lists of entities, whose properties are [{VARIABLE_SIZE}, {NONE}] (VariableSize, "
             "None: Unity's BufferSensor). Use a BufferSensorComponent for a list of entities, or report the values "
-            f"as a vector sensor of {shape[0] * shape[1]} floats.", log_path, brain=behaviour, agent=first.id,
+            f"as a vector sensor of {shape[0] * shape[1]} floats.", log_path, brain=behavior, agent=first.id,
             field=f"observations[{k}].dimension_properties", expected=f"[{VARIABLE_SIZE}, {NONE}]",
             received=str(properties))
 

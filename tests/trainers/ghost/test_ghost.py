@@ -343,8 +343,9 @@ def test_the_self_play_names_that_moved_are_still_importable_from_their_old_modu
     from trainers.settings import self_play as settings
     from trainers.trainer import snapshot_actor
 
-    for name in ("SelfPlaySettings", "check_team_behaviour", "self_play_markdown", "validate_self_play"):
+    for name in ("SelfPlaySettings", "check_team_behavior", "self_play_markdown", "validate_self_play"):
         assert getattr(self_play, name) is getattr(settings, name)
+    assert self_play.check_team_behaviour is settings.check_team_behavior  # its first spelling
     for name in ("SnapshotActor", "acts_from_snapshots"):
         assert getattr(snapshot, name) is getattr(snapshot_actor, name)
     assert ghost_trainer.SnapshotPool is snapshot.SnapshotPool

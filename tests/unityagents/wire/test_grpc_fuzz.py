@@ -117,8 +117,8 @@ def init_messages() -> Tuple[bytes, bytes]:
 Mutation = Callable[[random.Random, "pb.UnityMessageProto"], object]  # returns bytes, "hang" or None (in place)
 
 
-def _info(rng: random.Random, m, behaviour: Optional[str] = None):
-    name = behaviour or rng.choice([BALL, GRID])
+def _info(rng: random.Random, m, behavior: Optional[str] = None):
+    name = behavior or rng.choice([BALL, GRID])
     infos = m.unity_output.rl_output.agentInfos[name].value
     return infos[rng.randrange(len(infos))]
 
@@ -224,7 +224,7 @@ def bad_announcement(rng, m):  # only on message 0
         _info(rng, m, BALL).observations[0].shape[0] = -8
 
 
-def unknown_behaviour(rng, m):
+def unknown_behavior(rng, m):
     m.unity_output.rl_output.agentInfos["Ghost?team=0"].value.add(id=3, observations=[vector([0.0] * 8)])
 
 
@@ -313,7 +313,7 @@ CLASSES: Dict[str, Tuple[Mutation, Tuple[int, ...], object, Optional[str]]] = {
     "spec change": (spec_change, (1, 2, 3), UnityMessageException, "action_spec"),
     "same spec again": (spec_reannounced_same, (1, 2, 3), "ok", None),
     "bad announcement": (bad_announcement, (0,), UnityMessageException, ""),
-    "unknown behaviour": (unknown_behaviour, (0, 1, 2, 3), UnityMessageException, "agentInfos"),
+    "unknown behaviour": (unknown_behavior, (0, 1, 2, 3), UnityMessageException, "agentInfos"),
     "empty output": (empty_output, (0, 1, 2, 3), UnityMessageException, "unity_output"),
     "status": (status, (0, 1, 2, 3), UnityMessageException, "header.status"),
     "status 400": (status_400, (0, 1, 2, 3), UnityCommunicationException, None),
@@ -458,7 +458,7 @@ def mutation(name: str, seed: int) -> Callable[[int, "pb.UnityMessageProto"], ob
     return lambda k, message: mutate(rng, message) if k == at else None
 
 
-def test_an_unmutated_session_succeeds_with_both_behaviours(monkeypatch):
+def test_an_unmutated_session_succeeds_with_both_behaviors(monkeypatch):
     seen = {}
 
     def keep(k, message):
