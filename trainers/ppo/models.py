@@ -355,13 +355,14 @@ class PPOModel:
         # One Adam over every variable as one flat vector (``trainers.flat_adam``), after the
         # gradients and the metrics fetched with the step.
         # Recurrent: the gradient through the LSTM comes from one fused kernel (``split_lstm_gradients``).
-        gradients = None
+        options: Dict[str, Any] = {}
         if self._lstm is not None:
             features, remembered = self._lstm
             fused = fused_lstm(features, self.memory_in, self.sequence_length, "lstm", masks=self.masks)
-            gradients = functools.partial(split_lstm_gradients, lstm_outputs=remembered, fused_outputs=fused)
+            options["gradients"] = functools.partial(split_lstm_gradients, lstm_outputs=remembered,
+                                                     fused_outputs=fused)
         adam = FlatAdam([(self.loss, self.variables)], self.learning_rate, epsilon=1e-5, clip_norm=max_grad_norm,
-                        allow_unused=True, name="adam", gradients=gradients)
+                        allow_unused=True, name="adam", **options)
         self.grad_norm = adam.gradient_norm
         self.update_batch = adam.apply(wait_for=[self.policy_loss, self.value_loss, self.mean_entropy,
                                                  self.approx_kl, self.clip_fraction], name="update_batch")
