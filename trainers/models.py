@@ -17,7 +17,9 @@ Choices that matter for training (as in today's PPO implementations):
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+import weakref
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -152,77 +154,100 @@ def lstm(
             name="unroll",
         )
         outputs = tf.reshape(tf.transpose(outputs_ta.stack(), [1, 0, 2]), [-1, units])
+        _LOOPS.setdefault(outputs.graph, []).append(
+            _Loop(inputs, memory_in, sequence_length, masks, kernel, bias, forget_bias, outputs))
         return outputs, tf.concat([c_out, h_out], axis=1)
 
 
-def fused_lstm(
-    inputs: tf.Tensor,
-    memory_in: tf.Tensor,
-    sequence_length: tf.Tensor,
-    name: str,
-    masks: Optional[tf.Tensor] = None,
-    forget_bias: float = 1.0,
-) -> tf.Tensor:
-    """``lstm``'s outputs on the real steps, from one fused ``BlockLSTM`` op over the same variables.
+@dataclasses.dataclass
+class _Loop:
+    """One ``lstm`` as built: what its fused twin needs, and the twin once built."""
+    inputs: tf.Tensor
+    memory_in: tf.Tensor
+    sequence_length: tf.Tensor
+    masks: Optional[tf.Tensor]
+    kernel: tf.Variable
+    bias: tf.Variable
+    forget_bias: float
+    outputs: tf.Tensor
+    fused: Optional[tf.Tensor] = None
+
+
+#: Every ``lstm`` of each graph, in the order built (``loop_gradients`` splits its gradient at them).
+_LOOPS: "weakref.WeakKeyDictionary[tf.Graph, List[_Loop]]" = weakref.WeakKeyDictionary()
+
+
+def fused_lstm(outputs: tf.Tensor) -> tf.Tensor:
+    """The outputs of the ``lstm`` that returned ``outputs``, on its real steps, from one fused ``BlockLSTM``.
 
     What this is for: the gradient. ``lstm``'s ``while_loop`` stays the graph that acts and is
     exported, but its gradient is a second loop that pushes and pops every intermediate of every
-    step, a few hundred small ops per step, and on the update's short, narrow batches (Hallway: 2
+    step, a few hundred small ops per step, and on an update's short, narrow batches (Hallway: 2
     sequences of 64 steps) the executor's cost per op is most of a minibatch step.
-    ``BlockLSTM``/``BlockLSTMGrad`` run the whole sequence in one kernel each, with the same gate
-    layout (``i, j, f, o`` of one ``[in + units, 4 * units]`` kernel, ``forget_bias`` added to
-    ``f``), so ``split_lstm_gradients`` takes the gradient through here instead of through the loop.
+    ``BlockLSTM``/``BlockLSTMGrad`` run the whole sequence in one kernel each over the same
+    variables, with the same gate layout (``i, j, f, o`` of one ``[in + units, 4 * units]`` kernel,
+    ``forget_bias`` added to ``f``), so ``loop_gradients`` takes the gradient through here.
 
     ``BlockLSTM`` cannot hold its state over a step, so each sequence is first rotated to start at
-    its first real step (the Buffer's padding is a prefix of a sequence: those steps move to the end,
-    after every real one) and rotated back after. A padded step's output is multiplied by its mask:
-    nothing flows back through it, as nothing flows from it into a variable in ``lstm`` when the
-    padding is a prefix (the state held there is ``memory_in``, a placeholder); with padding after
-    the real steps this assumes, as every loss here does, that padded steps weigh 0.
+    its first real step (the Buffer's padding is a prefix: those steps move to the end, after every
+    real one) and rotated back after. A padded step's output is multiplied by its mask, so nothing
+    flows back through it. In ``lstm`` nothing flows from a prefix of padding into a variable either
+    (the state held there is ``memory_in``); padding after the real steps (recurrent SAC's) holds
+    the last real state, whose gradient from padded steps is dropped here: the losses weigh padded
+    steps 0. Built once per loop, beside it.
 
-    :return: ``[N*T, units]``: ``lstm``'s outputs on every real step; the padded steps hold 0.
+    :return: ``[N*T, units]``: the loop's outputs on every real step; the padded steps hold 0.
     """
-    units = int(memory_in.shape[-1]) // 2
-    in_size = int(inputs.shape[-1])
-    with tf.variable_scope(name, reuse=True):
-        kernel = tf.get_variable("kernel", [in_size + units, 4 * units])
-        bias = tf.get_variable("bias", [4 * units])
-    with tf.name_scope(name + "_fused"):
-        steps = tf.reshape(sequence_length, [])
-        sequences = tf.reshape(inputs, tf.stack([-1, steps, in_size]))
-        if masks is not None:
-            mask = tf.reshape(masks, tf.stack([-1, steps]))
+    loop = next((loop for loop in _LOOPS.get(outputs.graph, ()) if loop.outputs is outputs), None)
+    if loop is None:
+        raise ValueError(f"{outputs.name} is not the outputs of a trainers.models.lstm; pass the first tensor "
+                         "that lstm returned.")
+    if loop.fused is not None:
+        return loop.fused
+    units = int(loop.memory_in.shape[-1]) // 2
+    in_size = int(loop.inputs.shape[-1])
+    with tf.name_scope(loop.outputs.op.name.rsplit("/", 1)[0] + "_fused/"):
+        steps = tf.reshape(loop.sequence_length, [])
+        sequences = tf.reshape(loop.inputs, tf.stack([-1, steps, in_size]))
+        if loop.masks is not None:
+            mask = tf.reshape(loop.masks, tf.stack([-1, steps]))
             first = tf.argmax(tf.cast(mask > 0, tf.int32), axis=1, output_type=tf.int32)
             forward = tf.math.floormod(tf.range(steps)[None, :] + first[:, None], steps)
             sequences = tf.gather(sequences, forward, batch_dims=1)
         zeros = tf.zeros([units])
-        outputs = tf.raw_ops.BlockLSTM(
+        h = tf.raw_ops.BlockLSTM(
             seq_len_max=tf.cast(steps, tf.int64), x=tf.transpose(sequences, [1, 0, 2]),
-            cs_prev=memory_in[:, :units], h_prev=memory_in[:, units:], w=kernel, wci=zeros, wcf=zeros, wco=zeros,
-            b=bias, forget_bias=forget_bias, cell_clip=-1.0, use_peephole=False).h
-        outputs = tf.transpose(outputs, [1, 0, 2])
-        if masks is not None:
+            cs_prev=loop.memory_in[:, :units], h_prev=loop.memory_in[:, units:], w=loop.kernel, wci=zeros, wcf=zeros,
+            wco=zeros, b=loop.bias, forget_bias=loop.forget_bias, cell_clip=-1.0, use_peephole=False).h
+        h = tf.transpose(h, [1, 0, 2])
+        if loop.masks is not None:
             back = tf.math.floormod(tf.range(steps)[None, :] - first[:, None], steps)
-            outputs = tf.gather(outputs, back, batch_dims=1) * mask[:, :, None]
-        return tf.reshape(outputs, [-1, units])
+            h = tf.gather(h, back, batch_dims=1) * mask[:, :, None]
+        loop.fused = tf.reshape(h, [-1, units])
+    return loop.fused
 
 
-def split_lstm_gradients(
-    loss: tf.Tensor, variables: Sequence[tf.Variable], lstm_outputs: tf.Tensor, fused_outputs: tf.Tensor
-) -> List[Optional[tf.Tensor]]:
-    """``tf.gradients(loss, variables)``, with the part through ``lstm``'s loop taken by ``fused_lstm``.
+def loop_gradients(loss: tf.Tensor, variables: Sequence[tf.Variable]) -> List[Optional[tf.Tensor]]:
+    """``tf.gradients(loss, variables)``, with the part through each ``lstm`` taken by its ``fused_lstm``.
 
-    The chain rule, split at the LSTM's outputs: the gradient of ``loss`` to the variables with
-    ``lstm_outputs`` held constant, plus the gradient of ``fused_outputs`` (the same values, one
-    kernel) to the variables weighted by ``d loss / d lstm_outputs``. Only the forward loop runs;
-    its gradient loop is never built. The sum is the same gradient up to float rounding (the
-    kernel's order of additions is not the loop's).
+    The chain rule, split at the loops' outputs: the gradient of ``loss`` to the variables with
+    every loop's outputs held constant, plus the gradient of each loop's fused twin (the same
+    values, one kernel) weighted by ``d loss / d outputs``. The loops run forward only; their
+    gradient loops are never built. The sum is the same gradient up to float rounding (the kernel
+    adds in another order than the loop), and the same as ``tf.gradients`` in a graph without
+    ``lstm``. A gradient through a loop's final memory, which no loss here reads, would still go
+    through the loop.
     """
     variables = list(variables)
-    *direct, cotangent = tf.gradients(loss, variables + [lstm_outputs], stop_gradients=[lstm_outputs])
-    if cotangent is None:
+    loops = list(_LOOPS.get(loss.graph, ()))
+    outputs = [loop.outputs for loop in loops]
+    gradients = tf.gradients(loss, variables + outputs, stop_gradients=outputs)
+    direct, cotangents = gradients[:len(variables)], gradients[len(variables):]
+    used = [(fused_lstm(loop.outputs), cotangent) for loop, cotangent in zip(loops, cotangents)
+            if cotangent is not None]
+    if not used:
         return direct
-    through = tf.gradients(fused_outputs, variables, grad_ys=cotangent)
+    through = tf.gradients([fused for fused, _ in used], variables, grad_ys=[cotangent for _, cotangent in used])
     return [a if b is None else b if a is None else a + b for a, b in zip(direct, through)]
 
 

@@ -5,7 +5,15 @@ import itertools
 import numpy as np
 import pytest
 
-from trainers.models import RunningNormalizer, dense, lstm, visual_encoder, visual_encoder_min_size
+from trainers.models import (
+    RunningNormalizer,
+    dense,
+    fused_lstm,
+    loop_gradients,
+    lstm,
+    visual_encoder,
+    visual_encoder_min_size,
+)
 from trainers.ppo.models import create_agent_model
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
@@ -78,6 +86,48 @@ def test_lstm_masked_steps_hold_the_state():
         padded = sess.run(memory_out, {inputs: x.reshape(4, 3), memory: m0, steps: 4, mask: [0, 0, 1, 1]})
         real = sess.run(memory_out, {inputs: x[0, 2:], memory: m0, steps: 2, mask: [1, 1]})
     np.testing.assert_allclose(padded, real, atol=1e-6)
+
+
+def test_fused_lstm_gives_the_loops_outputs_and_gradient_with_the_buffers_padding():
+    # Three sequences of 6 steps, left-padded by 0, 2 and 5 steps (the Buffer pads a trajectory's first one).
+    rng = np.random.default_rng(2)
+    n, t = 3, 6
+    mask = np.ones((n, t), np.float32)
+    mask[1, :2] = 0
+    mask[2, :5] = 0
+    with tf.Graph().as_default(), tf.Session() as sess:
+        x = tf.placeholder(tf.float32, [None, 3])
+        memory = tf.placeholder(tf.float32, [None, 8])
+        steps = tf.placeholder(tf.int32, [])
+        masks = tf.placeholder(tf.float32, [None])
+        features = dense(x, 5, "encoder", tf.nn.tanh)  # a variable before the LSTM gets both paths
+        out, _ = lstm(features, memory, steps, "lstm", masks=masks)
+        head = dense(tf.concat([features, out], axis=1), 2, "head")
+        loss = tf.reduce_sum(tf.reduce_sum(tf.square(head), axis=1) * masks)
+        variables = tf.trainable_variables()
+        fused = fused_lstm(out)
+        expected = tf.gradients(loss, variables)
+        split = loop_gradients(loss, variables)
+        sess.run(tf.global_variables_initializer())
+        feed = {x: rng.normal(size=(n * t, 3)), memory: rng.normal(size=(n, 8)), steps: t, masks: mask.reshape(-1)}
+        loop_out, fused_out, expected, split = sess.run([out, fused, expected, split], feed)
+    real = mask.reshape(-1) > 0
+    np.testing.assert_allclose(fused_out[real], loop_out[real], atol=1e-6)
+    assert not fused_out[~real].any()
+    assert len(split) == len(variables) == 6
+    for name, want, got in zip([v.name for v in variables], expected, split):
+        assert np.abs(want).max() > 0, name
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_recurrent_ppo_update_takes_the_lstm_gradient_from_the_fused_kernel():
+    brain = make_brain(4, 1, 0, action_size=3, memory=8)
+    with tf.Graph().as_default() as graph:
+        create_agent_model(brain, h_size=16, use_recurrent=True)
+        types = {op.type for op in graph.get_operations()}
+    # The loop acts (and is exported); its gradient loop, which stacks every step's intermediates, is never built.
+    assert {"BlockLSTM", "BlockLSTMGrad", "Enter"} <= types
+    assert not types & {"StackV2", "StackPushV2", "StackPopV2"}
 
 
 def test_running_normalizer_matches_numpy_and_acts_on_old_statistics():

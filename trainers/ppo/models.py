@@ -32,13 +32,12 @@ defaults: the trainer computes their schedules from its agent-step counter in Py
 """
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from trainers.encoders import Inputs, concat_features, create_inputs
 from trainers.flat_adam import FlatAdam
-from trainers.models import dense, fused_lstm, lstm, mlp, new_trainable_variables, split_lstm_gradients
+from trainers.models import dense, loop_gradients, lstm, mlp, new_trainable_variables
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
 from unityagents.brain import BrainParameters
@@ -130,14 +129,12 @@ class PPOModel:
             self.memory_in = tf.placeholder(tf.float32, [None, self.m_size], name="recurrent_in")
             remembered, memory_out = lstm(encoded, self.memory_in, self.sequence_length, "lstm", masks=self.masks)
             self.memory_out = tf.identity(memory_out, name="recurrent_out")
-            self._lstm = (encoded, remembered)
             # The MLPs see the current features next to the LSTM output: the memory (memorySize/2
             # units, often 16) then only has to carry what the present input lacks (a cue seen
             # earlier, a velocity), instead of being a bottleneck for everything the policy uses.
             encoded = tf.concat([encoded, remembered], axis=1)
         else:
             self.memory_in = self.memory_out = None
-            self._lstm = None
 
         hidden_policy = mlp(encoded, h_size, num_layers, "policy")
         hidden_value = mlp(encoded, h_size, num_layers, "value")
@@ -354,13 +351,8 @@ class PPOModel:
 
         # One Adam over every variable as one flat vector (``trainers.flat_adam``), after the
         # gradients and the metrics fetched with the step.
-        # Recurrent: the gradient through the LSTM comes from one fused kernel (``split_lstm_gradients``).
-        options: Dict[str, Any] = {}
-        if self._lstm is not None:
-            features, remembered = self._lstm
-            fused = fused_lstm(features, self.memory_in, self.sequence_length, "lstm", masks=self.masks)
-            options["gradients"] = functools.partial(split_lstm_gradients, lstm_outputs=remembered,
-                                                     fused_outputs=fused)
+        # Recurrent: the gradient through the LSTM comes from one fused kernel (``loop_gradients``).
+        options: Dict[str, Any] = {"gradients": loop_gradients} if self.use_recurrent else {}
         adam = FlatAdam([(self.loss, self.variables)], self.learning_rate, epsilon=1e-5, clip_norm=max_grad_norm,
                         allow_unused=True, name="adam", **options)
         self.grad_norm = adam.gradient_norm
