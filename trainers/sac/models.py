@@ -44,7 +44,7 @@ import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from trainers.encoders import check_inputs, encode, observation_placeholders, state_placeholder, state_vector
-from trainers.models import RunningNormalizer, dense, lstm, mlp, new_trainable_variables
+from trainers.models import RunningNormalizer, dense, loop_gradients, lstm, mlp, new_trainable_variables
 from trainers.ppo.models import validate_memory_size
 from trainers.sac.update import fused_sac_update
 from trainers.tf_utils import tf
@@ -326,8 +326,10 @@ class SACModel:
         groups = ((self.policy_loss, self.policy_variables),
                   (self.q1_loss + self.q2_loss, self.online_variables),
                   (self.entropy_loss, [self.log_alpha]))
+        # Recurrent: the gradients through the LSTMs come from one fused kernel each (``loop_gradients``).
         self.train_op = fused_sac_update(groups, self.learning_rate, self.online_variables, self.target_variables,
-                                         tau, wait_for=list(self.metrics.values()))
+                                         tau, wait_for=list(self.metrics.values()),
+                                         gradients=loop_gradients if self.use_recurrent else None)
 
 
 __all__ = ["SACModel", "squash_correction", "CONTINUOUS_TARGET_ENTROPY_SCALE", "DISCRETE_TARGET_ENTROPY_SCALE"]
