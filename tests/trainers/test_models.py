@@ -15,6 +15,7 @@ from trainers.models import (
     visual_encoder_min_size,
 )
 from trainers.ppo.models import create_agent_model
+from trainers.sac.models import SACModel
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
 from unityagents.brain import BrainParameters
@@ -120,14 +121,21 @@ def test_fused_lstm_gives_the_loops_outputs_and_gradient_with_the_buffers_paddin
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=name)
 
 
-def test_recurrent_ppo_update_takes_the_lstm_gradient_from_the_fused_kernel():
-    brain = make_brain(4, 1, 0, action_size=3, memory=8)
+@pytest.mark.parametrize("trainer,action_type", [("ppo", 0), ("sac", 0), ("sac", 1)])
+def test_recurrent_updates_take_the_lstm_gradients_from_the_fused_kernels(trainer, action_type):
+    brain = make_brain(4, 1, action_type, action_size=3 if action_type == 0 else 2, memory=8)
     with tf.Graph().as_default() as graph:
-        create_agent_model(brain, h_size=16, use_recurrent=True)
-        types = {op.type for op in graph.get_operations()}
-    # The loop acts (and is exported); its gradient loop, which stacks every step's intermediates, is never built.
-    assert {"BlockLSTM", "BlockLSTMGrad", "Enter"} <= types
-    assert not types & {"StackV2", "StackPushV2", "StackPopV2"}
+        if trainer == "ppo":
+            create_agent_model(brain, h_size=16, use_recurrent=True)
+        else:
+            SACModel(brain, h_size=16, num_layers=1, normalize=False, streams=["extrinsic"],
+                     gammas={"extrinsic": 0.99}, use_dones={"extrinsic": True}, init_entcoef=0.1, tau=0.01,
+                     learning_rate=3e-4, use_recurrent=True)
+        types = [op.type for op in graph.get_operations()]
+    # The loops act (and are exported); their gradient loops, which stack every step's intermediates,
+    # are never built: each trained LSTM's gradient is one BlockLSTMGrad.
+    assert "BlockLSTMGrad" in types and "Enter" in types
+    assert not {"StackV2", "StackPushV2", "StackPopV2"} & set(types)
 
 
 def test_running_normalizer_matches_numpy_and_acts_on_old_statistics():
