@@ -204,27 +204,60 @@ def fused_lstm(outputs: tf.Tensor) -> tf.Tensor:
                          "that lstm returned.")
     if loop.fused is not None:
         return loop.fused
-    units = int(loop.memory_in.shape[-1]) // 2
-    in_size = int(loop.inputs.shape[-1])
     with tf.name_scope(loop.outputs.op.name.rsplit("/", 1)[0] + "_fused/"):
-        steps = tf.reshape(loop.sequence_length, [])
-        sequences = tf.reshape(loop.inputs, tf.stack([-1, steps, in_size]))
-        if loop.masks is not None:
-            mask = tf.reshape(loop.masks, tf.stack([-1, steps]))
-            first = tf.argmax(tf.cast(mask > 0, tf.int32), axis=1, output_type=tf.int32)
-            forward = tf.math.floormod(tf.range(steps)[None, :] + first[:, None], steps)
-            sequences = tf.gather(sequences, forward, batch_dims=1)
-        zeros = tf.zeros([units])
-        h = tf.raw_ops.BlockLSTM(
-            seq_len_max=tf.cast(steps, tf.int64), x=tf.transpose(sequences, [1, 0, 2]),
-            cs_prev=loop.memory_in[:, :units], h_prev=loop.memory_in[:, units:], w=loop.kernel, wci=zeros, wcf=zeros,
-            wco=zeros, b=loop.bias, forget_bias=loop.forget_bias, cell_clip=-1.0, use_peephole=False).h
-        h = tf.transpose(h, [1, 0, 2])
-        if loop.masks is not None:
-            back = tf.math.floormod(tf.range(steps)[None, :] - first[:, None], steps)
-            h = tf.gather(h, back, batch_dims=1) * mask[:, :, None]
-        loop.fused = tf.reshape(h, [-1, units])
+        loop.fused = _block_lstm(loop.inputs, loop.memory_in, loop.sequence_length, loop.masks, loop.kernel,
+                                 loop.bias, loop.forget_bias)
     return loop.fused
+
+
+def _block_lstm(inputs: tf.Tensor, memory_in: tf.Tensor, sequence_length: tf.Tensor, masks: Optional[tf.Tensor],
+                kernel: tf.Variable, bias: tf.Variable, forget_bias: float) -> tf.Tensor:
+    """``fused_lstm``'s arithmetic: rotate each sequence to its first real step, one ``BlockLSTM``, rotate back."""
+    units = int(memory_in.shape[-1]) // 2
+    in_size = int(inputs.shape[-1])
+    steps = tf.reshape(sequence_length, [])
+    sequences = tf.reshape(inputs, tf.stack([-1, steps, in_size]))
+    if masks is not None:
+        mask = tf.reshape(masks, tf.stack([-1, steps]))
+        first = tf.argmax(tf.cast(mask > 0, tf.int32), axis=1, output_type=tf.int32)
+        forward = tf.math.floormod(tf.range(steps)[None, :] + first[:, None], steps)
+        sequences = tf.gather(sequences, forward, batch_dims=1)
+    zeros = tf.zeros([units])
+    h = tf.raw_ops.BlockLSTM(
+        seq_len_max=tf.cast(steps, tf.int64), x=tf.transpose(sequences, [1, 0, 2]),
+        cs_prev=memory_in[:, :units], h_prev=memory_in[:, units:], w=kernel, wci=zeros, wcf=zeros,
+        wco=zeros, b=bias, forget_bias=forget_bias, cell_clip=-1.0, use_peephole=False).h
+    h = tf.transpose(h, [1, 0, 2])
+    if masks is not None:
+        back = tf.math.floormod(tf.range(steps)[None, :] - first[:, None], steps)
+        h = tf.gather(h, back, batch_dims=1) * mask[:, :, None]
+    return tf.reshape(h, [-1, units])
+
+
+def training_lstm(
+    inputs: tf.Tensor,
+    memory_in: tf.Tensor,
+    sequence_length: tf.Tensor,
+    name: str,
+    masks: Optional[tf.Tensor] = None,
+    forget_bias: float = 1.0,
+) -> tf.Tensor:
+    """``lstm``'s outputs on the real steps (0 on padded ones) from one ``BlockLSTM``, for a network
+    that never acts.
+
+    The same variables as ``lstm`` (``name/kernel``, ``name/bias``, created or reused the same way)
+    and its arithmetic on every real step, in one kernel instead of a loop of a few dozen ops per
+    step; no final memory. For what only the update runs (SAC's target critics and its policy on the
+    next states): ``BlockLSTM`` has no TensorFlow 1.x or ONNX counterpart, so a network that acts or
+    is exported keeps ``lstm``. The losses must weigh padded steps 0, as for ``fused_lstm``.
+    """
+    units = int(memory_in.shape[-1]) // 2
+    in_size = int(inputs.shape[-1])
+    with tf.variable_scope(name):
+        kernel = tf.get_variable("kernel", [in_size + units, 4 * units], initializer=tf.orthogonal_initializer(1.0))
+        bias = tf.get_variable("bias", [4 * units], initializer=tf.zeros_initializer())
+    with tf.name_scope(name):
+        return _block_lstm(inputs, memory_in, sequence_length, masks, kernel, bias, forget_bias)
 
 
 def loop_gradients(loss: tf.Tensor, variables: Sequence[tf.Variable]) -> List[Optional[tf.Tensor]]:

@@ -11,6 +11,7 @@ from trainers.models import (
     fused_lstm,
     loop_gradients,
     lstm,
+    training_lstm,
     visual_encoder,
     visual_encoder_min_size,
 )
@@ -90,12 +91,14 @@ def test_lstm_masked_steps_hold_the_state():
 
 
 def test_fused_lstm_gives_the_loops_outputs_and_gradient_with_the_buffers_padding():
-    # Three sequences of 6 steps, left-padded by 0, 2 and 5 steps (the Buffer pads a trajectory's first one).
+    # Sequences of 6 steps left-padded by 0, 2 and 5 steps (the Buffer pads a trajectory's first one), and
+    # one right-padded by 2 (recurrent SAC's replay pads a sequence cut by the episode's end).
     rng = np.random.default_rng(2)
-    n, t = 3, 6
+    n, t = 4, 6
     mask = np.ones((n, t), np.float32)
     mask[1, :2] = 0
     mask[2, :5] = 0
+    mask[3, 4:] = 0
     with tf.Graph().as_default(), tf.Session() as sess:
         x = tf.placeholder(tf.float32, [None, 3])
         memory = tf.placeholder(tf.float32, [None, 8])
@@ -111,9 +114,12 @@ def test_fused_lstm_gives_the_loops_outputs_and_gradient_with_the_buffers_paddin
         split = loop_gradients(loss, variables)
         sess.run(tf.global_variables_initializer())
         feed = {x: rng.normal(size=(n * t, 3)), memory: rng.normal(size=(n, 8)), steps: t, masks: mask.reshape(-1)}
-        loop_out, fused_out, expected, split = sess.run([out, fused, expected, split], feed)
+        with tf.variable_scope(tf.get_variable_scope(), reuse=True):  # the same variables, as SAC's next states
+            training = training_lstm(features, memory, steps, "lstm", masks=masks)
+        loop_out, fused_out, training_out, expected, split = sess.run([out, fused, training, expected, split], feed)
     real = mask.reshape(-1) > 0
     np.testing.assert_allclose(fused_out[real], loop_out[real], atol=1e-6)
+    np.testing.assert_array_equal(training_out, fused_out)
     assert not fused_out[~real].any()
     assert len(split) == len(variables) == 6
     for name, want, got in zip([v.name for v in variables], expected, split):
@@ -132,10 +138,14 @@ def test_recurrent_updates_take_the_lstm_gradients_from_the_fused_kernels(traine
                      gammas={"extrinsic": 0.99}, use_dones={"extrinsic": True}, init_entcoef=0.1, tau=0.01,
                      learning_rate=3e-4, use_recurrent=True)
         types = [op.type for op in graph.get_operations()]
+        loops = [op.name for op in graph.get_operations() if op.type == "LoopCond" and "/unroll/" in op.name]
     # The loops act (and are exported); their gradient loops, which stack every step's intermediates,
     # are never built: each trained LSTM's gradient is one BlockLSTMGrad.
     assert "BlockLSTMGrad" in types and "Enter" in types
     assert not {"StackV2", "StackPushV2", "StackPopV2"} & set(types)
+    # SAC's policy on the next states and its target critics run only in the update: no loop at all.
+    # (Continuous SAC also runs its critics at the policy's own action.)
+    assert len(loops) == (1 if trainer == "ppo" else 5 if action_type else 3), loops
 
 
 def test_running_normalizer_matches_numpy_and_acts_on_old_statistics():

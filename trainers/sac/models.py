@@ -44,7 +44,7 @@ import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from trainers.encoders import check_inputs, encode, observation_placeholders, state_placeholder, state_vector
-from trainers.models import RunningNormalizer, dense, loop_gradients, lstm, mlp, new_trainable_variables
+from trainers.models import RunningNormalizer, dense, loop_gradients, lstm, mlp, new_trainable_variables, training_lstm
 from trainers.ppo.models import validate_memory_size
 from trainers.sac.update import fused_sac_update
 from trainers.tf_utils import tf
@@ -197,7 +197,10 @@ class SACModel:
             if memory is None:
                 sequences = tf.shape(x)[0] // tf.reshape(self.sequence_length, [])
                 memory = tf.zeros(tf.stack([sequences, self.m_size]))
-            remembered, memory_out = lstm(x, memory, self.sequence_length, "lstm", masks=self.masks)
+            if which == "next":  # only the update reads the next states: one fused kernel, no loop
+                remembered = training_lstm(x, memory, self.sequence_length, "lstm", masks=self.masks)
+            else:
+                remembered, memory_out = lstm(x, memory, self.sequence_length, "lstm", masks=self.masks)
             x = tf.concat([x, remembered], axis=1)
         if extra is not None:
             x = tf.concat([x, extra], axis=1)
