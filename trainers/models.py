@@ -12,6 +12,9 @@ Choices that matter for training (as in today's PPO implementations):
   placeholder, so one graph serves training (sequences of 32) and inference (``sequence_length``
   fed as 1 by Unity's Internal brain), and the frozen graph holds only op types a TensorFlow
   1.x-era runtime knows (``Enter``/``Exit``/``Merge``/``Switch``/``NextIteration``, TensorArrayV3);
+* the update's gradient through that loop comes from one fused ``BlockLSTM`` kernel over the same
+  variables (``fused_lstm``, ``loop_gradients``), and networks that only the update runs use that
+  kernel outright (``training_lstm``): the loop's own gradient is a few hundred small ops per step;
 * the observation normaliser keeps exact running statistics (Chan et al.'s parallel combination
   of mean, variance and count), updated by an op built once, not per-step batch means.
 """
