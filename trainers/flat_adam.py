@@ -63,7 +63,7 @@ class FlatAdam:
         ``FlatAdam`` of a graph needs its own.
     :param gradients: ``f(loss, variables)`` -> one gradient (or None) per variable;
         ``tf.gradients`` unless a model computes some part another way
-        (``trainers.models.split_lstm_gradients``).
+        (``trainers.models.loop_gradients``).
 
     ``updated(variables)`` is the flat vector of some variables' values after the step (e.g. to
     move target networks towards them); ``apply()`` builds the op that assigns everything.

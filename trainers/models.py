@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import weakref
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -157,7 +156,7 @@ def lstm(
             name="unroll",
         )
         outputs = tf.reshape(tf.transpose(outputs_ta.stack(), [1, 0, 2]), [-1, units])
-        _LOOPS.setdefault(outputs.graph, []).append(
+        _loops(outputs.graph).append(
             _Loop(inputs, memory_in, sequence_length, masks, kernel, bias, forget_bias, outputs))
         return outputs, tf.concat([c_out, h_out], axis=1)
 
@@ -176,8 +175,16 @@ class _Loop:
     fused: Optional[tf.Tensor] = None
 
 
-#: Every ``lstm`` of each graph, in the order built (``loop_gradients`` splits its gradient at them).
-_LOOPS: "weakref.WeakKeyDictionary[tf.Graph, List[_Loop]]" = weakref.WeakKeyDictionary()
+def _loops(graph: tf.Graph) -> List[_Loop]:
+    """Every ``lstm`` of ``graph``, in the order built (``loop_gradients`` splits its gradient at them).
+
+    Kept on the graph itself, so the list goes when the graph does.
+    """
+    loops = getattr(graph, "_trainers_lstm_loops", None)
+    if loops is None:
+        loops = []
+        graph._trainers_lstm_loops = loops
+    return loops
 
 
 def fused_lstm(outputs: tf.Tensor) -> tf.Tensor:
@@ -201,7 +208,7 @@ def fused_lstm(outputs: tf.Tensor) -> tf.Tensor:
 
     :return: ``[N*T, units]``: the loop's outputs on every real step; the padded steps hold 0.
     """
-    loop = next((loop for loop in _LOOPS.get(outputs.graph, ()) if loop.outputs is outputs), None)
+    loop = next((loop for loop in _loops(outputs.graph) if loop.outputs is outputs), None)
     if loop is None:
         raise ValueError(f"{outputs.name} is not the outputs of a trainers.models.lstm; pass the first tensor "
                          "that lstm returned.")
@@ -275,7 +282,7 @@ def loop_gradients(loss: tf.Tensor, variables: Sequence[tf.Variable]) -> List[Op
     through the loop.
     """
     variables = list(variables)
-    loops = list(_LOOPS.get(loss.graph, ()))
+    loops = list(_loops(loss.graph))
     outputs = [loop.outputs for loop in loops]
     gradients = tf.gradients(loss, variables + outputs, stop_gradients=outputs)
     direct, cotangents = gradients[:len(variables)], gradients[len(variables):]
