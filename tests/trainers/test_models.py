@@ -132,11 +132,18 @@ def test_recurrent_updates_take_the_lstm_gradients_from_the_fused_kernels(traine
     brain = make_brain(4, 1, action_type, action_size=3 if action_type == 0 else 2, memory=8)
     with tf.Graph().as_default() as graph:
         if trainer == "ppo":
-            create_agent_model(brain, h_size=16, use_recurrent=True)
+            step = create_agent_model(brain, h_size=16, use_recurrent=True).update_batch
         else:
-            SACModel(brain, h_size=16, num_layers=1, normalize=False, streams=["extrinsic"],
-                     gammas={"extrinsic": 0.99}, use_dones={"extrinsic": True}, init_entcoef=0.1, tau=0.01,
-                     learning_rate=3e-4, use_recurrent=True)
+            step = SACModel(brain, h_size=16, num_layers=1, normalize=False, streams=["extrinsic"],
+                            gammas={"extrinsic": 0.99}, use_dones={"extrinsic": True}, init_entcoef=0.1, tau=0.01,
+                            learning_rate=3e-4, use_recurrent=True).train_op
+        # The loops an update step runs: every op it reaches through inputs and control dependencies.
+        reached, stack = set(), [step]
+        while stack:
+            op = stack.pop()
+            if op.name not in reached:
+                reached.add(op.name)
+                stack += [t.op for t in op.inputs] + list(op.control_inputs)
         types = [op.type for op in graph.get_operations()]
         loops = [op.name for op in graph.get_operations() if op.type == "LoopCond" and "/unroll/" in op.name]
     # The loops act (and are exported); their gradient loops, which stack every step's intermediates,
@@ -144,8 +151,11 @@ def test_recurrent_updates_take_the_lstm_gradients_from_the_fused_kernels(traine
     assert "BlockLSTMGrad" in types and "Enter" in types
     assert not {"StackV2", "StackPushV2", "StackPopV2"} & set(types)
     # SAC's policy on the next states and its target critics run only in the update: no loop at all.
-    # (Continuous SAC also runs its critics at the policy's own action.)
+    # (Continuous SAC also runs its critics at the policy's own action, for the value it exports.)
     assert len(loops) == (1 if trainer == "ppo" else 5 if action_type else 3), loops
+    # An update step runs one loop forward, the actor's (built first: the policy it exports); SAC's
+    # losses read the critics through the fused kernel.
+    assert [name for name in loops if name in reached] == loops[:1]
 
 
 def test_running_normalizer_matches_numpy_and_acts_on_old_statistics():
