@@ -100,7 +100,7 @@ class RLTrainer(Trainer):
             memories = None if self.memory_size is None else np.zeros((0, self.memory_size), np.float32)
             return empty, memories, np.zeros(0), None
         out = self.act(info)
-        out.sent = self.environment_actions(out.actions)
+        out.sent = self._environment_actions(out.actions)
         values = out.values if out.values is not None else np.zeros(n, dtype=np.float32)
         return out.sent, out.memories, values, out
 
