@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from runner.settings.trainer_config import BrainSettings, brain_settings, check_upper_bound
 from trainers.imitation.bc import BC_PARAMETERS
-from trainers.reward_signals import SIGNALS
+from trainers.reward_signals import SIGNALS, complete_reward_signals
 from trainers.settings.schema import (
     Coercer,
     Follows,
@@ -404,7 +404,8 @@ def declared_values(path: str, where: str, s: Dict[str, Any], cls: Any) -> Dict[
         "init_path": ("init_path", s["init_path"], None),
         "self_play": ("self_play", None if s["self_play"] is None else dict(s["self_play"]), None),
         "behavioral_cloning": ("behavioral_cloning", None if s["behavioral_cloning"] is None else
-                               {k: v for k, v in s["behavioral_cloning"].items() if v is not None}, None),
+                               {k: copy.deepcopy(p.default) if s["behavioral_cloning"][k] is None
+                                else s["behavioral_cloning"][k] for k, p in BC_PARAMETERS.items()}, None),
     }
     if memory is not None:  # an LSTM of memory_size floats per agent, trained on sequence_length steps
         given.update(use_recurrent=("network_settings.memory", True, False),
@@ -421,7 +422,7 @@ def declared_values(path: str, where: str, s: Dict[str, Any], cls: Any) -> Dict[
             for key in _network_keys(SIGNALS[name]):  # what the signal declares of its network, as it names it
                 entry[next(k for k, v in SIGNAL_NETWORK.items() if v == key)] = sig["network_settings"][key]
             out[name] = entry
-        given["reward_signals"] = ("reward_signals", out, None)
+        given["reward_signals"] = ("reward_signals", complete_reward_signals(out), None)
     for key, (place, value, harmless) in given.items():
         if key in declared:
             values[key] = value

@@ -32,7 +32,7 @@ import numpy as np
 
 from trainers.imitation import bc
 from trainers.ppo.policy import PPOPolicy, greedy_branches
-from trainers.reward_signals import create_reward_signals, signal_settings, validate_reward_signals
+from trainers.reward_signals import create_reward_signals, signal_settings
 from trainers.sac.models import SACModel
 from trainers.sac.replay_state import (
     decode_memories,
@@ -103,8 +103,6 @@ class SACTrainer(SequenceReplay):
         problem = unsupported_action_space(self.brain)
         if problem:
             raise UnityTrainerException(f"Brain '{self.brain_name}': {problem}")
-        self._complete_setting("reward_signals",
-                               validate_reward_signals(self.brain_name, self._values.get("reward_signals")))
         settings = signal_settings(self._values)
         self.signal_names = list(settings)
         #: Acting and the gradient step, each set of fetches and feeds compiled once.

@@ -45,8 +45,10 @@ from trainers.settings.schema import (  # noqa: F401 (the trainers' and plugins'
     Param,
     TrainerConfigError,
     UnityTrainerException,
+    brain_key,
     coerce_value,
     did_you_mean,
+    nested,
     non_negative,
     positive,
     positive_fraction,
@@ -243,9 +245,15 @@ class Trainer(TrainerSummaries):
         self.brain: BrainParameters = self.brains[brain_name]
         self._context = context if context is not None else TrainerContext.of(trainer_parameters)
         # The declared settings; keys a direct caller (test, script) left out take their declared
-        # defaults, as the YAML would give them.
+        # defaults, as the YAML would give them, and the nested blocks it passes are checked and
+        # completed by their declarations, as a reader does for the runner.
         self._values: Dict[str, Any] = {key: trainer_parameters.get(key, param.default)
                                         for key, param in self.hyperparameters.items()}
+        if context is None:
+            where = brain_key(f"brain '{brain_name}'")
+            for key, param in self.hyperparameters.items():
+                if param.block is not None and self._values[key] is not None:
+                    self._values[key] = param.block(nested(where, key), self._values[key])
         self.is_training = training
         self.rng = np.random.default_rng(seed)
         self.stats: Dict[str, List[float]] = {}
@@ -267,19 +275,13 @@ class Trainer(TrainerSummaries):
     def settings(self) -> Any:
         """The declared settings as a frozen dataclass (``self.settings.time_horizon``), each scalar
         of its declared kind and each nested block (``reward_signals``, ``behavioral_cloning``,
-        ``self_play``) as its own frozen dataclass; made on first use, once ``setup`` completed it.
+        ``self_play``) as its own frozen dataclass; made on first use.
         """
         view = self.__dict__.get("_settings")
         if view is None:
             view = self._settings = settings_view(type(self).hyperparameters, self._values,
                                                   f"{type(self).__name__}Settings", self.brain_name)
         return view
-
-    def _complete_setting(self, key: str, value: Any) -> None:
-        """Replace a nested block by its checked, completed form during ``setup`` (a direct caller's
-        block has not been through ``check_parameters``)."""
-        self._values[key] = value
-        self.__dict__.pop("_settings", None)
 
     def __getattr__(self, name: str) -> Any:
         if name in ("hp", "trainer_parameters"):
