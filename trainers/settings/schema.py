@@ -224,6 +224,34 @@ def check_block(where: Where, value: Any, params: Mapping[str, Param], owner: st
     return out
 
 
+class CheckedSettings(Mapping):
+    """One behaviour's checked settings as a reader made them: a read-only mapping of every key its
+    trainer declares, and the same values in their frozen typed form (``typed``, a
+    ``settings_type``), made once, which the trainer takes as its ``settings``.
+
+    :param declared: the declaration the values were checked against (a trainer's ``hyperparameters``).
+    """
+
+    __slots__ = ("_values", "declared", "typed")
+
+    def __init__(self, values: Mapping[str, Any], declared: Mapping[str, Param], name: str, brain_name: str = ""):
+        self._values = dict(values)
+        self.declared = declared
+        self.typed = settings_view(declared, self._values, name, brain_name)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"CheckedSettings({self._values!r})"
+
+
 #: The kinds a settings view holds as they are; other keys need a ``view`` to be in it.
 _SCALAR_KINDS = (int, float, bool, str)
 _SETTINGS_TYPES: Dict[int, Tuple[Mapping[str, Param], type]] = {}

@@ -42,6 +42,7 @@ from typing import Any, ClassVar, Deque, Dict, Hashable, Iterable, Iterator, Lis
 import numpy as np
 
 from trainers.settings.schema import (  # noqa: F401 (the trainers' and plugins' names for them)
+    CheckedSettings,
     Param,
     TrainerConfigError,
     UnityTrainerException,
@@ -247,9 +248,13 @@ class Trainer(TrainerSummaries):
         # The declared settings; keys a direct caller (test, script) left out take their declared
         # defaults, as the YAML would give them, and the nested blocks it passes are checked and
         # completed by their declarations, as a reader does for the runner.
-        self._values: Dict[str, Any] = {key: trainer_parameters.get(key, param.default)
-                                        for key, param in self.hyperparameters.items()}
-        if context is None:
+        if isinstance(trainer_parameters, CheckedSettings) and trainer_parameters.declared is self.hyperparameters:
+            self._values: Mapping[str, Any] = trainer_parameters  # a reader's, with its typed form
+            self._settings = trainer_parameters.typed
+        else:
+            self._values = {key: trainer_parameters.get(key, param.default)
+                            for key, param in self.hyperparameters.items()}
+        if context is None and not isinstance(self._values, CheckedSettings):
             where = brain_key(f"brain '{brain_name}'")
             for key, param in self.hyperparameters.items():
                 if param.block is not None and self._values[key] is not None:
