@@ -303,8 +303,9 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registry: An
     for name, block in signals.items():
         cls = SIGNALS[name]
         sig = check(path, f"{where}.reward_signals.{name}", block, signal_schema(cls), f"the {name} signal")
-        sig["network_settings"] = _network(path, f"{where}.reward_signals.{name}.network_settings",
-                                           sig["network_settings"], memory_allowed=False)
+        sig["network_settings"] = _network(  # its width and depth checked as the signal declares them
+            path, f"{where}.reward_signals.{name}.network_settings", sig["network_settings"], memory_allowed=False,
+            declared={SIGNAL_NETWORK[k]: p for k, p in cls.parameters.items() if k in SIGNAL_NETWORK}, bounded=False)
         for key, value in ((block or {}).get("network_settings") or {}).items():
             if key not in ("hidden_units", "num_layers", "memory", *_network_keys(cls)) \
                     and value != NETWORK[key].default:
@@ -335,9 +336,10 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registry: An
 
 
 def _network(path: str, where: str, block: Any, memory_allowed: bool = True,
-             declared: Mapping[str, Param] = MappingProxyType({})) -> Dict[str, Any]:
-    """A ``network_settings`` block; the keys the trainer ``declared`` are checked as it declares them."""
-    coerce = bounded_as_declared(declared)
+             declared: Mapping[str, Param] = MappingProxyType({}), bounded: bool = True) -> Dict[str, Any]:
+    """A ``network_settings`` block; the keys the trainer ``declared`` are checked as it declares them
+    (``bounded``: and against their sane maxima)."""
+    coerce = bounded_as_declared(declared if bounded else {})
     # vis_encode_type keeps Release 22's list of choices (the same encoders), for its did-you-mean.
     net = check(path, where, block, declared_as(NETWORK, declared, NETWORK_KEYS[:3]), "network_settings", coerce)
     if net["memory"] is not None:

@@ -44,6 +44,12 @@ def test_a_nested_mistake_reads_the_same_in_both_config_formats_but_for_where_it
     assert flat.split(f"{key}': ", 1)[1] == r22.split(f"{key}: ", 1)[1]
 
 
+@pytest.mark.parametrize("key", ["hidden_units", "num_layers"])
+def test_a_release_22_signal_network_is_checked_as_the_signal_declares_it(key):
+    error = _r22_error({"reward_signals": {"rnd": {"network_settings": {key: 0}}}})
+    assert error == f"run.yaml: behaviors.Tennis.reward_signals.rnd.network_settings.{key}: must be > 0, got 0."
+
+
 def test_a_command_line_option_and_a_yaml_key_are_coerced_alike():
     with pytest.raises(UnityEnvironmentException) as cli:
         learn.checked_options(docopt(learn.__doc__, argv=["Basic", "--num-envs", "two"]))
