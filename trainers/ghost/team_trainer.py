@@ -243,6 +243,8 @@ class TeamSeat(Trainer):
         self.group.end_episode(agents)
 
     def reset_request(self) -> Optional[str]:
+        """Why every environment must reset after this step (a team change), or None; the
+        controller asks every trainer that defines this after each step."""
         return self.group.take_reset_request()
 
     # ---------------------------------------------------------------- what the controller reads

@@ -15,7 +15,10 @@ it links (the brain a ghost copies, the teacher an imitator learns from), nothin
 ``collector`` is the trainer's ``ExperienceCollector`` (``runner.collector``, built from the one
 thing the trainer declares for it, its ``collection``: links, trajectory horizon, step fields): it
 pairs the rows and hands the trainer an ``Experience`` of transitions, ended trajectories and
-ended episodes. After an environment reset the controller calls ``trainer.end_episode(agents)``
+ended episodes. Two calls are only for trainers that define them: ``prepare_update()`` (a
+``threaded`` trainer's update split so that its work runs beside acting; ``OnPolicyTrainer``'s)
+and ``reset_request()`` (a reason to reset every environment after the step, or None; team
+self-play's). After an environment reset the controller calls ``trainer.end_episode(agents)``
 (``agents``: the keys of the agents whose episodes it cut; None for all). With several
 environments (``--num-envs``) every agent is keyed ``(environment, agent id)`` and each
 environment resets on its own, so a trainer must drop the state of those agents only. A trainer
