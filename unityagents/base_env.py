@@ -165,7 +165,7 @@ class ActionSpec:
                     f"Behaviour {name!r}: the {part} actions have shape {array.shape}; its action spec "
                     f"({self}) expects ({n_agents}, {width}): one row per agent of its last DecisionSteps "
                     f"({n_agents} agents), {width} {part} value(s) each. Give one row per deciding agent.")
-        if not np.all(np.isfinite(actions.continuous)):
+        if actions.continuous.size and not np.all(np.isfinite(actions.continuous)):
             raise UnityActionException(
                 f"Behaviour {name!r}: the continuous actions contain NaN or infinity "
                 f"({actions.continuous[~np.isfinite(actions.continuous)][:4]}); expected finite floats. "
