@@ -7,6 +7,7 @@ import glob
 import logging
 import textwrap
 
+import numpy as np
 import pytest
 
 from tests.e2e.test_plugins import write_dist_info
@@ -152,3 +153,14 @@ def test_the_last_reward_follows_each_new_episode_and_the_next_summary_period(tm
         assert trainer.get_last_reward == 8.0
     finally:
         trainer.close()
+
+
+def test_mean_of_is_numpys_mean_bit_for_bit():
+    from trainers.trainer.summaries import mean_of
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 12, 100, 4097):
+        for dtype in (np.float32, np.float64):
+            for shape in ((n,), (n, 1)):
+                values = (rng.standard_normal(shape) * rng.uniform(0.01, 1e4)).astype(dtype)
+                assert mean_of(values) == float(np.mean(values))
