@@ -75,7 +75,7 @@ def training(scene: str, name: str, areas: int, max_steps: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scene", default="3DBall")
-    parser.add_argument("--behaviour", default="3DBall")
+    parser.add_argument("--behavior", "--behaviour", default="3DBall")
     parser.add_argument("--areas", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--train-steps", type=int, default=40000, help="0: skip the training runs")

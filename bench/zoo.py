@@ -20,11 +20,15 @@ markdown table (the mean over seeds; ``--table FILE`` also writes it), and with 
 per scene of seed 0's two runs (``bench/plot_runs.py``: reward against agent-steps and wall time)::
 
     python bench/zoo.py [--scenes ppo/Basic ppo/GridWorld ...] [--seeds 3] [--budget 600]
-        [--mlagents PATH] [--plots docs/images] [--keep DIR] [--table zoo.md]
+        [--mlagents PATH] [--sb3 PYTHON] [--plots docs/images] [--keep DIR] [--table zoo.md]
 
 ``--keep DIR`` keeps seed 0's TensorBoard events (``DIR/ours-<trainer>-<scene>``,
 ``DIR/mlagents-learn-<trainer>-<scene>``); where matplotlib is missing, the script prints the
 ``bench/plot_runs.py`` line that draws them later.
+
+``--sb3 PYTHON`` (an interpreter with stable-baselines3 and torch) also runs SB3's PPO on the single-agent
+scenes (``bench/zoo_sb3.py``): through ``UnityToGymWrapper`` on the same build, and on the scene stepped
+in its own process, with the same seeds; a second table sets our time to the target beside both.
 
 ``--list`` prints the scenes, their settings' source and targets. Targets are those of the issue's
 table and ML-Agents' own example results; SoccerTwos learns by self-play (its mean reward stays near
@@ -51,6 +55,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import mlagents_configs  # noqa: E402
 import vs_mlagents  # noqa: E402
+import zoo_sb3  # noqa: E402
 from plot_runs import draw, event_folder  # noqa: E402
 
 
@@ -150,6 +155,11 @@ def theirs_cmd(mlagents: str, config: str, build: str, run_id: str, scratch: str
             "--no-graphics", "--seed", str(seed), "--base-port", str(vs_mlagents.free_port()), "--torch-device", "cpu"]
 
 
+def sb3_cmd(python: str, key: str, mode: str, build: str, seed: int, summary_freq: int) -> List[str]:
+    return [python, os.path.join(ROOT, "bench", "zoo_sb3.py"), "--scene", key, "--mode", mode, "--build", build,
+            "--seed", str(seed), "--summary-freq", str(summary_freq)]
+
+
 def one_run(cmd: List[str], scratch: str, behavior: str, target: Optional[float], budget: float) -> Dict:
     """``vs_mlagents.timed_run``'s figures, or the reason it gave none (a run without a summary line)."""
     try:
@@ -198,6 +208,29 @@ def table(results: Dict[str, Dict[str, List[Dict]]], with_theirs: bool) -> str:
     return "\n".join(lines)
 
 
+SB3_RUNS = ("sb3-wrapper", "sb3-inprocess")
+
+
+def sb3_table(results: Dict[str, Dict[str, List[Dict]]]) -> str:
+    """Our time to the target beside SB3's PPO through ``UnityToGymWrapper`` and in-process, per scene SB3 ran."""
+    lines = ["| scene (settings) | target | ours agent-steps/s | ours s to target (reached) | "
+             "SB3 via UnityToGymWrapper agent-steps/s | s to target (reached) | "
+             "SB3 in-process agent-steps/s | s to target (reached) | "
+             "time ours / SB3 wrapper | time ours / SB3 in-process |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for key, per in results.items():
+        if not per.get(SB3_RUNS[0]):
+            continue
+        row, secs = [key, _fmt(ZOO[key][2], 2)], {}
+        for who in ("ours",) + SB3_RUNS:
+            runs = [r for r in per.get(who, []) if r]
+            secs[who] = _mean([r.get("seconds") for r in runs])
+            reached = sum(1 for r in runs if r.get("seconds") is not None)
+            row += [_fmt(_mean([r.get("rate") for r in runs])), f"{_fmt(secs[who], 1)} ({reached}/{len(per[who])})"]
+        row += [_fmt(secs["ours"] / secs[w], 2) if secs["ours"] and secs[w] else "-" for w in SB3_RUNS]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
 def plot(key: str, folders: Dict[str, str], out_dir: Optional[str], keep: Optional[str]) -> None:
     """Seed 0's runs of one scene: kept under ``keep`` (``<label>-<trainer>-<scene>``) and drawn into one PNG
     under ``out_dir``; a run without events is named and left out, and without matplotlib one line says
@@ -237,6 +270,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--mlagents", default=shutil.which("mlagents-learn"),
                    help="Unity's mlagents-learn 1.1.0 (default: the one on PATH)")
     p.add_argument("--ours-only", action="store_true", help="skip Unity's trainer")
+    p.add_argument("--sb3", metavar="PYTHON", help="an interpreter with stable-baselines3 and torch: also run SB3's "
+                   f"PPO through UnityToGymWrapper and in-process on {', '.join(zoo_sb3.SINGLE_AGENT)}")
     p.add_argument("--plots", metavar="DIR", help="one PNG per scene of seed 0's runs, zoo-<trainer>-<scene>.png")
     p.add_argument("--keep", metavar="DIR", help="keep seed 0's TensorBoard events here, <trainer>-<scene> per run")
     p.add_argument("--table", metavar="FILE", help="also write the markdown table here")
@@ -253,6 +288,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not mlagents and not args.ours_only:
         print("mlagents-learn not found (no --mlagents, none on PATH): running ours only; "
               "bench/vs_mlagents.py says how to install it.")
+    if args.sb3 and not os.access(args.sb3, os.X_OK):
+        raise SystemExit(f"--sb3 {args.sb3}: not an executable; give a Python with stable-baselines3 and torch "
+                         "(pip install -r bench/requirements.txt)")
     for folder in (args.plots, args.keep):
         if folder:
             os.makedirs(folder, exist_ok=True)
@@ -265,6 +303,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             build = vs_mlagents.make_build(scratch, 0.0, scene)
             config = run_config(key, scratch, args.summary_freq)
             per = results.setdefault(key, {"ours": [], "theirs": []})
+            with_sb3 = bool(args.sb3) and key in zoo_sb3.SINGLE_AGENT
             folders = {}
             for seed in range(args.seeds):
                 name = key.replace("/", "-")
@@ -272,20 +311,25 @@ def main(argv: Optional[List[str]] = None) -> int:
                 if mlagents:
                     runs.append(("theirs", f"theirs-{name}-{seed}",
                                  theirs_cmd(mlagents, config, build, f"theirs-{name}-{seed}", scratch, seed)))
+                if with_sb3:
+                    runs += [(who, f"{who}-{name}-{seed}", sb3_cmd(args.sb3, key, who.split("-")[1], build, seed,
+                                                                    args.summary_freq)) for who in SB3_RUNS]
                 for who, run_id, cmd in runs:
                     started = time.monotonic()
                     r = one_run(cmd, scratch, behavior, target, args.budget)
-                    per[who].append(r)
+                    per.setdefault(who, []).append(r)
                     print(f"# {key} seed {seed} {who}: {_fmt(r.get('rate'))} agent-steps/s, to target "
                           f"{_fmt(r.get('seconds'), 1)} s at {_fmt(r.get('steps'))} agent-steps; last summary "
                           f"{_fmt(r.get('last_step'))}: {_fmt(r.get('last_mean'), 3)} "
                           f"({time.monotonic() - started:.0f} s; load {os.getloadavg()[0]:.2f})", flush=True)
-                    if seed == 0:
+                    if seed == 0 and who in ("ours", "theirs"):
                         folders[("ours (learn_r22.py)" if who == "ours" else "mlagents-learn 1.1.0")] = \
                             os.path.join(scratch, run_id)
             if args.plots or args.keep:
                 plot(key, folders, args.plots, args.keep)
     text = table(results, bool(mlagents))
+    if args.sb3:
+        text += "\n\nBeside Stable-Baselines3 (PPO, the scene's settings where they apply):\n\n" + sb3_table(results)
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n\n{text}")
     if args.table:
         with open(args.table, "w") as f:
