@@ -1,11 +1,11 @@
 """Updates that run beside acting: one background thread for the ``threaded`` trainers of a run.
 
-A ``threaded`` trainer whose update can be split (``Trainer.prepare_update`` returns the work)
-has its update run here while the controller's thread keeps acting, stepping the environments
-and collecting. Both threads use the run's one Session, which TensorFlow allows; the kernels of
-``Session.run`` release the GIL, so on two cores the update's arithmetic and the acting loop's
-Python overlap. Acting reads the weights while the update writes them, so a threaded run is
-not bit-reproducible.
+A ``threaded`` trainer whose update can be split (its ``prepare_update`` returns the work, as
+``OnPolicyTrainer``'s does) has its update run here while the controller's thread keeps acting,
+stepping the environments and collecting. Both threads use the run's one Session, which
+TensorFlow allows; the kernels of ``Session.run`` release the GIL, so on two cores the update's
+arithmetic and the acting loop's Python overlap. Acting reads the weights while the update
+writes them, so a threaded run is not bit-reproducible.
 
 At most one update per trainer is in flight: the next one first waits for the previous one, so
 a trainer never falls more than one update behind its data. Every error of an update is raised

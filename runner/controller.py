@@ -231,7 +231,7 @@ class TrainerController:
 
     # ---------------------------------------------------------------- loop
     def _keep_going(self) -> bool:
-        return not self.train or any(t.should_still_train for t in self.trainers.values() if t.is_learner)
+        return not self.train or any(still_trains(t) for t in self.trainers.values())
 
     def start_learning(self) -> None:
         """Build, restore or initialize, run until every learner reached ``max_steps``, save, export."""
@@ -358,9 +358,10 @@ class TrainerController:
     def _update(self, t: Trainer) -> None:
         """Update ``t`` if it is ready: a ``threaded`` trainer whose update splits
         (``prepare_update``) in the background, while this thread goes on acting; else here."""
-        if self.train and t.should_still_train and t.is_ready_update():
+        if self.train and still_trains(t) and t.is_ready_update():
             with self.timers("update"):
-                work = t.prepare_update() if threaded(t) else None
+                prepare = getattr(t, "prepare_update", None) if threaded(t) else None
+                work = prepare() if prepare is not None else None
                 if work is None:
                     t.update_model()
                 else:
@@ -380,7 +381,8 @@ class TrainerController:
     def _after_step(self) -> None:
         self.global_step += 1
         for t in self.trainers.values():  # a trainer that needs fresh episodes (a team change)
-            why = t.reset_request()
+            request = getattr(t, "reset_request", None)
+            why = request() if request is not None else None
             if why:
                 self.env.reset_all(why)
         if not self.env.resets_by_itself:
@@ -557,6 +559,11 @@ def _output_rows(outputs: Any, lo: int, hi: int, n: int) -> Any:
         f"A trainer's take_action returned outputs of type {type(outputs).__name__}, which the overlapped "
         "schedule cannot split per environment (it splits a trajectory.PolicyOutput). Return a PolicyOutput, "
         "or step the environments together with --schedule sync.")
+
+
+def still_trains(t: Trainer) -> bool:
+    """Whether ``t`` keeps the run going and updates: a learner short of its ``max_steps``."""
+    return t.is_learner and t.get_step < t.get_max_steps
 
 
 def threaded(t: Trainer) -> bool:

@@ -174,7 +174,7 @@ class RunSaver:
             state = json.load(f)
         for name, t in trainers.items():
             if name in state.get("trainers", {}):
-                t.set_state(state["trainers"][name])
+                t.state = state["trainers"][name]
         if "curriculum" in state:
             curriculum.set_state(state["curriculum"])
             if curriculum.data is not None:
@@ -283,7 +283,7 @@ class RunSaver:
         prefix = os.path.join(self.model_path, f"model-{global_step}.cptk")
         state: Dict[str, Any] = {
             "global_step": global_step,
-            "trainers": {name: t.get_state() for name, t in trainers.items()},
+            "trainers": {name: t.state for name, t in trainers.items()},
             "curriculum": curriculum.get_state(),
             "seed": self.seed,
         }

@@ -31,6 +31,7 @@ import numpy as np
 
 from runner.agent_processor import AgentProcessor
 from runner.collector import ExperienceCollector
+from runner.controller import still_trains
 from trainers.trainer.base import Trainer
 from trainers.trainer.brain_info import BrainInfo
 from unityagents.base_env import ActionTuple, BehaviorSteps, DecisionSteps, TerminalSteps
@@ -169,7 +170,7 @@ class Loop:
         sent = self.processor.decisions(info, {name: actions}, {name: memories}, {name: values})
         new_info = self.processor.infos(self.env.step(*sent))
         learn_from_step(trainer, info, new_info, outputs)
-        if update and trainer.should_still_train and trainer.is_ready_update():
+        if update and still_trains(trainer) and trainer.is_ready_update():
             trainer.update_model()
         trainer.increment_step(int(np.count_nonzero(info[name].decision_requested)))
         trainer.update_last_reward()

@@ -559,11 +559,9 @@ def test_learn_py_keeps_the_names_scripts_import_while_the_run_lives_in_runner()
 TRAINER_SEED = {"parameters", "graph_scope", "get_max_steps", "get_step", "get_last_reward", "increment_step",
                 "update_last_reward", "take_action", "end_episode", "is_ready_update", "update_model",
                 "write_summary", "write_tensorboard_text"}
-TRAINER_RUNNER = {"close", "write_final_summary", "collection", "should_still_train", "process_experience",
-                  "reset_request", "prepare_update", "export_nodes", "get_state", "set_state", "is_learner",
-                  "stats_reporter", "check_parameters", "check_environment"}
-TRAINER_PLUGIN = {"trainer_type", "hyperparameters", "settings", "setup", "build_scope", "add_stat",
-                  "record_episodes", "environment_actions", "continuous_actions_bounded"}
+TRAINER_RUNNER = {"close", "write_final_summary", "collection", "process_experience", "export_nodes", "state",
+                  "is_learner", "stats_reporter", "check_parameters", "check_environment"}
+TRAINER_PLUGIN = {"trainer_type", "hyperparameters", "settings", "setup", "build_scope", "add_stat"}
 
 
 def test_the_trainer_has_the_members_its_callers_use_and_no_more():
@@ -584,3 +582,38 @@ def test_the_trainer_has_the_members_its_callers_use_and_no_more():
                 tree = ast.parse(open(os.path.join(folder, name), encoding="utf-8").read())
                 called |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     assert sorted(TRAINER_RUNNER - called) == []
+
+
+def test_the_trainers_former_names_keep_working_with_a_deprecation():
+    from runner.controller import still_trains
+    from trainers.trainer import Trainer
+    from trainers.trainer.trajectory import Episode
+    from unityagents.brain import BrainParameters
+
+    brain = BrainParameters("B", {"stateSize": 3, "actionSize": 2, "actionSpaceType": 1, "stateSpaceType": 1,
+                                  "cameraResolutions": [], "actionDescriptions": []})
+    trainer = Trainer(None, {"B": brain}, "B", {"max_steps": 10}, training=False)
+    with pytest.deprecated_call(match="_saved_state"):
+        saved = trainer.get_state()
+    with pytest.deprecated_call(match="_restore_state"):
+        trainer.set_state({**saved, "step": 4})
+    assert trainer.state["step"] == 4 and trainer.get_step == 4
+    trainer.state = {"step": 10, "last_reward": 1.5}
+    assert (trainer.get_step, trainer.get_last_reward, still_trains(trainer)) == (10, 1.5, False)
+    with pytest.deprecated_call(match="still_trains"):
+        assert trainer.should_still_train is False
+    with pytest.deprecated_call(match="_record_episodes"):
+        trainer.record_episodes([Episode("a", 2.0, 7)])
+    assert trainer.stats == {"cumulative_reward": [2.0], "episode_length": [7.0]}
+    with pytest.deprecated_call(match="_environment_actions"):
+        assert trainer.environment_actions(np.array([[0.5, 1.0]])).shape == (1, 2)
+    assert not hasattr(trainer, "prepare_update") and not hasattr(trainer, "reset_request")  # optional hooks
+
+    with pytest.deprecated_call(match="Counting.record_episodes overrides a helper now named _record_episodes"):
+        class Counting(Trainer):
+            def record_episodes(self, episodes):
+                self.counted = len(list(episodes))
+
+    counting = Counting(None, {"B": brain}, "B", {}, training=False)
+    counting._record_episodes([Episode("a", 1.0, 1)] * 3)
+    assert counting.counted == 3 and counting.stats == {}

@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from runner.settings.trainer_config import BrainSettings, brain_settings, check_upper_bound
 from trainers.imitation.bc import BC_PARAMETERS
-from trainers.reward_signals import SIGNALS
+from trainers.reward_signals import SIGNALS, complete_reward_signals
 from trainers.settings.schema import (
     Coercer,
     Follows,
@@ -303,8 +303,9 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registry: An
     for name, block in signals.items():
         cls = SIGNALS[name]
         sig = check(path, f"{where}.reward_signals.{name}", block, signal_schema(cls), f"the {name} signal")
-        sig["network_settings"] = _network(path, f"{where}.reward_signals.{name}.network_settings",
-                                           sig["network_settings"], memory_allowed=False)
+        sig["network_settings"] = _network(  # its width and depth checked as the signal declares them
+            path, f"{where}.reward_signals.{name}.network_settings", sig["network_settings"], memory_allowed=False,
+            declared={SIGNAL_NETWORK[k]: p for k, p in cls.parameters.items() if k in SIGNAL_NETWORK}, bounded=False)
         for key, value in ((block or {}).get("network_settings") or {}).items():
             if key not in ("hidden_units", "num_layers", "memory", *_network_keys(cls)) \
                     and value != NETWORK[key].default:
@@ -335,9 +336,10 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registry: An
 
 
 def _network(path: str, where: str, block: Any, memory_allowed: bool = True,
-             declared: Mapping[str, Param] = MappingProxyType({})) -> Dict[str, Any]:
-    """A ``network_settings`` block; the keys the trainer ``declared`` are checked as it declares them."""
-    coerce = bounded_as_declared(declared)
+             declared: Mapping[str, Param] = MappingProxyType({}), bounded: bool = True) -> Dict[str, Any]:
+    """A ``network_settings`` block; the keys the trainer ``declared`` are checked as it declares them
+    (``bounded``: and against their sane maxima)."""
+    coerce = bounded_as_declared(declared if bounded else {})
     # vis_encode_type keeps Release 22's list of choices (the same encoders), for its did-you-mean.
     net = check(path, where, block, declared_as(NETWORK, declared, NETWORK_KEYS[:3]), "network_settings", coerce)
     if net["memory"] is not None:
@@ -404,7 +406,8 @@ def declared_values(path: str, where: str, s: Dict[str, Any], cls: Any) -> Dict[
         "init_path": ("init_path", s["init_path"], None),
         "self_play": ("self_play", None if s["self_play"] is None else dict(s["self_play"]), None),
         "behavioral_cloning": ("behavioral_cloning", None if s["behavioral_cloning"] is None else
-                               {k: v for k, v in s["behavioral_cloning"].items() if v is not None}, None),
+                               {k: copy.deepcopy(p.default) if s["behavioral_cloning"][k] is None
+                                else s["behavioral_cloning"][k] for k, p in BC_PARAMETERS.items()}, None),
     }
     if memory is not None:  # an LSTM of memory_size floats per agent, trained on sequence_length steps
         given.update(use_recurrent=("network_settings.memory", True, False),
@@ -421,7 +424,7 @@ def declared_values(path: str, where: str, s: Dict[str, Any], cls: Any) -> Dict[
             for key in _network_keys(SIGNALS[name]):  # what the signal declares of its network, as it names it
                 entry[next(k for k, v in SIGNAL_NETWORK.items() if v == key)] = sig["network_settings"][key]
             out[name] = entry
-        given["reward_signals"] = ("reward_signals", out, None)
+        given["reward_signals"] = ("reward_signals", complete_reward_signals(out), None)
     for key, (place, value, harmless) in given.items():
         if key in declared:
             values[key] = value

@@ -34,6 +34,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
 import yaml
 
 from trainers.settings.schema import (
+    CheckedSettings,
     Param,
     TrainerConfigError,
     UnityTrainerException,
@@ -184,8 +185,8 @@ class TrainerConfig:
                 if isinstance(target, str) and target not in brains:
                     matches = [b for b in brains if team_base(b) == target]
                     if len(matches) == 1:
-                        settings = dataclasses.replace(settings, parameters=MappingProxyType(
-                            {**settings.parameters, key: matches[0]}))
+                        settings = dataclasses.replace(settings, parameters=checked_settings(
+                            settings.trainer_class, name, {**settings.parameters, key: matches[0]}))
             try:
                 settings.trainer_class.check_environment(name, settings.parameters, brains, external_brain_names)
             except TrainerConfigError as e:
@@ -370,10 +371,19 @@ def brain_settings(path: str, name: str, trainer_type: str, cls: Type[Trainer], 
                 f"{path}: brain {name!r}, key {key!r}: names the brain itself; a brain cannot learn from its "
                 "own policy. Name the other brain of the scene.")
     try:
-        checked = cls.check_parameters(name, dict(params))
+        checked = cls.check_parameters(name, params)
     except TrainerConfigError as e:
         raise TrainerConfigError(f"{path}: {e}") from None
-    return BrainSettings(name, trainer_type, cls, MappingProxyType(params if checked is None else checked), source)
+    return BrainSettings(name, trainer_type, cls, checked_settings(cls, name, params if checked is None else checked),
+                         source)
+
+
+def checked_settings(cls: Type[Trainer], name: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A brain's checked block as the trainer takes it: with its frozen typed form made here, once
+    (``CheckedSettings``), when it holds exactly the keys its class declares; as it is otherwise."""
+    if set(params) == set(cls.hyperparameters):
+        return CheckedSettings(params, cls.hyperparameters, f"{cls.__name__}Settings", name)
+    return MappingProxyType(dict(params))
 
 
 def coerce(path: str, brain: str, key: str, value: Any, param: Param) -> Any:

@@ -138,7 +138,7 @@ class TeamSelfPlay:
     def opponent_act(self, seat: "TeamSeat", info: BrainInfo):
         self._ensure_started()
         actions, memories = self.actor.act(info)
-        return self.learner.environment_actions(actions), memories, None, None
+        return self.learner._environment_actions(actions), memories, None, None
 
     def score_games(self, info: BrainInfo) -> None:
         """Rate each finished, uninterrupted game of the learning team by its last reward's sign."""
@@ -163,11 +163,11 @@ class TeamSelfPlay:
         learner.write_summary(lesson)
 
     def get_state(self) -> Dict[str, Any]:
-        return {"learner": self.learner.get_state(), "self_play": self.schedule.get_state(),
+        return {"learner": self.learner.state, "self_play": self.schedule.get_state(),
                 "pending_change": self.pending_change}
 
     def set_state(self, state: Mapping[str, Any]) -> None:
-        self.learner.set_state(state.get("learner", {}))
+        self.learner.state = state.get("learner", {})
         self.schedule.set_state(state.get("self_play", {}))
         self.pending_change = bool(state.get("pending_change", False))
 
@@ -243,13 +243,14 @@ class TeamSeat(Trainer):
         self.group.end_episode(agents)
 
     def reset_request(self) -> Optional[str]:
+        """Why every environment must reset after this step (a team change), or None; the
+        controller asks every trainer that defines this after each step."""
         return self.group.take_reset_request()
 
     # ---------------------------------------------------------------- what the controller reads
     get_step = _learner_attribute("step")
     get_max_steps = _learner_attribute("get_max_steps")
     get_last_reward = _learner_attribute("get_last_reward")
-    should_still_train = _learner_attribute("should_still_train")
 
     @property
     def self_play_elo(self) -> float:
@@ -271,10 +272,10 @@ class TeamSeat(Trainer):
         if self.exports:
             self.group.learner.write_tensorboard_text(key, input_dict)
 
-    def get_state(self) -> Dict[str, Any]:
+    def _saved_state(self) -> Dict[str, Any]:
         return {"team": self.team, **self.group.get_state()}
 
-    def set_state(self, state: Dict[str, Any]) -> None:
+    def _restore_state(self, state: Dict[str, Any]) -> None:
         self.group.set_state(state)
 
     def close(self) -> None:

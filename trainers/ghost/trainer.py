@@ -240,7 +240,7 @@ class GhostTrainer(Trainer):
             actions, _ = self.policy.greedy(actions, out.get("probs"))
         if self.use_recurrent:
             self.policy.remember(info, out["memory_out"])
-        return self.environment_actions(actions), out.get("memory_out"), None, None
+        return self._environment_actions(actions), out.get("memory_out"), None, None
 
     # ------------------------------------------------------------------ episodes and rating
     @staticmethod
@@ -298,10 +298,10 @@ class GhostTrainer(Trainer):
         super().write_summary(lesson)
 
     # ------------------------------------------------------------------ state beyond TF variables
-    def get_state(self) -> Dict[str, Any]:
+    def _saved_state(self) -> Dict[str, Any]:
         """Step, pool bookkeeping and rating; the pool's weights are in the checkpoint."""
         return {
-            **super().get_state(),
+            **super()._saved_state(),
             "n_snapshots": self.n_snapshots,
             "current_slot": self.current_slot,
             "next_snapshot_step": self._next_snapshot_step,
@@ -309,8 +309,8 @@ class GhostTrainer(Trainer):
             "slot_ratings": self.ring.elos[:-1],
         }
 
-    def set_state(self, state: Dict[str, Any]) -> None:
-        super().set_state(state)
+    def _restore_state(self, state: Dict[str, Any]) -> None:
+        super()._restore_state(state)
         ring = self.ring
         ring.snapshots_taken = int(state.get("n_snapshots", 0))
         ring.current_opponent = int(state.get("current_slot", 0))

@@ -45,6 +45,7 @@ import numpy as np
 from trainers.settings.schema import (
     Param,
     TrainerConfigError,
+    Where,
     brain_key,
     check_block,
     non_negative,
@@ -77,10 +78,14 @@ def validate_behavioral_cloning(brain_name: str, value: Any) -> Optional[Dict[st
     Errors are ``TrainerConfigError``s naming the brain and the dotted key
     (``behavioral_cloning.strenght``), with a "did you mean" for near misses.
     """
+    return check_behavioral_cloning(brain_key(f"brain '{brain_name}'", "behavioral_cloning"), value)
+
+
+def check_behavioral_cloning(where: Where, value: Any) -> Optional[Dict[str, Any]]:
+    """``validate_behavioral_cloning`` with the block named by ``where`` (the declaration's ``Param.block``)."""
     if value is None:
         return None
-    return check_block(brain_key(f"brain '{brain_name}'", "behavioral_cloning"), value, BC_PARAMETERS,
-                       "behavioral_cloning")
+    return check_block(where, value, BC_PARAMETERS, "behavioral_cloning")
 
 
 #: A checked ``behavioral_cloning`` block as a frozen dataclass (``settings.behavioral_cloning.strength``).
@@ -90,8 +95,8 @@ BehavioralCloningSettings = settings_type(BC_PARAMETERS, "BehavioralCloningSetti
 BEHAVIORAL_CLONING_PARAM = Param(
     dict, None, doc="nested block {demo_path, strength, steps, samples_per_update, num_epoch, batch_size}: "
                     "a cloning loss toward recorded actions beside the RL update (see below); absent: none",
-    view=lambda brain_name, value: settings_view(BC_PARAMETERS, validate_behavioral_cloning(brain_name, value),
-                                                 "BehavioralCloningSettings"))
+    view=lambda brain_name, value: settings_view(BC_PARAMETERS, value, "BehavioralCloningSettings"),
+    block=check_behavioral_cloning)
 
 
 def check_demonstration(brain_name: str, settings: Optional[Dict[str, Any]], brain: BrainParameters,
@@ -265,8 +270,7 @@ def behavioral_cloning_markdown() -> List[str]:
 
 def create_behavioral_cloning(trainer: Any) -> Optional[BehavioralCloning]:
     """The trainer's BC module (built in the current scope), or None without a block."""
-    settings = validate_behavioral_cloning(trainer.brain_name, trainer.parameters.get("behavioral_cloning"))
-    trainer._complete_setting("behavioral_cloning", settings)
+    settings = trainer.parameters.get("behavioral_cloning")
     if settings is None:
         return None
     demo = check_demonstration(trainer.brain_name, settings, trainer.brain,

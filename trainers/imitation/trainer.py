@@ -190,7 +190,7 @@ class ImitationTrainer(Trainer):
     def take_action(self, all_info: Mapping[str, BrainInfo]) -> Tuple[np.ndarray, None, None, None]:
         """The student acts with its own policy (the exported ``action``)."""
         actions = self.sess.run(self.model.output, self._input_feed(all_info[self.brain_name]))
-        return self.environment_actions(actions.astype(np.float32)), None, None, None
+        return self._environment_actions(actions.astype(np.float32)), None, None, None
 
     # ------------------------------------------------------------------ collecting
     def teacher_pairs(self, transitions: Transitions) -> Dict[str, np.ndarray]:
@@ -230,7 +230,7 @@ class ImitationTrainer(Trainer):
             self._pairs_since_update += len(pairs["actions"])
             if self.is_training and self.model.update_normalization is not None:
                 self.sess.run(self.model.update_normalization, {self.model.state_in: pairs["states"]})
-        self.record_episodes(experience.episodes)
+        self._record_episodes(experience.episodes)
         for episode in teacher.episodes:
             self.add_stat("teacher_reward", episode.reward)
 

@@ -168,7 +168,7 @@ class POCATrainer(PPOTrainer):
         transitions = experience.transitions
         if transitions is not None and transitions.outputs is not None:
             self._add_group_steps(transitions)
-        self.record_episodes(experience.episodes)
+        self._record_episodes(experience.episodes)
         self._cut_long_groups(experience.latest)
 
     def _add_group_steps(self, transitions: Transitions) -> None:
@@ -310,15 +310,15 @@ class POCATrainer(PPOTrainer):
         return batch
 
     # ------------------------------------------------------------------ state beyond TF variables
-    def get_state(self) -> Dict[str, Any]:
+    def _saved_state(self) -> Dict[str, Any]:
         """With the step counters: the member-steps collected since the last update and the generator of
         the exploration noise and the minibatch order, so that ``--resume`` takes the update the
         uninterrupted run would have taken. Group trajectories still in progress are not kept: a resumed
         run starts its environments' episodes afresh."""
-        return {**super().get_state(), "rows": encode_rows(self.rows), "rng": self.rng.bit_generator.state}
+        return {**super()._saved_state(), "rows": encode_rows(self.rows), "rng": self.rng.bit_generator.state}
 
-    def set_state(self, state: Dict[str, Any]) -> None:
-        super().set_state(state)
+    def _restore_state(self, state: Dict[str, Any]) -> None:
+        super()._restore_state(state)
         if state.get("rows") is not None:
             self.rows = decode_rows(state["rows"])
         if "rng" in state:

@@ -35,6 +35,7 @@ target included) are checkpointed with the rest, and nothing of them reaches the
 """
 from __future__ import annotations
 
+import copy
 from types import MappingProxyType
 from typing import Any, Dict, Mapping, Optional, Type
 
@@ -49,6 +50,7 @@ from trainers.reward_signals.rnd import RNDSignal
 from trainers.settings.schema import (
     Param,
     TrainerConfigError,
+    Where,
     brain_key,
     check_block,
     nested,
@@ -78,9 +80,13 @@ def validate_reward_signals(brain_name: str, value: Any) -> Optional[Dict[str, D
     Errors are ``TrainerConfigError``s naming the brain and the dotted key
     (``reward_signals.rnd.strenght``), with a "did you mean" for near misses, as for flat keys.
     """
+    return check_reward_signals(brain_key(f"brain '{brain_name}'", "reward_signals"), value)
+
+
+def check_reward_signals(where: Where, value: Any) -> Optional[Dict[str, Dict[str, Any]]]:
+    """``validate_reward_signals`` with the block named by ``where`` (the declaration's ``Param.block``)."""
     if value is None:
         return None
-    where = brain_key(f"brain '{brain_name}'", "reward_signals")
     blocks = check_block(where, value, _SIGNAL_BLOCKS, "reward_signals", unknown="reward signal", partial=True)
     if not blocks:
         raise TrainerConfigError(
@@ -92,10 +98,18 @@ def validate_reward_signals(brain_name: str, value: Any) -> Optional[Dict[str, D
     return dict(sorted(settings.items(), key=lambda item: item[0] != "extrinsic"))
 
 
-def _typed_signals(brain_name: str, value: Any) -> Mapping[str, Any]:
-    """The block as ``{signal: its frozen settings}`` (``settings.reward_signals['rnd'].strength``)."""
+def complete_reward_signals(signals: Mapping[str, Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """Checked signals' blocks (a reader checked them in its own layout) with every declared key,
+    defaults where a block gives none, extrinsic first: the form ``check_reward_signals`` returns."""
+    completed = {name: {key: copy.deepcopy(block[key]) if key in block else copy.deepcopy(param.default)
+                        for key, param in SIGNAL_PARAMETERS[name].items()} for name, block in signals.items()}
+    return dict(sorted(completed.items(), key=lambda item: item[0] != "extrinsic"))
+
+
+def _typed_signals(brain_name: str, value: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The checked block as ``{signal: its frozen settings}`` (``settings.reward_signals['rnd'].strength``)."""
     return MappingProxyType({name: settings_view(SIGNAL_PARAMETERS[name], block, SIGNAL_SETTINGS[name].__name__)
-                             for name, block in (validate_reward_signals(brain_name, value) or {}).items()})
+                             for name, block in value.items()})
 
 
 #: Each signal's settings as a frozen dataclass (``CuriositySettings``, ...).
@@ -109,7 +123,7 @@ _SIGNAL_BLOCKS = {name: Param(dict, None) for name in SIGNAL_PARAMETERS}
 REWARD_SIGNALS_PARAM = Param(
     dict, None,
     doc=f"nested block {{signal: {{key: value}}}} with signals {', '.join(SIGNALS)} (see below); "
-        "absent: the extrinsic reward alone, with the flat gamma", view=_typed_signals)
+        "absent: the extrinsic reward alone, with the flat gamma", view=_typed_signals, block=check_reward_signals)
 
 
 def signal_settings(params: Mapping[str, Any]) -> Dict[str, Dict[str, Any]]:
@@ -163,6 +177,8 @@ __all__ = [
     "SIGNAL_SETTINGS",
     "SIGNAL_TITLES",
     "SignalInputs",
+    "check_reward_signals",
+    "complete_reward_signals",
     "create_reward_signals",
     "signal_gae",
     "signal_settings",

@@ -32,7 +32,7 @@ import numpy as np
 
 from trainers.imitation import bc
 from trainers.ppo.policy import PPOPolicy, greedy_branches
-from trainers.reward_signals import create_reward_signals, signal_settings, validate_reward_signals
+from trainers.reward_signals import create_reward_signals, signal_settings
 from trainers.sac.models import SACModel
 from trainers.sac.replay_state import (
     decode_memories,
@@ -104,8 +104,6 @@ class SACTrainer(SequenceReplay):
         problem = unsupported_action_space(self.brain)
         if problem:
             raise UnityTrainerException(f"Brain '{self.brain_name}': {problem}")
-        self._complete_setting("reward_signals",
-                               validate_reward_signals(self.brain_name, self._values.get("reward_signals")))
         settings = signal_settings(self._values)
         self.signal_names = list(settings)
         #: Acting and the gradient step, each set of fetches and feeds compiled once.
@@ -365,11 +363,11 @@ class SACTrainer(SequenceReplay):
         self.add_stat("learning_rate", self.current_learning_rate())
 
     # ------------------------------------------------------------------ state beyond TF variables
-    def get_state(self) -> Dict[str, Any]:
+    def _saved_state(self) -> Dict[str, Any]:
         """Counters and the random generator; with ``save_replay_buffer`` the replay buffer too and, for a
         recurrent actor, each agent's transitions not yet in a stored block and the acting memories the
         trainer keeps, so the blocks completed after a resume are the ones the run would have stored."""
-        state = {**super().get_state(), "transitions_seen": self.transitions_seen,
+        state = {**super()._saved_state(), "transitions_seen": self.transitions_seen,
                  "signal_updates": self.signal_updates, "bc_at": self.bc_at, "rng": self.rng.bit_generator.state}
         if self.settings.save_replay_buffer:
             state["replay"] = encode_replay(self.replay)
@@ -379,8 +377,8 @@ class SACTrainer(SequenceReplay):
                     state["memories"] = encode_memories(self.policy._agent_memories)
         return state
 
-    def set_state(self, state: Dict[str, Any]) -> None:
-        super().set_state(state)
+    def _restore_state(self, state: Dict[str, Any]) -> None:
+        super()._restore_state(state)
         self.transitions_seen = int(state.get("transitions_seen", self.step))
         self.signal_updates = int(state.get("signal_updates", 0))
         self.bc_at = int(state.get("bc_at", 0))

@@ -48,8 +48,11 @@ class Param:
     :param check: ``(predicate, description)``; the description completes "must be ...".
     :param choices: the values a string key may take (an error lists them, with a did-you-mean).
     :param fix: what to do when ``check`` or ``choices`` fails, appended to its error.
-    :param view: turns the value into its typed form in a settings view (``(brain_name, value) ->
-        typed``, checking it as the loader would); nested blocks declare it, scalars need none.
+    :param view: turns a checked value into its typed form in a settings view (``(brain_name, value)
+        -> typed``); nested blocks declare it, scalars need none.
+    :param block: a nested block's own check, ``(where, value) -> the block checked and completed with
+        its defaults`` (``where`` names the block's keys): the one place its keys are checked, applied
+        by ``check_block`` to the block it sits in (and by ``Trainer`` to what a direct caller passes).
     """
 
     kind: type
@@ -60,6 +63,7 @@ class Param:
     choices: Tuple[str, ...] = ()
     fix: str = ""
     view: Optional[Callable[[str, Any], Any]] = None
+    block: Optional[Callable[[Where, Any], Any]] = None
 
 
 @dataclass(frozen=True)
@@ -188,7 +192,8 @@ def check_block(where: Where, value: Any, params: Mapping[str, Param], owner: st
     :param error: the exception raised (a front end's own subclass).
     :param coerce: replaces ``coerce_value`` for each key (a front end's extra bounds).
     :param partial: the block is merged with others later (learn.py's ``default:``) or lists only
-        what it uses (``reward_signals``): no key is required and no default filled in.
+        what it uses (``reward_signals``): no key is required and no default filled in, and nested
+        blocks (a ``Param.block``) are checked once the merged block is.
     :return: the checked values, in the declaration's order.
     """
     if value is None:
@@ -207,6 +212,8 @@ def check_block(where: Where, value: Any, params: Mapping[str, Param], owner: st
                 out[key] = coerce_value(where(key), value[key], param, error)
             else:
                 out[key] = coerce(where(key), key, value[key], param)
+            if param.block is not None and not partial and out[key] is not None:
+                out[key] = param.block(nested(where, key), out[key])
         elif partial:
             continue
         elif param.required:
@@ -215,6 +222,34 @@ def check_block(where: Where, value: Any, params: Mapping[str, Param], owner: st
         else:
             out[key] = copy.deepcopy(param.default)
     return out
+
+
+class CheckedSettings(Mapping):
+    """One behaviour's checked settings as a reader made them: a read-only mapping of every key its
+    trainer declares, and the same values in their frozen typed form (``typed``, a
+    ``settings_type``), made once, which the trainer takes as its ``settings``.
+
+    :param declared: the declaration the values were checked against (a trainer's ``hyperparameters``).
+    """
+
+    __slots__ = ("_values", "declared", "typed")
+
+    def __init__(self, values: Mapping[str, Any], declared: Mapping[str, Param], name: str, brain_name: str = ""):
+        self._values = dict(values)
+        self.declared = declared
+        self.typed = settings_view(declared, self._values, name, brain_name)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"CheckedSettings({self._values!r})"
 
 
 #: The kinds a settings view holds as they are; other keys need a ``view`` to be in it.

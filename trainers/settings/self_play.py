@@ -15,7 +15,6 @@ from trainers.settings.schema import (
     Param,
     TrainerConfigError,
     Where,
-    brain_key,
     check_block,
     non_negative,
     positive,
@@ -72,14 +71,14 @@ def validate_self_play(value: Any, key_text: Where) -> Optional[Dict[str, Any]]:
     return settings
 
 
-def _typed_self_play(brain_name: str, value: Any) -> SelfPlaySettings:
-    return SelfPlaySettings(**validate_self_play(value, brain_key(f"brain '{brain_name}'", "self_play")))
+def _typed_self_play(brain_name: str, value: Mapping[str, Any]) -> SelfPlaySettings:
+    return SelfPlaySettings(**value)
 
 
 SELF_PLAY_PARAM = Param(
     dict, None, doc="nested block {save_steps, team_change, swap_steps, window, play_against_latest_model_ratio, "
                     "initial_elo}: Release 22 team self-play of a behaviour's ?team=N variants (see below)",
-    view=_typed_self_play)
+    view=_typed_self_play, block=lambda where, value: validate_self_play(value, where))
 
 
 def self_play_markdown() -> List[str]:

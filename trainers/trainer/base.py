@@ -15,7 +15,10 @@ it links (the brain a ghost copies, the teacher an imitator learns from), nothin
 ``collector`` is the trainer's ``ExperienceCollector`` (``runner.collector``, built from the one
 thing the trainer declares for it, its ``collection``: links, trajectory horizon, step fields): it
 pairs the rows and hands the trainer an ``Experience`` of transitions, ended trajectories and
-ended episodes. After an environment reset the controller calls ``trainer.end_episode(agents)``
+ended episodes. Two calls are only for trainers that define them: ``prepare_update()`` (a
+``threaded`` trainer's update split so that its work runs beside acting; ``OnPolicyTrainer``'s)
+and ``reset_request()`` (a reason to reset every environment after the step, or None; team
+self-play's). After an environment reset the controller calls ``trainer.end_episode(agents)``
 (``agents``: the keys of the agents whose episodes it cut; None for all). With several
 environments (``--num-envs``) every agent is keyed ``(environment, agent id)`` and each
 environment resets on its own, so a trainer must drop the state of those agents only. A trainer
@@ -35,17 +38,21 @@ import logging
 import threading
 import time
 import types
+import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Deque, Dict, Hashable, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, ClassVar, Deque, Dict, Hashable, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
 from trainers.settings.schema import (  # noqa: F401 (the trainers' and plugins' names for them)
+    CheckedSettings,
     Param,
     TrainerConfigError,
     UnityTrainerException,
+    brain_key,
     coerce_value,
     did_you_mean,
+    nested,
     non_negative,
     positive,
     positive_fraction,
@@ -174,6 +181,10 @@ class TrainerContext:
 #: Per-trainer collector declarations that ``Trainer.collection`` replaced; a subclass defining one
 #: is refused when it is defined, so that it is not silently ignored.
 _MOVED_TO_COLLECTION = ("linked_brains", "trajectory_horizon")
+#: Former public names of helpers only trainers use (and of the saved state) -> their names now; the
+#: former names keep working, with a ``DeprecationWarning``.
+_RENAMED_HELPERS = {"record_episodes": "_record_episodes", "environment_actions": "_environment_actions",
+                    "get_state": "_saved_state", "set_state": "_restore_state"}
 
 
 class Trainer(TrainerSummaries):
@@ -203,10 +214,6 @@ class Trainer(TrainerSummaries):
     #: nor count towards the curriculum's measure.
     is_learner: ClassVar[bool] = True
     hyperparameters: ClassVar[Dict[str, Param]] = COMMON_HYPERPARAMETERS
-    #: True for a policy whose continuous actions are already in [-1, 1] (a tanh-squashed
-    #: policy, or one that copies actions the environment executed): over the modern protocol
-    #: they are sent as they are (clamped to [-1, 1]) instead of as ``clamp(a, -3, 3) / 3``.
-    continuous_actions_bounded: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -218,6 +225,11 @@ class Trainer(TrainerSummaries):
                 f"{cls.__qualname__} defines {', '.join(moved)}, which the collector does not read: declare "
                 "them in one `collection` property returning trainers.trainer.trajectory.Collection(linked_brains=..., "
                 "horizon=..., step_fields=...) (docs/plugins.md, \"What the collector keeps\").")
+        for old, new in _RENAMED_HELPERS.items():  # a subclass written against the former names still counts
+            if old in vars(cls) and new not in vars(cls):
+                warnings.warn(f"{cls.__qualname__}.{old} overrides a helper now named {new}; rename it.",
+                              DeprecationWarning, stacklevel=2)
+                setattr(cls, new, vars(cls)[old])
 
     def __init__(
         self,
@@ -237,9 +249,19 @@ class Trainer(TrainerSummaries):
         self.brain: BrainParameters = self.brains[brain_name]
         self._context = context if context is not None else TrainerContext.of(trainer_parameters)
         # The declared settings; keys a direct caller (test, script) left out take their declared
-        # defaults, as the YAML would give them.
-        self._values: Dict[str, Any] = {key: trainer_parameters.get(key, param.default)
-                                        for key, param in self.hyperparameters.items()}
+        # defaults, as the YAML would give them, and the nested blocks it passes are checked and
+        # completed by their declarations, as a reader does for the runner.
+        if isinstance(trainer_parameters, CheckedSettings) and trainer_parameters.declared is self.hyperparameters:
+            self._values: Mapping[str, Any] = trainer_parameters  # a reader's, with its typed form
+            self._settings = trainer_parameters.typed
+        else:
+            self._values = {key: trainer_parameters.get(key, param.default)
+                            for key, param in self.hyperparameters.items()}
+        if context is None and not isinstance(self._values, CheckedSettings):
+            where = brain_key(f"brain '{brain_name}'")
+            for key, param in self.hyperparameters.items():
+                if param.block is not None and self._values[key] is not None:
+                    self._values[key] = param.block(nested(where, key), self._values[key])
         self.is_training = training
         self.rng = np.random.default_rng(seed)
         self.stats: Dict[str, List[float]] = {}
@@ -263,7 +285,7 @@ class Trainer(TrainerSummaries):
     def settings(self) -> Any:
         """The declared settings as a frozen dataclass (``self.settings.time_horizon``), each scalar
         of its declared kind and each nested block (``reward_signals``, ``behavioral_cloning``,
-        ``self_play``) as its own frozen dataclass; made on first use, once ``setup`` completed it.
+        ``self_play``) as its own frozen dataclass; made on first use.
         """
         view = self.__dict__.get("_settings")
         if view is None:
@@ -271,16 +293,18 @@ class Trainer(TrainerSummaries):
                                                   f"{type(self).__name__}Settings", self.brain_name)
         return view
 
-    def _complete_setting(self, key: str, value: Any) -> None:
-        """Replace a nested block by its checked, completed form during ``setup`` (a direct caller's
-        block has not been through ``check_parameters``)."""
-        self._values[key] = value
-        self.__dict__.pop("_settings", None)
-
     def __getattr__(self, name: str) -> Any:
         if name in ("hp", "trainer_parameters"):
             raise AttributeError(f"{type(self).__name__}.{name} is gone: read self.settings.<key> (a frozen "
                                  "dataclass of the declared settings), or the read-only mapping self.parameters.")
+        if name in _RENAMED_HELPERS:
+            warnings.warn(f"Trainer.{name} is now {_RENAMED_HELPERS[name]} (or the `state` property).",
+                          DeprecationWarning, stacklevel=2)
+            return getattr(self, _RENAMED_HELPERS[name])
+        if name == "should_still_train":
+            warnings.warn("Trainer.should_still_train is now runner.controller.still_trains(trainer).",
+                          DeprecationWarning, stacklevel=2)
+            return self.is_learner and self.get_step < self.get_max_steps
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def setup(self) -> None:
@@ -354,11 +378,6 @@ class Trainer(TrainerSummaries):
     def get_last_reward(self) -> float:
         return self.last_reward
 
-    @property
-    def should_still_train(self) -> bool:
-        """Whether the controller's loop must keep running for this trainer."""
-        return self.step < self.get_max_steps
-
     # ----------------------------------------------------------------- seed surface: methods
     def increment_step(self, n: int = 1) -> None:
         """Count ``n`` agent steps (the controller passes the number of agents that acted)."""
@@ -376,20 +395,23 @@ class Trainer(TrainerSummaries):
             self._rewards_seen = (rewards, len(rewards))
             self.last_reward = float(np.mean(rewards))
 
-    def environment_actions(self, actions: np.ndarray) -> np.ndarray:
+    def _environment_actions(self, actions: np.ndarray) -> np.ndarray:
         """What the environment receives for the policy's ``actions``: the brain's contract applied.
 
         Every ``take_action`` returns its actions through here, so that over the modern protocol
         a Gaussian policy's sample reaches Unity as ``clamp(a, -3, 3) / 3``, the numbers its ONNX
         export produces (``BrainParameters.environment_actions``); API-2 actions pass unchanged.
+        A trainer whose continuous actions are already in [-1, 1] (a tanh-squashed policy, or one
+        that copies actions the environment executed) declares ``continuous_actions_bounded = True``
+        (False where it declares nothing): they are then only clamped to [-1, 1].
         """
-        return self.brain.environment_actions(actions, bounded=self.continuous_actions_bounded)
+        return self.brain.environment_actions(actions, bounded=getattr(self, "continuous_actions_bounded", False))
 
     def take_action(self, all_info: Dict[str, BrainInfo]):
         """Decide for the agents of ``all_info[self.brain_name]``.
 
         :return: ``(actions, memories or None, values or None, outputs)``; ``actions`` are what
-            the environment receives (``environment_actions`` of the policy's decision), and
+            the environment receives (``_environment_actions`` of the policy's decision), and
             ``outputs`` reaches the collector, which stores its ``fields`` with each step.
         """
         raise UnityTrainerException(f"{type(self).__name__} does not implement take_action")
@@ -398,7 +420,7 @@ class Trainer(TrainerSummaries):
         """Learn from what one step gave this trainer (``trainers.trainer.trajectory.Experience``)."""
         raise UnityTrainerException(f"{type(self).__name__} does not implement process_experience")
 
-    def record_episodes(self, episodes: Iterable[Episode]) -> None:
+    def _record_episodes(self, episodes: Iterable[Episode]) -> None:
         """``cumulative_reward`` and ``episode_length`` of each ended episode: the console line's and
         the curriculum's measure."""
         for episode in episodes:
@@ -412,32 +434,29 @@ class Trainer(TrainerSummaries):
     def is_ready_update(self) -> bool:
         return False
 
-    def reset_request(self) -> Optional[str]:
-        """Why every environment must reset before the next step (self-play's team change), or None."""
-        return None
-
     def update_model(self) -> None:
         raise UnityTrainerException(f"{type(self).__name__} does not implement update_model")
-
-    def prepare_update(self) -> Optional[Callable[[], None]]:
-        """``update_model`` in two halves, for a ``threaded`` trainer: take what the update needs
-        out of the trainer's buffers now, on the controller's thread, and return the rest as work
-        that touches only the graph and what was taken, so that it can run on another thread while
-        this trainer keeps acting and collecting. None: the update cannot run beside acting, and
-        the controller calls ``update_model`` instead.
-        """
-        return None
 
     def export_nodes(self) -> List[str]:
         """Output node names (relative to ``graph_scope``) to keep in the frozen graph."""
         return ["action"]
 
     # ----------------------------------------------------------------- state beyond TF variables
-    def get_state(self) -> Dict[str, Any]:
-        """Python-side state saved beside each checkpoint (weights live in TF variables)."""
+    @property
+    def state(self) -> Dict[str, Any]:
+        """Python-side state saved beside each checkpoint (weights live in TF variables); assigning
+        a saved state restores it. A trainer with more state extends ``_saved_state`` and
+        ``_restore_state``."""
+        return self._saved_state()
+
+    @state.setter
+    def state(self, saved: Dict[str, Any]) -> None:
+        self._restore_state(saved)
+
+    def _saved_state(self) -> Dict[str, Any]:
         return {"step": self.step, "last_reward": self.last_reward}
 
-    def set_state(self, state: Dict[str, Any]) -> None:
+    def _restore_state(self, state: Dict[str, Any]) -> None:
         self.step = int(state.get("step", 0))
         self.last_reward = float(state.get("last_reward", 0.0))
         self._last_summary_step = self.step

@@ -189,7 +189,7 @@ class OffPolicyTrainer(RLTrainer):
         if transitions is not None and transitions.outputs is not None:
             self.store(self.complete_transitions(self.transitions_of(transitions), transitions), transitions)
             self.count_transitions(len(transitions))
-        self.record_episodes(experience.episodes)
+        self._record_episodes(experience.episodes)
 
     def store(self, stored: Dict[str, np.ndarray], transitions: Transitions) -> None:
         """Hook: put the step's transitions (``transitions_of``, completed) into the replay."""
@@ -236,12 +236,12 @@ class OffPolicyTrainer(RLTrainer):
                 self.update_targets()
 
     # ------------------------------------------------------------------ state beyond TF variables
-    def get_state(self) -> Dict[str, Any]:
+    def _saved_state(self) -> Dict[str, Any]:
         """Adds the gradient-step count (it times target updates; the replay is not saved)."""
-        return {**super().get_state(), "gradient_step": self.gradient_step}
+        return {**super()._saved_state(), "gradient_step": self.gradient_step}
 
-    def set_state(self, state: Dict[str, Any]) -> None:
-        super().set_state(state)
+    def _restore_state(self, state: Dict[str, Any]) -> None:
+        super()._restore_state(state)
         self.gradient_step = int(state.get("gradient_step", 0))
 
 

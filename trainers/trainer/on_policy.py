@@ -87,7 +87,7 @@ class OnPolicyTrainer(RewardSignalFields, RLTrainer):
         values of those that need one come from one ``bootstrap_values`` call per batch they
         were taken from.
         """
-        self.record_episodes(experience.episodes)
+        self._record_episodes(experience.episodes)
         values = self._bootstrap_values(experience.trajectories)
         for trajectory in experience.trajectories:
             self._finish_trajectory(trajectory, values.get(id(trajectory), 0.0))
@@ -112,7 +112,7 @@ class OnPolicyTrainer(RewardSignalFields, RLTrainer):
         A trainer that acts without learning (not training, or past its ``max_steps`` while
         another brain keeps the run going) never empties the update buffer, so it must not fill it.
         """
-        if self.is_training and self.should_still_train:
+        if self.is_training and self.step < self.get_max_steps:
             self.process_trajectory(trajectory.steps, value_next)
             trajectory.steps.append_to(
                 self.update_buffer, key_list=self.update_fields,

@@ -17,7 +17,6 @@ from trainers.reward_signals import (
     create_reward_signals,
     signal_gae,
     signal_settings,
-    validate_reward_signals,
 )
 from trainers.trainer.brain_info import BrainInfo
 
@@ -54,13 +53,9 @@ class RewardSignalFields:
         return names
 
     def reward_signal_names(self) -> List[str]:
-        """The names of the ``reward_signals`` block (extrinsic first), ``[]`` without one; builds nothing.
-
-        Validates the block (a direct caller may pass one the config loader never saw) and keeps
-        it, completed with each key's default, in the trainer's settings.
-        """
-        block = validate_reward_signals(self.brain_name, self._values.get("reward_signals"))
-        self._complete_setting("reward_signals", block)
+        """The names of the checked ``reward_signals`` block (extrinsic first), ``[]`` without one;
+        builds nothing."""
+        block = self._values.get("reward_signals")
         return list(block) if block else []
 
     @staticmethod

@@ -29,9 +29,6 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-from trainers.imitation import bc
-from trainers.reward_signals import validate_reward_signals
-from trainers.settings.self_play import validate_self_play
 from trainers.trainer.base import Trainer, TrainerConfigError, UnityTrainerException, check_batch_fits
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.trajectory import PolicyOutput
@@ -44,15 +41,11 @@ def linear_schedule(start: float, end: float, step: float, duration: float) -> f
 
 
 def check_policy_settings(brain_name: str, params: Mapping[str, Any], consequence: str) -> Dict[str, Any]:
-    """The checks PPO and SAC share, as a new block: the nested ``reward_signals``,
-    ``behavioral_cloning`` and ``self_play`` blocks checked and completed; a minibatch that fits the
-    buffer (``consequence`` says what else could not work); a memory only for a recurrent policy, and
-    a sequence that fits a minibatch."""
+    """The checks PPO and SAC share, as a new block: a minibatch that fits the buffer
+    (``consequence`` says what else could not work); a memory only for a recurrent policy, and a
+    sequence that fits a minibatch. The nested blocks were checked where they were read, by their
+    declarations (``Param.block``)."""
     checked = dict(params)
-    checked["reward_signals"] = validate_reward_signals(brain_name, params.get("reward_signals"))
-    checked["behavioral_cloning"] = bc.validate_behavioral_cloning(brain_name, params.get("behavioral_cloning"))
-    checked["self_play"] = validate_self_play(  # team self-play (trainers/ghost/team_trainer.py)
-        params.get("self_play"), lambda key: f"brain '{brain_name}', key 'self_play{'.' + key if key else ''}'")
     check_batch_fits(brain_name, checked, consequence)
     if checked["memory_size"] and not checked["use_recurrent"]:
         raise TrainerConfigError(
@@ -100,7 +93,7 @@ class RLTrainer(Trainer):
             memories = None if self.memory_size is None else np.zeros((0, self.memory_size), np.float32)
             return empty, memories, np.zeros(0), None
         out = self.act(info)
-        out.sent = self.environment_actions(out.actions)
+        out.sent = self._environment_actions(out.actions)
         values = out.values if out.values is not None else np.zeros(n, dtype=np.float32)
         return out.sent, out.memories, values, out
 

@@ -7,6 +7,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from runner.controller import still_trains
 from runner.settings.trainer_config import load_trainer_config
 from tests.fake_env import end_episodes, learn_from_step
 from trainers.ghost.self_play import SnapshotRing
@@ -278,7 +279,7 @@ def test_a_reset_drops_the_unfinished_games():
 def test_the_ghost_is_not_a_learner_and_exports_nothing():
     run = Run()
     assert GhostTrainer.is_learner is False
-    assert run.ghost.should_still_train is False and run.ghost.graph_scope is None
+    assert still_trains(run.ghost) is False and run.ghost.graph_scope is None
     state = run.ghost.get_state()
     assert {"step", "n_snapshots", "current_slot", "elo", "slot_ratings"} <= set(state)
 

@@ -9,7 +9,7 @@ from runner.settings.run_config import RunConfigError, resolve
 from runner.settings.trainer_config import trainer_config_from_dict
 from trainers.imitation.bc import BEHAVIORAL_CLONING_PARAM
 from trainers.reward_signals import REWARD_SIGNALS_PARAM
-from trainers.settings.schema import Param, brain_key, check_block, key_path, positive
+from trainers.settings.schema import CheckedSettings, Param, brain_key, check_block, key_path, positive
 from trainers.settings.self_play import SELF_PLAY_PARAM
 from trainers.trainer.base import COMMON_HYPERPARAMETERS, Trainer, TrainerConfigError
 from trainers.trainer.registry import load_registry
@@ -42,6 +42,12 @@ def test_a_nested_mistake_reads_the_same_in_both_config_formats_but_for_where_it
     assert flat.startswith(f"t.yaml: brain 'Tennis', key '{key}': ")
     assert r22.startswith(f"run.yaml: behaviors.Tennis.{key}: ")
     assert flat.split(f"{key}': ", 1)[1] == r22.split(f"{key}: ", 1)[1]
+
+
+@pytest.mark.parametrize("key", ["hidden_units", "num_layers"])
+def test_a_release_22_signal_network_is_checked_as_the_signal_declares_it(key):
+    error = _r22_error({"reward_signals": {"rnd": {"network_settings": {key: 0}}}})
+    assert error == f"run.yaml: behaviors.Tennis.reward_signals.rnd.network_settings.{key}: must be > 0, got 0."
 
 
 def test_a_command_line_option_and_a_yaml_key_are_coerced_alike():
@@ -114,6 +120,31 @@ def test_trainer_settings_hold_each_nested_block_as_a_frozen_dataclass():
 def test_a_nested_block_a_direct_caller_passes_is_checked_when_read():
     with pytest.raises(TrainerConfigError, match=r"brain 'B', key 'self_play\.windw': unknown key of self_play"):
         assert _trainer(self_play={"windw": 3}).settings
+
+
+def test_both_readers_make_one_typed_settings_object_that_the_trainer_takes_as_it_is():
+    r22 = resolve("run.yaml", {"behaviors": {"Tennis": {"trainer_type": "ppo", "hyperparameters": {
+        "learning_rate": "1.0e-3"}, "reward_signals": {"rnd": {"strength": 0.5}}}}}, tuple(REGISTRY.names()))
+    flat = trainer_config_from_dict("t.yaml", {"Tennis": {"learning_rate": "1.0e-3",
+                                                          "reward_signals": {"rnd": {"strength": 0.5}}}}, REGISTRY)
+    ppo = REGISTRY.get("ppo")
+
+    class Light(Trainer):  # PPO's declarations, no graph
+        hyperparameters = ppo.hyperparameters
+
+    brain = BrainParameters("Tennis", {"stateSize": 3, "actionSize": 2, "actionSpaceType": 1, "stateSpaceType": 1,
+                                       "cameraResolutions": [], "actionDescriptions": []})
+    for settings in (r22.behaviors["Tennis"].brain, flat.blocks["Tennis"]):
+        checked = settings.parameters
+        assert isinstance(checked, CheckedSettings) and checked.declared is ppo.hyperparameters
+        assert checked.typed.learning_rate == 1e-3 and checked.typed.reward_signals["rnd"].strength == 0.5
+        assert list(checked["reward_signals"]) == ["rnd"] and checked["reward_signals"]["rnd"]["gamma"] == 0.99
+        with pytest.raises(TypeError):
+            checked["learning_rate"] = 1.0  # read-only
+        trainer = Light(None, {"Tennis": brain}, "Tennis", checked, training=False)
+        assert trainer.settings is checked.typed and trainer.parameters["learning_rate"] == 1e-3
+    copied = Light(None, {"Tennis": brain}, "Tennis", dict(checked), training=False)  # a direct caller's dict
+    assert copied.settings is not checked.typed and copied.settings == checked.typed
 
 
 def test_learn_py_builds_frozen_typed_run_options_once():

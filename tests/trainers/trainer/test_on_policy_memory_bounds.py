@@ -7,6 +7,7 @@ thousands of steps cost milliseconds.
 """
 import numpy as np
 
+from runner.controller import still_trains
 from tests.fake_env import collector_of, learn_from_step
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import OnPolicyTrainer
@@ -53,7 +54,7 @@ def run(trainer: NoNetworkTrainer, steps: int, train: bool = True) -> None:
         _, _, _, out = trainer.take_action(info)
         new = {"B": info_at(step)}
         learn_from_step(trainer, info, new, out)
-        if train and trainer.should_still_train and trainer.is_ready_update():
+        if train and still_trains(trainer) and trainer.is_ready_update():
             trainer.update_model()
         trainer.increment_step(AGENTS)
         info = new
@@ -62,7 +63,7 @@ def run(trainer: NoNetworkTrainer, steps: int, train: bool = True) -> None:
 def test_a_trainer_past_max_steps_keeps_no_growing_update_buffer():
     trainer = NoNetworkTrainer(max_steps=100 * AGENTS)
     run(trainer, 2000 + EPISODE // 2)
-    assert not trainer.should_still_train and trainer.updates > 0  # it learned, then stopped
+    assert not still_trains(trainer) and trainer.updates > 0  # it learned, then stopped
     assert trainer.update_buffer_steps() < BUFFER_SIZE
     trajectories = collector_of(trainer).trajectories  # mid-episode: every agent's is in progress
     assert len(trajectories) == AGENTS and all(len(t["obs"]) < EPISODE for t in trajectories.values())
