@@ -100,30 +100,51 @@ class GrpcClient:
     def __init__(self, port: int, host: str = "127.0.0.1", connect_timeout: float = 30.0) -> None:
         grpc = import_grpc()
         self._grpc = grpc
+        self._target = f"{host}:{port}"
         self.connect_timeout = connect_timeout
-        # No proxy: gRPC honours http_proxy, which would send a loopback call elsewhere.
-        self._channel = grpc.insecure_channel(
-            f"{host}:{port}", options=[("grpc.enable_http_proxy", 0), ("grpc.max_receive_message_length", -1),
-                                       ("grpc.max_send_message_length", -1)])
-        self._call = self._channel.unary_unary(_METHOD, request_serializer=pb.UnityMessageProto.SerializeToString,
-                                               response_deserializer=pb.UnityMessageProto.FromString)
+        self._connect()
         self._first = True
         self.open = True
+
+    def _connect(self) -> None:
+        # No proxy: gRPC honours http_proxy, which would send a loopback call elsewhere.
+        self._channel = self._grpc.insecure_channel(
+            self._target, options=[("grpc.enable_http_proxy", 0), ("grpc.max_receive_message_length", -1),
+                                   ("grpc.max_send_message_length", -1)])
+        self._call = self._channel.unary_unary(_METHOD, request_serializer=pb.UnityMessageProto.SerializeToString,
+                                               response_deserializer=pb.UnityMessageProto.FromString)
+        self._cancelled = False
 
     def exchange(self, message: "pb.UnityMessageProto") -> "pb.UnityMessageProto":
         """Send ``message``; wait (without deadline after the first call, as Unity) for the reply.
 
-        The wait polls the call's future instead of blocking inside gRPC's C core, so that a
-        signal taken while waiting (``serve_modern``'s handlers only record it) cancels the call
-        and raises ``KeyboardInterrupt`` here, in plain Python: an exception raised inside gRPC's
+        The first call polls its future (the trainer may still be starting its server). Every
+        later call is gRPC's blocking call, which waits on this thread without starting one per
+        call; a signal taken meanwhile (``serve_modern``'s handlers only record it) closes the
+        channel from another thread (``_record_signal``), which ends the call with an error here,
+        and ``KeyboardInterrupt`` is raised in plain Python: an exception raised inside gRPC's
         blocking call can abort the process.
         """
+        global _waiting
         _raise_if_signalled()
-        if self._first:  # the trainer may still be starting its server
+        if self._first:
             self._first = False
-            call = self._call.future(message, timeout=self.connect_timeout, wait_for_ready=True)
-        else:
-            call = self._call.future(message)
+            return self._first_exchange(message)
+        _waiting = self
+        try:
+            _raise_if_signalled()  # a signal recorded before _waiting was set closed nothing
+            return self._call(message)
+        except (self._grpc.RpcError, ValueError) as exc:  # ValueError: the channel closed before the call
+            _raise_if_signalled()
+            self.open = False
+            if isinstance(exc, ValueError):
+                raise TrainerGone(f"the channel to the trainer is closed ({exc})") from None
+            raise TrainerGone(f"the call to the trainer failed ({exc.code().name}: {exc.details()})") from None
+        finally:
+            _waiting = None
+
+    def _first_exchange(self, message: "pb.UnityMessageProto") -> "pb.UnityMessageProto":
+        call = self._call.future(message, timeout=self.connect_timeout, wait_for_ready=True)
         try:
             while True:
                 try:
@@ -136,11 +157,18 @@ class GrpcClient:
             self.open = False
             raise TrainerGone(f"the call to the trainer failed ({exc.code().name}: {exc.details()})") from None
 
+    def cancel(self) -> None:
+        """End the call in flight (a signal was taken): close the channel; ``say_goodbye`` opens a new one."""
+        self._cancelled = True
+        self._channel.close()
+
     def say_goodbye(self) -> None:
         """Unity's ``Dispose``: a status-400 call if still connected (errors ignored)."""
         if not self.open:
             return
         self.open = False
+        if self._cancelled:
+            self._connect()
         bye = pb.UnityMessageProto()
         bye.header.status = _BYE
         try:
@@ -499,15 +527,23 @@ def serve_modern(academy: Academy, port: int, package_version: str = DEFAULT_PAC
 
 
 #: The signals taken while ``serve_modern`` runs; the client raises ``KeyboardInterrupt`` for them at
-#: its next exchange or within ``_SIGNAL_POLL_S`` of a wait for the trainer's reply.
+#: its next exchange, or once the call it waits on is cancelled (within ``_SIGNAL_POLL_S`` on the first call).
 _signalled: list = []
 _SIGNAL_POLL_S = 0.1
 
 
+#: The client whose blocking call is in flight, if any: a signal cancels that call.
+_waiting: "GrpcClient | None" = None
+
+
 def _record_signal(signum: int, frame: Any) -> None:
     """SIGINT and SIGTERM end the run with Unity's goodbye (``serve_modern``); the handler only
-    records the signal, so that nothing raises inside gRPC's native code."""
+    records the signal, so that nothing raises inside gRPC's native code, and has the call in
+    flight cancelled from another thread (the handler may run inside gRPC's wait)."""
     _signalled.append(signum)
+    client = _waiting
+    if client is not None:
+        threading.Thread(target=client.cancel, name="academy-cancel", daemon=True).start()
 
 
 def _raise_if_signalled() -> None:

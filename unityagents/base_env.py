@@ -86,6 +86,11 @@ class ObservationSpec:
         return len(self.shape) == 3
 
 
+def _within_branches(rows: List[List[int]], branches: Tuple[int, ...]) -> bool:
+    """Whether every row's index on each branch is one of that branch's actions."""
+    return all(0 <= index < size for row in rows for index, size in zip(row, branches))
+
+
 @dataclasses.dataclass(frozen=True)
 class ActionSpec:
     """A behaviour's actions: ``continuous_size`` floats and one index per discrete branch (both: hybrid)."""
@@ -165,12 +170,15 @@ class ActionSpec:
                     f"Behaviour {name!r}: the {part} actions have shape {array.shape}; its action spec "
                     f"({self}) expects ({n_agents}, {width}): one row per agent of its last DecisionSteps "
                     f"({n_agents} agents), {width} {part} value(s) each. Give one row per deciding agent.")
-        if not np.all(np.isfinite(actions.continuous)):
+        if actions.continuous.size and not np.all(np.isfinite(actions.continuous)):
             raise UnityActionException(
                 f"Behaviour {name!r}: the continuous actions contain NaN or infinity "
                 f"({actions.continuous[~np.isfinite(actions.continuous)][:4]}); expected finite floats. "
                 "Check the policy that produced them.")
-        if self.discrete_branches and n_agents:
+        # A few agents' branch indices are checked in Python (numpy's fixed cost per call is larger);
+        # many agents', or a wrong one (for the error's row and branch), with numpy.
+        if self.discrete_branches and n_agents and (
+                actions.discrete.size > 16 or not _within_branches(actions.discrete.tolist(), self.discrete_branches)):
             wrong = (actions.discrete < 0) | (actions.discrete >= np.asarray(self.discrete_branches))
             if wrong.any():
                 i, k = map(int, np.argwhere(wrong)[0])

@@ -7,6 +7,7 @@ import glob
 import logging
 import textwrap
 
+import numpy as np
 import pytest
 
 from tests.e2e.test_plugins import write_dist_info
@@ -126,3 +127,40 @@ def test_a_scenes_own_stats_are_written_under_its_names_reduced_as_it_says(site)
     assert values["entropy"] == 3.0 and values["Hits"] == 5.0 and values["Scene/Speed"] == 2.5
     assert values["Spread"] == 2.0
     assert "Policy/entropy" not in values and "Policy/Hits" not in values
+
+
+def test_the_last_reward_follows_each_new_episode_and_the_next_summary_period(tmp_path):
+    """``update_last_reward`` runs every step and takes the mean only when the rewards changed:
+    it still follows every appended episode, and a summary's fresh list of the same length."""
+    trainer = Trainer(tf.compat.v1.Session(graph=tf.Graph()), {"B": brain()}, "B",
+                      {"max_steps": 100, "summary_freq": 2, "summary_path": str(tmp_path / "summaries")}, True)
+    try:
+        trainer.add_stat("cumulative_reward", 1.0)
+        trainer.update_last_reward()
+        assert trainer.get_last_reward == 1.0
+        trainer.update_last_reward()  # nothing new
+        assert trainer.get_last_reward == 1.0
+        trainer.add_stat("cumulative_reward", 3.0)
+        trainer.update_last_reward()
+        assert trainer.get_last_reward == 2.0
+        trainer.increment_step(2)
+        trainer.write_summary(None)  # a new period: a new, empty list of rewards
+        trainer.update_last_reward()
+        assert trainer.get_last_reward == 2.0  # kept while the period has no episode
+        trainer.add_stat("cumulative_reward", 7.0)
+        trainer.add_stat("cumulative_reward", 9.0)  # as long as the last period's list
+        trainer.update_last_reward()
+        assert trainer.get_last_reward == 8.0
+    finally:
+        trainer.close()
+
+
+def test_mean_of_is_numpys_mean_bit_for_bit():
+    from trainers.trainer.summaries import mean_of
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 12, 100, 4097):
+        for dtype in (np.float32, np.float64):
+            for shape in ((n,), (n, 1)):
+                values = (rng.standard_normal(shape) * rng.uniform(0.01, 1e4)).astype(dtype)
+                assert mean_of(values) == float(np.mean(values))

@@ -148,3 +148,16 @@ def test_api2_maps_onto_one_state_sensor_after_its_cameras_and_a_done_agent_is_i
     assert terminals.interrupted.tolist() == [False]
     np.testing.assert_array_equal(terminals.obs[1], [[3, 4]])
     np.testing.assert_allclose(terminals.previous_action, [[0.7]])
+
+
+@pytest.mark.parametrize("n_agents", [2, 12])  # 4 and 24 indices: checked in Python, then with numpy
+def test_branch_indices_are_checked_on_every_branch_for_few_agents_and_many(n_agents):
+    spec = ActionSpec(0, (3, 2))
+    good = np.tile(np.asarray([[2, 1], [0, 0]], np.int32), (n_agents // 2, 1))
+    assert spec.validate(ActionTuple(discrete=good), n_agents, "Grid").discrete is good
+    for row, branch, value, pattern in [(n_agents - 1, 1, 2, r"row \d+ chose 2 on discrete branch 1, which has 2"),
+                                        (0, 0, -1, r"row 0 chose -1 on discrete branch 0, which has 3")]:
+        wrong = good.copy()
+        wrong[row, branch] = value
+        with pytest.raises(UnityActionException, match=pattern):
+            spec.validate(ActionTuple(discrete=wrong), n_agents, "Grid")

@@ -47,6 +47,7 @@ from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.on_policy import ON_POLICY_HYPERPARAMETERS, OnPolicyTrainer
 from trainers.trainer.rl_trainer import check_policy_settings
 from trainers.trainer.snapshot_actor import SnapshotActor
+from trainers.trainer.summaries import mean_of
 from trainers.trainer.trajectory import PolicyOutput
 from unityagents.brain import CONTINUOUS_ACTION_CLIP, BrainParameters
 
@@ -234,8 +235,8 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
             out["actions"], out["log_probs"] = self.policy.greedy(out["actions"], out.get("probs"), out["log_probs"])
 
         values = out["values"][:, 0]
-        self.add_stat("value_estimate", float(np.mean(values)))
-        self.add_stat("entropy", float(np.mean(out["entropy"])))
+        self.add_stat("value_estimate", mean_of(values))
+        self.add_stat("entropy", mean_of(out["entropy"]))
         actions = out["actions"]
         fields = {
             "actions": actions if self.is_continuous or actions.shape[1] > 1 else actions[:, 0],

@@ -56,6 +56,7 @@ from trainers.tf_utils import CompiledRuns, tf
 from trainers.trainer.base import UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo
 from trainers.trainer.snapshot_actor import SnapshotActor
+from trainers.trainer.summaries import mean_of
 from trainers.trainer.trajectory import PolicyOutput, Transitions
 from unityagents.brain import BrainParameters
 
@@ -217,7 +218,7 @@ class SACTrainer(SequenceReplay):
             fields["actions"] = actions.astype(np.int32)
             fields["action_masks"] = masks
         values = out["values"][:, 0]
-        self.add_stat("Policy/Extrinsic Value", float(np.mean(values)))
+        self.add_stat("Policy/Extrinsic Value", mean_of(values))
         if memories is None:
             return PolicyOutput(actions, fields, values=values)
         fields["memory"], fields["next_memory"] = memories, out["memory_out"]

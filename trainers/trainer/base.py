@@ -273,6 +273,8 @@ class Trainer(TrainerSummaries):
         self._scene_stats: Dict[str, Tuple[str, List[float]]] = {}
         self.step = 0
         self.last_reward = 0.0
+        #: The list of episode rewards ``last_reward`` was last taken from, and its length then.
+        self._rewards_seen: Tuple[Optional[List[float]], int] = (None, 0)
         self._stats_reporter = None
         self._last_summary_step = 0
         self._start_time = time.time()
@@ -382,9 +384,15 @@ class Trainer(TrainerSummaries):
         self.step += int(n)
 
     def update_last_reward(self) -> None:
-        """Remember the mean episode reward since the last summary (the curriculum's measure)."""
+        """Remember the mean episode reward since the last summary (the curriculum's measure).
+
+        Called every step; the mean is taken again only when the list of episode rewards is another
+        one or longer (a summary replaces it, ``add_stat`` only appends), so a step that ended no
+        episode costs no pass over the period's rewards.
+        """
         rewards = self.stats.get("cumulative_reward")
-        if rewards:
+        if rewards and (rewards is not self._rewards_seen[0] or len(rewards) != self._rewards_seen[1]):
+            self._rewards_seen = (rewards, len(rewards))
             self.last_reward = float(np.mean(rewards))
 
     def _environment_actions(self, actions: np.ndarray) -> np.ndarray:

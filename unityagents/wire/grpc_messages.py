@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -176,7 +177,8 @@ class Behavior:
                 check_mask(name, info, total, log)  # raises the precise error
         rewards = np.array([i.reward for i in infos], np.float64)  # float32 on the wire: exact
         group_rewards = np.array([i.group_reward for i in infos], np.float64)
-        if not np.isfinite(rewards + group_rewards).all():  # a NaN or infinity in either
+        # A NaN or infinity in either: then their sum is not finite (float32 values cannot overflow float64).
+        if not math.isfinite(rewards.sum() + group_rewards.sum()):
             check_finite(name, "reward", rewards, log, ids)
             check_finite(name, "group_reward", group_rewards, log, ids)
         if any(done):
@@ -194,7 +196,10 @@ class Behavior:
             for r, sent in enumerate(masks_sent):
                 if len(sent):  # True = disabled; its length was checked above
                     disabled[r] = sent
-            masks = np.split(disabled[deciding], np.cumsum(self.branches)[:-1], axis=1)
+            disabled, masks, start = disabled[deciding], [], 0
+            for size in self.branches:  # one view per branch (np.split's cost is ~10x for a few branches)
+                masks.append(disabled[:, start:start + size])
+                start += size
         deciding_ids = id_array[deciding].tolist()
         ending_ids = id_array[ending].tolist()
         self.decision_ids = deciding_ids
