@@ -28,7 +28,7 @@ the optimizer afresh).
 """
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -61,6 +61,9 @@ class FlatAdam:
         ``AdamOptimizer`` does) when True, and refused with ``ValueError`` when False.
     :param name: the variable scope of the optimizer's state (under the current scope); each
         ``FlatAdam`` of a graph needs its own.
+    :param gradients: ``f(loss, variables)`` -> one gradient (or None) per variable;
+        ``tf.gradients`` unless a model computes some part another way
+        (``trainers.models.loop_gradients``).
 
     ``updated(variables)`` is the flat vector of some variables' values after the step (e.g. to
     move target networks towards them); ``apply()`` builds the op that assigns everything.
@@ -68,11 +71,12 @@ class FlatAdam:
 
     def __init__(self, groups: Sequence[Tuple[tf.Tensor, Sequence[tf.Variable]]], learning_rate,
                  epsilon: float = ADAM_EPSILON, clip_norm: Optional[float] = None, allow_unused: bool = False,
-                 name: str = "adam"):
+                 name: str = "adam", gradients: Optional[Callable[..., List[Optional[tf.Tensor]]]] = None):
         self.variables: List[tf.Variable] = []
-        gradients: List[tf.Tensor] = []
+        gradient_of = gradients if gradients is not None else tf.gradients
+        gradients = []
         for loss, group in groups:
-            for variable, gradient in zip(group, tf.gradients(loss, list(group))):
+            for variable, gradient in zip(group, gradient_of(loss, list(group))):
                 if gradient is None:
                     if allow_unused:
                         continue

@@ -12,13 +12,17 @@ Choices that matter for training (as in today's PPO implementations):
   placeholder, so one graph serves training (sequences of 32) and inference (``sequence_length``
   fed as 1 by Unity's Internal brain), and the frozen graph holds only op types a TensorFlow
   1.x-era runtime knows (``Enter``/``Exit``/``Merge``/``Switch``/``NextIteration``, TensorArrayV3);
+* the update's gradient through that loop comes from one fused ``BlockLSTM`` kernel over the same
+  variables (``fused_lstm``, ``loop_gradients``), and networks that only the update runs use that
+  kernel outright (``training_lstm``): the loop's own gradient is a few hundred small ops per step;
 * the observation normaliser keeps exact running statistics (Chan et al.'s parallel combination
   of mean, variance and count), updated by an op built once, not per-step batch means.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -152,7 +156,142 @@ def lstm(
             name="unroll",
         )
         outputs = tf.reshape(tf.transpose(outputs_ta.stack(), [1, 0, 2]), [-1, units])
+        _loops(outputs.graph).append(
+            _Loop(inputs, memory_in, sequence_length, masks, kernel, bias, forget_bias, outputs))
         return outputs, tf.concat([c_out, h_out], axis=1)
+
+
+@dataclasses.dataclass
+class _Loop:
+    """One ``lstm`` as built: what its fused twin needs, and the twin once built."""
+    inputs: tf.Tensor
+    memory_in: tf.Tensor
+    sequence_length: tf.Tensor
+    masks: Optional[tf.Tensor]
+    kernel: tf.Variable
+    bias: tf.Variable
+    forget_bias: float
+    outputs: tf.Tensor
+    fused: Optional[tf.Tensor] = None
+
+
+def _loops(graph: tf.Graph) -> List[_Loop]:
+    """Every ``lstm`` of ``graph``, in the order built (``loop_gradients`` splits its gradient at them).
+
+    Kept on the graph itself, so the list goes when the graph does.
+    """
+    loops = getattr(graph, "_trainers_lstm_loops", None)
+    if loops is None:
+        loops = []
+        graph._trainers_lstm_loops = loops
+    return loops
+
+
+def fused_lstm(outputs: tf.Tensor) -> tf.Tensor:
+    """The outputs of the ``lstm`` that returned ``outputs``, on its real steps, from one fused ``BlockLSTM``.
+
+    What this is for: the gradient. ``lstm``'s ``while_loop`` stays the graph that acts and is
+    exported, but its gradient is a second loop that pushes and pops every intermediate of every
+    step, a few hundred small ops per step, and on an update's short, narrow batches (Hallway: 2
+    sequences of 64 steps) the executor's cost per op is most of a minibatch step.
+    ``BlockLSTM``/``BlockLSTMGrad`` run the whole sequence in one kernel each over the same
+    variables, with the same gate layout (``i, j, f, o`` of one ``[in + units, 4 * units]`` kernel,
+    ``forget_bias`` added to ``f``), so ``loop_gradients`` takes the gradient through here.
+
+    ``BlockLSTM`` cannot hold its state over a step, so each sequence is first rotated to start at
+    its first real step (the Buffer's padding is a prefix: those steps move to the end, after every
+    real one) and rotated back after. A padded step's output is multiplied by its mask, so nothing
+    flows back through it. In ``lstm`` nothing flows from a prefix of padding into a variable either
+    (the state held there is ``memory_in``); padding after the real steps (recurrent SAC's) holds
+    the last real state, whose gradient from padded steps is dropped here: the losses weigh padded
+    steps 0. Built once per loop, beside it.
+
+    :return: ``[N*T, units]``: the loop's outputs on every real step; the padded steps hold 0.
+    """
+    loop = next((loop for loop in _loops(outputs.graph) if loop.outputs is outputs), None)
+    if loop is None:
+        raise ValueError(f"{outputs.name} is not the outputs of a trainers.models.lstm; pass the first tensor "
+                         "that lstm returned.")
+    if loop.fused is not None:
+        return loop.fused
+    with tf.name_scope(loop.outputs.op.name.rsplit("/", 1)[0] + "_fused/"):
+        loop.fused = _block_lstm(loop.inputs, loop.memory_in, loop.sequence_length, loop.masks, loop.kernel,
+                                 loop.bias, loop.forget_bias)
+    return loop.fused
+
+
+def _block_lstm(inputs: tf.Tensor, memory_in: tf.Tensor, sequence_length: tf.Tensor, masks: Optional[tf.Tensor],
+                kernel: tf.Variable, bias: tf.Variable, forget_bias: float) -> tf.Tensor:
+    """``fused_lstm``'s arithmetic: rotate each sequence to its first real step, one ``BlockLSTM``, rotate back."""
+    units = int(memory_in.shape[-1]) // 2
+    in_size = int(inputs.shape[-1])
+    steps = tf.reshape(sequence_length, [])
+    sequences = tf.reshape(inputs, tf.stack([-1, steps, in_size]))
+    if masks is not None:
+        mask = tf.reshape(masks, tf.stack([-1, steps]))
+        first = tf.argmax(tf.cast(mask > 0, tf.int32), axis=1, output_type=tf.int32)
+        forward = tf.math.floormod(tf.range(steps)[None, :] + first[:, None], steps)
+        sequences = tf.gather(sequences, forward, batch_dims=1)
+    zeros = tf.zeros([units])
+    h = tf.raw_ops.BlockLSTM(
+        seq_len_max=tf.cast(steps, tf.int64), x=tf.transpose(sequences, [1, 0, 2]),
+        cs_prev=memory_in[:, :units], h_prev=memory_in[:, units:], w=kernel, wci=zeros, wcf=zeros,
+        wco=zeros, b=bias, forget_bias=forget_bias, cell_clip=-1.0, use_peephole=False).h
+    h = tf.transpose(h, [1, 0, 2])
+    if masks is not None:
+        back = tf.math.floormod(tf.range(steps)[None, :] - first[:, None], steps)
+        h = tf.gather(h, back, batch_dims=1) * mask[:, :, None]
+    return tf.reshape(h, [-1, units])
+
+
+def training_lstm(
+    inputs: tf.Tensor,
+    memory_in: tf.Tensor,
+    sequence_length: tf.Tensor,
+    name: str,
+    masks: Optional[tf.Tensor] = None,
+    forget_bias: float = 1.0,
+) -> tf.Tensor:
+    """``lstm``'s outputs on the real steps (0 on padded ones) from one ``BlockLSTM``, for a network
+    that never acts.
+
+    The same variables as ``lstm`` (``name/kernel``, ``name/bias``, created or reused the same way)
+    and its arithmetic on every real step, in one kernel instead of a loop of a few dozen ops per
+    step; no final memory. For what only the update runs (SAC's target critics and its policy on the
+    next states): ``BlockLSTM`` has no TensorFlow 1.x or ONNX counterpart, so a network that acts or
+    is exported keeps ``lstm``. The losses must weigh padded steps 0, as for ``fused_lstm``.
+    """
+    units = int(memory_in.shape[-1]) // 2
+    in_size = int(inputs.shape[-1])
+    with tf.variable_scope(name):
+        kernel = tf.get_variable("kernel", [in_size + units, 4 * units], initializer=tf.orthogonal_initializer(1.0))
+        bias = tf.get_variable("bias", [4 * units], initializer=tf.zeros_initializer())
+    with tf.name_scope(name):
+        return _block_lstm(inputs, memory_in, sequence_length, masks, kernel, bias, forget_bias)
+
+
+def loop_gradients(loss: tf.Tensor, variables: Sequence[tf.Variable]) -> List[Optional[tf.Tensor]]:
+    """``tf.gradients(loss, variables)``, with the part through each ``lstm`` taken by its ``fused_lstm``.
+
+    The chain rule, split at the loops' outputs: the gradient of ``loss`` to the variables with
+    every loop's outputs held constant, plus the gradient of each loop's fused twin (the same
+    values, one kernel) weighted by ``d loss / d outputs``. The loops run forward only; their
+    gradient loops are never built. The sum is the same gradient up to float rounding (the kernel
+    adds in another order than the loop), and the same as ``tf.gradients`` in a graph without
+    ``lstm``. A gradient through a loop's final memory, which no loss here reads, would still go
+    through the loop.
+    """
+    variables = list(variables)
+    loops = list(_loops(loss.graph))
+    outputs = [loop.outputs for loop in loops]
+    gradients = tf.gradients(loss, variables + outputs, stop_gradients=outputs)
+    direct, cotangents = gradients[:len(variables)], gradients[len(variables):]
+    used = [(fused_lstm(loop.outputs), cotangent) for loop, cotangent in zip(loops, cotangents)
+            if cotangent is not None]
+    if not used:
+        return direct
+    through = tf.gradients([fused for fused, _ in used], variables, grad_ys=[cotangent for _, cotangent in used])
+    return [a if b is None else b if a is None else a + b for a, b in zip(direct, through)]
 
 
 class RunningNormalizer:

@@ -5,8 +5,18 @@ import itertools
 import numpy as np
 import pytest
 
-from trainers.models import RunningNormalizer, dense, lstm, visual_encoder, visual_encoder_min_size
+from trainers.models import (
+    RunningNormalizer,
+    dense,
+    fused_lstm,
+    loop_gradients,
+    lstm,
+    training_lstm,
+    visual_encoder,
+    visual_encoder_min_size,
+)
 from trainers.ppo.models import create_agent_model
+from trainers.sac.models import SACModel
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
 from unityagents.brain import BrainParameters
@@ -78,6 +88,74 @@ def test_lstm_masked_steps_hold_the_state():
         padded = sess.run(memory_out, {inputs: x.reshape(4, 3), memory: m0, steps: 4, mask: [0, 0, 1, 1]})
         real = sess.run(memory_out, {inputs: x[0, 2:], memory: m0, steps: 2, mask: [1, 1]})
     np.testing.assert_allclose(padded, real, atol=1e-6)
+
+
+def test_fused_lstm_gives_the_loops_outputs_and_gradient_with_the_buffers_padding():
+    # Sequences of 6 steps left-padded by 0, 2 and 5 steps (the Buffer pads a trajectory's first one), and
+    # one right-padded by 2 (recurrent SAC's replay pads a sequence cut by the episode's end).
+    rng = np.random.default_rng(2)
+    n, t = 4, 6
+    mask = np.ones((n, t), np.float32)
+    mask[1, :2] = 0
+    mask[2, :5] = 0
+    mask[3, 4:] = 0
+    with tf.Graph().as_default(), tf.Session() as sess:
+        x = tf.placeholder(tf.float32, [None, 3])
+        memory = tf.placeholder(tf.float32, [None, 8])
+        steps = tf.placeholder(tf.int32, [])
+        masks = tf.placeholder(tf.float32, [None])
+        features = dense(x, 5, "encoder", tf.nn.tanh)  # a variable before the LSTM gets both paths
+        out, _ = lstm(features, memory, steps, "lstm", masks=masks)
+        head = dense(tf.concat([features, out], axis=1), 2, "head")
+        loss = tf.reduce_sum(tf.reduce_sum(tf.square(head), axis=1) * masks)
+        variables = tf.trainable_variables()
+        fused = fused_lstm(out)
+        expected = tf.gradients(loss, variables)
+        split = loop_gradients(loss, variables)
+        sess.run(tf.global_variables_initializer())
+        feed = {x: rng.normal(size=(n * t, 3)), memory: rng.normal(size=(n, 8)), steps: t, masks: mask.reshape(-1)}
+        with tf.variable_scope(tf.get_variable_scope(), reuse=True):  # the same variables, as SAC's next states
+            training = training_lstm(features, memory, steps, "lstm", masks=masks)
+        loop_out, fused_out, training_out, expected, split = sess.run([out, fused, training, expected, split], feed)
+    real = mask.reshape(-1) > 0
+    np.testing.assert_allclose(fused_out[real], loop_out[real], atol=1e-6)
+    np.testing.assert_array_equal(training_out, fused_out)
+    assert not fused_out[~real].any()
+    assert len(split) == len(variables) == 6
+    for name, want, got in zip([v.name for v in variables], expected, split):
+        assert np.abs(want).max() > 0, name
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("trainer,action_type", [("ppo", 0), ("sac", 0), ("sac", 1)])
+def test_recurrent_updates_take_the_lstm_gradients_from_the_fused_kernels(trainer, action_type):
+    brain = make_brain(4, 1, action_type, action_size=3 if action_type == 0 else 2, memory=8)
+    with tf.Graph().as_default() as graph:
+        if trainer == "ppo":
+            step = create_agent_model(brain, h_size=16, use_recurrent=True).update_batch
+        else:
+            step = SACModel(brain, h_size=16, num_layers=1, normalize=False, streams=["extrinsic"],
+                            gammas={"extrinsic": 0.99}, use_dones={"extrinsic": True}, init_entcoef=0.1, tau=0.01,
+                            learning_rate=3e-4, use_recurrent=True).train_op
+        # The loops an update step runs: every op it reaches through inputs and control dependencies.
+        reached, stack = set(), [step]
+        while stack:
+            op = stack.pop()
+            if op.name not in reached:
+                reached.add(op.name)
+                stack += [t.op for t in op.inputs] + list(op.control_inputs)
+        types = [op.type for op in graph.get_operations()]
+        loops = [op.name for op in graph.get_operations() if op.type == "LoopCond" and "/unroll/" in op.name]
+    # The loops act (and are exported); their gradient loops, which stack every step's intermediates,
+    # are never built: each trained LSTM's gradient is one BlockLSTMGrad.
+    assert "BlockLSTMGrad" in types and "Enter" in types
+    assert not {"StackV2", "StackPushV2", "StackPopV2"} & set(types)
+    # SAC's policy on the next states and its target critics run only in the update: no loop at all.
+    # (Continuous SAC also runs its critics at the policy's own action, for the value it exports.)
+    assert len(loops) == (1 if trainer == "ppo" else 5 if action_type else 3), loops
+    # An update step runs one loop forward, the actor's (built first: the policy it exports); SAC's
+    # losses read the critics through the fused kernel.
+    assert [name for name in loops if name in reached] == loops[:1]
 
 
 def test_running_normalizer_matches_numpy_and_acts_on_old_statistics():

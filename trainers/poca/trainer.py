@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Tuple
 import numpy as np
 
 from trainers.flat_adam import FlatAdam
+from trainers.models import loop_gradients
 from trainers.poca.groups import (
     GroupTrajectory,
     MemberStep,
@@ -123,8 +124,10 @@ class POCATrainer(PPOTrainer):
                     + 0.5 * m.value_loss - m.beta * m.mean_entropy)
         # Its own optimizer state ("poca_adam"): the PPO model's "adam" (built, never run here)
         # covers only the policy graph's variables.
+        # Recurrent: the gradient through the LSTM comes from one fused kernel (``loop_gradients``).
+        options: Dict[str, Any] = {"gradients": loop_gradients} if m.use_recurrent else {}
         adam = FlatAdam([(loss, list(m.variables) + list(c.variables))], m.learning_rate, epsilon=1e-5,
-                        clip_norm=self.settings.max_grad_norm, allow_unused=True, name="poca_adam")
+                        clip_norm=self.settings.max_grad_norm, allow_unused=True, name="poca_adam", **options)
         self.poca_update = adam.apply(wait_for=[*self.update_metrics(), self.baseline_loss], name="poca_update")
 
     # ------------------------------------------------------------------ acting

@@ -37,7 +37,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from trainers.encoders import Inputs, concat_features, create_inputs
 from trainers.flat_adam import FlatAdam
-from trainers.models import dense, lstm, mlp, new_trainable_variables
+from trainers.models import dense, loop_gradients, lstm, mlp, new_trainable_variables
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
 from unityagents.brain import BrainParameters
@@ -351,8 +351,10 @@ class PPOModel:
 
         # One Adam over every variable as one flat vector (``trainers.flat_adam``), after the
         # gradients and the metrics fetched with the step.
+        # Recurrent: the gradient through the LSTM comes from one fused kernel (``loop_gradients``).
+        options: Dict[str, Any] = {"gradients": loop_gradients} if self.use_recurrent else {}
         adam = FlatAdam([(self.loss, self.variables)], self.learning_rate, epsilon=1e-5, clip_norm=max_grad_norm,
-                        allow_unused=True, name="adam")
+                        allow_unused=True, name="adam", **options)
         self.grad_norm = adam.gradient_norm
         self.update_batch = adam.apply(wait_for=[self.policy_loss, self.value_loss, self.mean_entropy,
                                                  self.approx_kl, self.clip_fraction], name="update_batch")

@@ -44,7 +44,7 @@ import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from trainers.encoders import check_inputs, encode, observation_placeholders, state_placeholder, state_vector
-from trainers.models import RunningNormalizer, dense, lstm, mlp, new_trainable_variables
+from trainers.models import RunningNormalizer, dense, loop_gradients, lstm, mlp, new_trainable_variables, training_lstm
 from trainers.ppo.models import validate_memory_size
 from trainers.sac.update import fused_sac_update
 from trainers.tf_utils import tf
@@ -168,6 +168,8 @@ class SACModel:
         self.dones = tf.placeholder(tf.float32, [None], name="dones")
         self.learning_rate = tf.placeholder_with_default(float(learning_rate), [], name="learning_rate")
         with tf.name_scope("sac_loss"):
+            if self.use_recurrent:  # the losses read the critics through the fused kernel, not the loops above
+                q1, q2, q1_pi, q2_pi = self._training_critics(policy)
             self._losses(policy, next_policy, q1, q2, q1_pi, q2_pi, target_q1, target_q2, gammas, use_dones)
             self._optimizer(tau)
 
@@ -185,11 +187,12 @@ class SACModel:
         scaled = (self.next_state - normalizer.mean) / tf.sqrt(normalizer.variance + 1e-8)
         return normalizer.normalized, tf.clip_by_value(scaled, -10.0, 10.0)
 
-    def _body(self, which: str, extra: Optional[tf.Tensor] = None,
-              memory: Optional[tf.Tensor] = None) -> Tuple[tf.Tensor, Optional[tf.Tensor]]:
+    def _body(self, which: str, extra: Optional[tf.Tensor] = None, memory: Optional[tf.Tensor] = None,
+              fused: bool = False) -> Tuple[tf.Tensor, Optional[tf.Tensor]]:
         """The shared encoding of the inputs, the LSTM's output appended when recurrent (from
         ``memory``, zeros when None), then ``extra`` (e.g. the action), then the MLP; and the LSTM's
-        final memory (None unless recurrent)."""
+        final memory (None unless recurrent). The next states and ``fused`` networks, which only the
+        update runs, run the LSTM as one fused kernel (``training_lstm``, no final memory)."""
         vector, observations = self._features(which)
         x = encode(vector, observations, self.h_size, self.vis_encode_type)
         memory_out = None
@@ -197,7 +200,10 @@ class SACModel:
             if memory is None:
                 sequences = tf.shape(x)[0] // tf.reshape(self.sequence_length, [])
                 memory = tf.zeros(tf.stack([sequences, self.m_size]))
-            remembered, memory_out = lstm(x, memory, self.sequence_length, "lstm", masks=self.masks)
+            if which == "next" or fused:
+                remembered = training_lstm(x, memory, self.sequence_length, "lstm", masks=self.masks)
+            else:
+                remembered, memory_out = lstm(x, memory, self.sequence_length, "lstm", masks=self.masks)
             x = tf.concat([x, remembered], axis=1)
         if extra is not None:
             x = tf.concat([x, extra], axis=1)
@@ -242,10 +248,11 @@ class SACModel:
             result["sample"] = tf.concat(samples, axis=1)
         return result
 
-    def _q(self, scope: str, which: str, action: Optional[tf.Tensor], reuse: bool = False) -> Dict[str, tf.Tensor]:
+    def _q(self, scope: str, which: str, action: Optional[tf.Tensor], reuse: bool = False,
+           fused: bool = False) -> Dict[str, tf.Tensor]:
         """One head per stream: ``[N]`` (continuous, Q at ``action``) or ``[N, sum(branches)]`` (discrete)."""
         with tf.variable_scope(scope, reuse=reuse):
-            hidden, _ = self._body(which, action)
+            hidden, _ = self._body(which, action, fused=fused)
             if self.is_continuous:
                 return {s: tf.reshape(dense(hidden, 1, f"head_{s}", gain=1.0), [-1]) for s in self.streams}
             return {s: dense(hidden, int(sum(self.branches)), f"head_{s}", gain=1.0) for s in self.streams}
@@ -274,6 +281,20 @@ class SACModel:
         if not self.use_recurrent:
             return tf.reduce_mean(x)
         return tf.reduce_sum(x * self.masks) / tf.maximum(tf.reduce_sum(self.masks), 1.0)
+
+    def _training_critics(self, policy: Dict[str, object]) -> Tuple[Dict[str, tf.Tensor], ...]:
+        """``q1, q2, q1_pi, q2_pi`` again over the same variables, their LSTMs as one fused kernel each.
+
+        The critics' loops stay for ``value_estimate`` (exported); the losses read these, so the
+        update runs no critic loop forward and takes their gradients from the kernel.
+        """
+        taken = self.taken_actions if self.is_continuous else None
+        q1 = self._q("q1", "current", taken, reuse=True, fused=True)
+        q2 = self._q("q2", "current", taken, reuse=True, fused=True)
+        if not self.is_continuous:
+            return q1, q2, q1, q2
+        return (q1, q2, self._q("q1", "current", policy["action"], reuse=True, fused=True),
+                self._q("q2", "current", policy["action"], reuse=True, fused=True))
 
     def _losses(self, policy, next_policy, q1, q2, q1_pi, q2_pi, target_q1, target_q2, gammas, use_dones) -> None:
         q1_losses, q2_losses, stream_q = [], [], []
@@ -326,8 +347,10 @@ class SACModel:
         groups = ((self.policy_loss, self.policy_variables),
                   (self.q1_loss + self.q2_loss, self.online_variables),
                   (self.entropy_loss, [self.log_alpha]))
+        # Recurrent: the gradients through the LSTMs come from one fused kernel each (``loop_gradients``).
         self.train_op = fused_sac_update(groups, self.learning_rate, self.online_variables, self.target_variables,
-                                         tau, wait_for=list(self.metrics.values()))
+                                         tau, wait_for=list(self.metrics.values()),
+                                         gradients=loop_gradients if self.use_recurrent else None)
 
 
 __all__ = ["SACModel", "squash_correction", "CONTINUOUS_TARGET_ENTROPY_SCALE", "DISCRETE_TARGET_ENTROPY_SCALE"]
