@@ -105,6 +105,17 @@ def visual_encoder(image: tf.Tensor, h_size: int, name: str, activation: Activat
         return dense(flatten(x), h_size, "dense", activation)
 
 
+def _lstm_variables(inputs: tf.Tensor, memory_in: tf.Tensor, name: str) -> Tuple[int, int, tf.Variable, tf.Variable]:
+    """``units``, the input width, and the ``name/kernel`` (``i, j, f, o`` gates of ``[in + units, 4 * units]``)
+    and ``name/bias`` that ``lstm`` and ``training_lstm`` share, created or reused by the variable scope."""
+    units = int(memory_in.shape[-1]) // 2
+    in_size = int(inputs.shape[-1])
+    with tf.variable_scope(name):
+        kernel = tf.get_variable("kernel", [in_size + units, 4 * units], initializer=tf.orthogonal_initializer(1.0))
+        bias = tf.get_variable("bias", [4 * units], initializer=tf.zeros_initializer())
+    return units, in_size, kernel, bias
+
+
 def lstm(
     inputs: tf.Tensor,
     memory_in: tf.Tensor,
@@ -124,11 +135,7 @@ def lstm(
         that padding makes the sequence's stored start memory reach its first real step intact.
     :return: ``(outputs [N*T, units], memory_out [N, 2*units])``.
     """
-    units = int(memory_in.shape[-1]) // 2
-    in_size = int(inputs.shape[-1])
-    with tf.variable_scope(name):
-        kernel = tf.get_variable("kernel", [in_size + units, 4 * units], initializer=tf.orthogonal_initializer(1.0))
-        bias = tf.get_variable("bias", [4 * units], initializer=tf.zeros_initializer())
+    units, in_size, kernel, bias = _lstm_variables(inputs, memory_in, name)
     with tf.name_scope(name):
         steps = tf.reshape(sequence_length, [])
         time_major = tf.transpose(tf.reshape(inputs, tf.stack([-1, steps, in_size])), [1, 0, 2])
@@ -261,11 +268,7 @@ def training_lstm(
     next states): ``BlockLSTM`` has no TensorFlow 1.x or ONNX counterpart, so a network that acts or
     is exported keeps ``lstm``. The losses must weigh padded steps 0, as for ``fused_lstm``.
     """
-    units = int(memory_in.shape[-1]) // 2
-    in_size = int(inputs.shape[-1])
-    with tf.variable_scope(name):
-        kernel = tf.get_variable("kernel", [in_size + units, 4 * units], initializer=tf.orthogonal_initializer(1.0))
-        bias = tf.get_variable("bias", [4 * units], initializer=tf.zeros_initializer())
+    _, _, kernel, bias = _lstm_variables(inputs, memory_in, name)
     with tf.name_scope(name):
         return _block_lstm(inputs, memory_in, sequence_length, masks, kernel, bias, forget_bias)
 
