@@ -17,6 +17,19 @@ from academy import grpc_communicator as gc
 from unityagents.wire.protos import communicator_objects_pb2 as pb
 
 
+def serve_exchange(exchange, workers):
+    """A trainer's gRPC server on 127.0.0.1 whose Exchange is ``exchange``; the server and its port."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers))
+    handler = grpc.method_handlers_generic_handler("communicator_objects.UnityToExternalProto", {
+        "Exchange": grpc.unary_unary_rpc_method_handler(
+            exchange, request_deserializer=pb.UnityMessageProto.FromString,
+            response_serializer=pb.UnityMessageProto.SerializeToString)})
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    return server, port
+
+
 @pytest.fixture
 def silent_trainer():
     """A trainer whose Exchange never answers (until the test ends)."""
@@ -26,14 +39,7 @@ def silent_trainer():
         release.wait(10)
         return pb.UnityMessageProto()
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    handler = grpc.method_handlers_generic_handler("communicator_objects.UnityToExternalProto", {
-        "Exchange": grpc.unary_unary_rpc_method_handler(
-            exchange, request_deserializer=pb.UnityMessageProto.FromString,
-            response_serializer=pb.UnityMessageProto.SerializeToString)})
-    server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
+    server, port = serve_exchange(exchange, workers=2)
     yield port
     release.set()
     server.stop(0)
@@ -68,14 +74,7 @@ def trainer_silent_after_first():
             release.wait(10)
         return pb.UnityMessageProto()
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    handler = grpc.method_handlers_generic_handler("communicator_objects.UnityToExternalProto", {
-        "Exchange": grpc.unary_unary_rpc_method_handler(
-            exchange, request_deserializer=pb.UnityMessageProto.FromString,
-            response_serializer=pb.UnityMessageProto.SerializeToString)})
-    server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
+    server, port = serve_exchange(exchange, workers=4)
     yield port, statuses
     release.set()
     server.stop(0)

@@ -296,3 +296,8 @@ def new_behavior(name: str, spec: Spec, descriptions: List[str], sensor_names: S
                 ", ".join(([f"{continuous} continuous actions"] if continuous else [])
                           + ([f"discrete branches {list(branches)}"] if branches else [])))
     return behavior
+
+
+#: The names this module first gave them; scripts that imported those keep working.
+Behaviour = Behavior
+new_behaviour = new_behavior

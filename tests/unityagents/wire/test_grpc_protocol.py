@@ -575,3 +575,10 @@ def test_nothing_listens_beyond_loopback():
         assert len(v4 + v6) == 1 and set(v4 + v6) <= loopback, (v4, v6)  # 0.0.0.0 or [::] would fail
     finally:
         env.close()
+
+
+def test_the_first_spellings_of_the_behavior_names_still_import():
+    from unityagents.wire import grpc_messages
+
+    assert grpc_messages.Behaviour is grpc_messages.Behavior
+    assert grpc_messages.new_behaviour is grpc_messages.new_behavior
