@@ -224,7 +224,7 @@ class GatedTrainer(OnPolicyTrainer):
                                              "summary_freq": 10 ** 9, "threaded": threaded}, True)
         self.update_fields = ["obs"]
         self.acted = 0
-        self.batches, self.threads, self.acted_meanwhile = [], [], []
+        self.batches, self.threads, self.acted_meanwhile, self.acted_before = [], [], [], []
 
     def act(self, info):
         self.acted += 1
@@ -239,6 +239,7 @@ class GatedTrainer(OnPolicyTrainer):
     def update(self, batch):
         self.threads.append(threading.get_ident())
         start, deadline = self.acted, time.monotonic() + self.patience
+        self.acted_before.append(start)
         while self.acted < start + 2 and time.monotonic() < deadline:
             time.sleep(0.001)
         self.acted_meanwhile.append(self.acted - start)
@@ -268,7 +269,12 @@ def test_a_threaded_on_policy_trainer_updates_on_another_thread_while_acting_goe
         envs.close()
     assert len(trainer.batches) >= 3
     assert threading.get_ident() not in trainer.threads
-    assert min(trainer.acted_meanwhile[:-1]) >= 2  # acting went on during every update but the one at the end
+    # Acting went on during every update that began while the controller had at least two more
+    # decisions to make; on a loaded machine the background thread may begin an update only after
+    # the loop's last decisions, and such an update (and the one the settle runs) sees none.
+    during = [meanwhile for before, meanwhile in zip(trainer.acted_before, trainer.acted_meanwhile)
+              if before + 2 <= trainer.acted]
+    assert len(during) >= 2 and min(during) >= 2, (trainer.acted_before, trainer.acted_meanwhile, trainer.acted)
     steps = [tuple(row[:3]) for batch in trainer.batches for row in batch]
     steps += [tuple(row[:3]) for row in np.asarray(trainer.update_buffer["obs"])]
     assert len(steps) == len(set(steps))  # (environment, step, agent): none twice
