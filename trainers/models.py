@@ -279,17 +279,22 @@ def loop_gradients(loss: tf.Tensor, variables: Sequence[tf.Variable]) -> List[Op
     The chain rule, split at the loops' outputs: the gradient of ``loss`` to the variables with
     every loop's outputs held constant, plus the gradient of each loop's fused twin (the same
     values, one kernel) weighted by ``d loss / d outputs``. The loops run forward only; their
-    gradient loops are never built. The sum is the same gradient up to float rounding (the kernel
+    gradient loops are never built. A loss that reads a twin itself (``fused_lstm``: then no loop
+    runs) is split at the twin in the same way, so it gets the same arithmetic as one that reads
+    the loop. The sum is the same gradient up to float rounding (the kernel
     adds in another order than the loop), and the same as ``tf.gradients`` in a graph without
     ``lstm``. A gradient through a loop's final memory, which no loss here reads, would still go
     through the loop.
     """
     variables = list(variables)
     loops = list(_loops(loss.graph))
-    outputs = [loop.outputs for loop in loops]
+    # Each loop's outputs, and its fused twin where one is built (a loss may read the twin itself).
+    points = [(loop, loop.outputs) for loop in loops] + [(loop, loop.fused) for loop in loops
+                                                         if loop.fused is not None]
+    outputs = [point for _, point in points]
     gradients = tf.gradients(loss, variables + outputs, stop_gradients=outputs)
     direct, cotangents = gradients[:len(variables)], gradients[len(variables):]
-    used = [(fused_lstm(loop.outputs), cotangent) for loop, cotangent in zip(loops, cotangents)
+    used = [(fused_lstm(loop.outputs), cotangent) for (loop, _), cotangent in zip(points, cotangents)
             if cotangent is not None]
     if not used:
         return direct
