@@ -202,6 +202,46 @@ def test_recurrent_updates_take_the_lstm_gradients_from_the_fused_kernels(traine
     assert any(name.endswith("BlockLSTMGrad") for name in reached)
 
 
+@pytest.mark.parametrize("action_type,branches", [(1, None), (0, None), (0, [3, 2]), (1, [3, 2])],
+                         ids=["continuous", "discrete", "branches", "hybrid"])
+def test_ppo_losses_read_the_fused_twin_with_the_acting_networks_values(action_type, branches):
+    # The losses' log-probabilities, entropies and values come from the networks rebuilt over the LSTM's
+    # fused twin; fed the acting graph's own (the loop's) as the old ones, every ratio is 1 and the value
+    # loss is the plain squared error of the acting value.
+    params = {"stateSize": 4, "actionSize": 2 if action_type else 3, "memorySize": 8, "actionSpaceType": action_type,
+              "stateSpaceType": 1, "actionDescriptions": [""] * 3}
+    if branches:
+        params["actionBranches"] = branches
+    brain = BrainParameters("TestBrain", params)
+    rng = np.random.default_rng(3)
+    n, t = 3, 4
+    mask = np.ones((n, t), np.float32)
+    mask[1, :2] = 0  # the Buffer's left padding
+    with tf.Graph().as_default(), tf.Session() as sess:
+        model = create_agent_model(brain, h_size=16, use_recurrent=True)
+        sess.run(tf.global_variables_initializer())
+        rows = n * t
+        if brain.is_hybrid:
+            taken = np.concatenate([rng.normal(size=(rows, 2)), rng.integers(0, 2, (rows, 2))], axis=1)
+        elif action_type:
+            taken = rng.normal(size=(rows, 2))
+        else:
+            taken = rng.integers(0, 2, (rows, 2) if branches else rows)
+        feed = {model.batch_size: n, model.sequence_length: t, model.state_in: rng.normal(size=(rows, 4)),
+                model.memory_in: rng.normal(size=(n, 8)), model.masks: mask.reshape(-1), model.taken_actions: taken}
+        acting = sess.run({"log_prob": model._new_log_prob, "entropy": model.entropy, "value": model.value}, feed)
+        returns = rng.normal(size=rows)
+        feed.update({model.old_log_probs: acting["log_prob"], model.old_value: acting["value"][:, 0],
+                     model.advantages: rng.normal(size=rows), model.returns: returns})
+        kl, clipped, entropy, value_loss = sess.run(
+            [model.approx_kl, model.clip_fraction, model.mean_entropy, model.value_loss], feed)
+    weights = mask.reshape(-1)
+    assert kl == pytest.approx(0.0, abs=1e-6) and clipped == 0.0
+    assert entropy == pytest.approx(np.sum(acting["entropy"] * weights) / weights.sum(), rel=1e-5)
+    error = np.square(acting["value"][:, 0] - returns)
+    assert value_loss == pytest.approx(0.5 * np.sum(error * weights) / weights.sum(), rel=1e-5)
+
+
 def test_running_normalizer_matches_numpy_and_acts_on_old_statistics():
     rng = np.random.default_rng(2)
     batches = [rng.normal(3.0, 2.0, size=(k, 4)) for k in (12, 1, 7, 30)]
