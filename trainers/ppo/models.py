@@ -15,10 +15,12 @@ Architecture: camera frames go through one small CNN each (shared by policy and 
 Nature-CNN trunk), concatenated with the vector state (one-hot if discrete, running-normalised if
 ``normalize``); with ``use_recurrent`` that concatenation feeds one LSTM whose state is the brain's
 memory, and the LSTM output is appended to it (so the small memory adds history rather than
-replacing the present input). Policy and value then have separate ``num_layers`` x ``h_size`` tanh
-MLPs (separate networks learn faster on simple control tasks). The policy head is a Gaussian
-(continuous), one masked softmax per branch (discrete), or both for a hybrid brain
-(``_create_hybrid_policy``: its ``action`` row is the continuous sample then the branch indices).
+replacing the present input); the update's losses read that LSTM through its fused twin
+(``_training_terms``), so a minibatch step runs no loop. Policy and value then have separate
+``num_layers`` x ``h_size`` tanh MLPs (separate networks learn faster on simple control tasks).
+The policy head is a Gaussian (continuous), one masked softmax per branch (discrete), or both for
+a hybrid brain (``_create_hybrid_policy``: its ``action`` row is the continuous sample then the
+branch indices).
 
 The update differs from the original ML-Agents 0.3 PPO on purpose: the
 ratio is evaluated at the *stored* action against the stored log-probability of the whole action

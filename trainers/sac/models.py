@@ -36,7 +36,9 @@ one) from the memory that first step returned (``next_recurrent_in``). Each crit
 its own LSTM of the same size that starts every sequence from zeros, as ML-Agents' Q networks do
 (no critic memory is kept while acting). The LSTM's output is appended to the encoded inputs, as in
 the PPO graph. ``masks`` (1 real, 0 padding) weight every mean of the losses; a padded step also
-holds the LSTM state. Without ``use_recurrent`` none of these ops exist.
+holds the LSTM state. The losses read every LSTM through a fused ``BlockLSTM`` kernel (the actor's
+acting loop through its twin, ``trainers.models.fused_lstm``), so the update runs no loop. Without
+``use_recurrent`` none of these ops exist.
 """
 from __future__ import annotations
 
