@@ -14,7 +14,7 @@ from tests.conftest import shipped_config_pair
 from tests.fake_env import learn_from_step
 from tests.onnx_contract import assert_contract
 from trainers.export.onnx_model import export_onnx
-from trainers.poca.groups import MemberStep, finish, team_reward
+from trainers.poca.groups import MemberStep, critic_rows, finish, pad_rows, team_reward
 from trainers.poca.models import POCACritic
 from trainers.poca.trainer import POCATrainer
 from trainers.tf_utils import tf
@@ -52,6 +52,27 @@ def test_a_member_that_left_early_is_credited_with_the_groups_later_reward():
     assert c_row["discounted_returns"] == rows[0]["discounted_returns"]  # the same team return as its mates
     assert c_row["advantages"] == pytest.approx(gamma ** 2)  # baseline 0 here
     assert len(c_row["critic_mate_states"]) == 2 and len(rows[3]["critic_mate_states"]) == 1
+
+
+def test_critic_rows_give_each_member_its_mates_in_step_order_padded_to_the_largest_step():
+    def acting(state, action):
+        return MemberStep({"actions": action}, np.full(STATE, state, np.float32),
+                          np.eye(3, dtype=np.float32)[action], 0.0, 0.0)
+
+    steps = [{"a": acting(1.0, 0), "b": acting(2.0, 1), "c": acting(3.0, 2)},
+             {"b": acting(4.0, 2), "a": acting(5.0, 1)}]
+    index, inputs = critic_rows(steps)
+    assert index == [(0, "a"), (0, "b"), (0, "c"), (1, "b"), (1, "a")]
+    assert inputs["own_state"][:, 0].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert inputs["mate_states"][:, :, 0].tolist() == [[2.0, 3.0], [1.0, 3.0], [1.0, 2.0], [5.0, 0.0], [4.0, 0.0]]
+    assert inputs["mate_present"].tolist() == [[1, 1], [1, 1], [1, 1], [1, 0], [1, 0]]
+    assert inputs["mate_actions"].argmax(axis=2)[:, 0].tolist() == [1, 0, 0, 1, 2]
+    assert not inputs["mate_actions"][3:, 1].any() and inputs["mate_states"].dtype == np.float32
+    rows = finish(steps, value_next=0.0, gamma=0.9, lambd=0.95, critic=zero_critic)
+    arrays = pad_rows(rows, ["actions", "advantages"])
+    for key in ("mate_states", "mate_actions", "mate_present"):
+        np.testing.assert_array_equal(arrays[f"critic_{key}"], inputs[key])
+    assert [r["critic_mate_states"].shape for r in rows] == [(2, STATE)] * 3 + [(1, STATE)] * 2
 
 
 def test_team_reward_adds_every_members_reward_to_the_group_reward_once():
