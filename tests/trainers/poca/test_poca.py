@@ -139,8 +139,9 @@ def test_mates_are_a_set_and_only_the_baseline_sees_their_actions(critic):
 
 
 # ------------------------------------------------------------------ the trainer
-BRAIN = BrainParameters("Team", {"stateSize": STATE, "actionSize": 3, "memorySize": 0, "cameraResolutions": [],
-                                 "actionDescriptions": ["", "", ""], "actionSpaceType": 0, "stateSpaceType": 1})
+TEAM_SPACES = {"stateSize": STATE, "actionSize": 3, "memorySize": 0, "cameraResolutions": [],
+               "actionDescriptions": ["", "", ""], "actionSpaceType": 0, "stateSpaceType": 1}
+BRAIN = BrainParameters("Team", TEAM_SPACES)
 
 
 def make_trainer(**overrides):
@@ -245,6 +246,36 @@ def test_a_resumed_trainer_takes_the_update_the_uninterrupted_run_takes(tmp_path
     resumed.set_state(state)
     expected = episode(first, 50)
     assert expected is not None and episode(resumed, 50) == expected
+
+
+def test_a_threaded_self_play_seat_hands_the_learners_update_to_the_background_thread():
+    from trainers.ghost.team_trainer import build_team_trainers
+    from trainers.settings.self_play import validate_self_play
+
+    names = ["Team?team=0", "Team?team=1"]
+    self_play = validate_self_play({"save_steps": 1000, "team_change": 5000, "swap_steps": 1000}, lambda k: k)
+    params = {"graph_scope": "Team", "summary_path": None, "batch_size": 8, "buffer_size": 12, "time_horizon": 50,
+              "hidden_units": 16, "max_steps": 1000, "num_epoch": 2, "threaded": True, "self_play": self_play}
+    with tf.Graph().as_default() as graph:
+        sess = tf.Session(graph=graph)
+        brains = {n: BrainParameters(n, TEAM_SPACES) for n in names}
+        seats = build_team_trainers(sess, brains, names, params, POCATrainer, True, seed=0)
+        sess.run(tf.global_variables_initializer())
+    seat = seats[names[0]]
+    learner = seat.group.learner
+    script = [info([1, 2], [7, 7], seed=0), info([1, 2], [7, 7], group_rewards=[1.0, 1.0], done=[True, True])]
+    for _ in range(3):  # three games of one step: 6 member-steps, 12 with the copies below
+        _, _, _, outputs = learner.take_action(script[0])
+        learn_from_step(learner, script[0], script[1], outputs)
+    learner.rows = learner.rows * 2
+    assert seat.is_ready_update() and seat.settings.threaded  # what the controller reads to update beside acting
+    weights = sess.run(learner.critic.variables)
+    work = seat.prepare_update()
+    assert callable(work) and not learner.rows  # the batch is taken now; the next rows collect meanwhile
+    assert all(np.array_equal(a, b) for a, b in zip(weights, sess.run(learner.critic.variables)))
+    work()
+    assert learner.stats["policy_loss"]
+    assert not all(np.array_equal(a, b) for a, b in zip(weights, sess.run(learner.critic.variables)))
 
 
 def test_a_scene_without_groups_is_refused_naming_the_brain(trainer):
