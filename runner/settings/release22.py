@@ -151,8 +151,6 @@ def load(config_path: Optional[str], options: Dict[str, Any], env_args: Optional
     run = resolve(where, raw, registry)
     if run.sections["debug"]:
         logging.getLogger().setLevel(logging.DEBUG)
-    for warning in dict.fromkeys(run.warnings):
-        logger.warning("%s", warning)
     given = {s: set(raw.get(s) or ()) for s in ("env_settings", "engine_settings") if isinstance(raw.get(s), dict)}
     if not run.behaviors and run.default_settings is None and config_path is not None:
         raise RunConfigError(f"{where}: behaviors: missing or empty. List each behaviour of the build under "

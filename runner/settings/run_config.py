@@ -191,7 +191,6 @@ class RunConfig:
     sections: Dict[str, Any]
     behaviors: Dict[str, Behavior] = field(default_factory=dict)
     default_settings: Optional[Dict[str, Any]] = None
-    warnings: List[str] = field(default_factory=list)
     #: The settings of a behaviour the config does not list (``default_settings``, else Release 22's).
     default_brain: Optional[BrainSettings] = None
 
@@ -239,28 +238,87 @@ def resolve(path: str, raw: Any, registered: Any = None) -> RunConfig:
     config = RunConfig(path, sections)
     default = top["default_settings"]
     # A behaviour the config does not list trains with default_settings, else with Release 22's defaults.
-    default_settings = _trainer_settings(path, "default_settings", default or {}, registered, config.warnings)
+    default_behavior = read_behavior(path, "default", "default_settings", default or {}, registered)
     if default is not None:
-        config.default_settings = default_settings
-    config.default_brain = _brain(path, "default", "default_settings", default_settings, registered)
+        config.default_settings = default_behavior.settings
+    config.default_brain = default_behavior.brain
     behaviors = top["behaviors"] or {}
     for name, block in behaviors.items():
         where = f"behaviors.{name}"
         if block is not None and not isinstance(block, dict):
             raise RunConfigError(f"{path}: {where}: expected a mapping of trainer settings, got {block!r}.")
         merged = deep_update(default, block or {}) if default is not None else (block or {})
-        settings = _trainer_settings(path, where, merged, registered, config.warnings)
-        name = str(name)
-        config.behaviors[name] = Behavior(name, settings, _brain(path, name, where, settings, registered))
+        config.behaviors[str(name)] = read_behavior(path, str(name), where, merged, registered)
     return config
 
 
-def _trainer_settings(path: str, where: str, block: Dict[str, Any], registry: Any,
-                      warnings: List[str]) -> Dict[str, Any]:
-    """One TrainerSettings block, checked once, with Release 22's defaults: the keys its trainer
-    declares (in ``hyperparameters:``, ``network_settings:`` and the behaviour's own) as it declares them."""
+class _Placer:
+    """A behaviour's trainer settings filled as its Release 22 block is read: every key the trainer
+    declares starts at its declared default; ``place`` writes a value read from the block over it,
+    or refuses a value that asks for a setting the trainer does not take."""
+
+    def __init__(self, path: str, where: str, trainer_type: str, declared: Mapping[str, Param]) -> None:
+        self.path, self.where, self.trainer_type, self.declared = path, where, trainer_type, declared
+        self.values: Dict[str, Any] = {key: copy.deepcopy(param.default) for key, param in declared.items()}
+
+    def place(self, key: str, place: str, value: Any, harmless: Any) -> None:
+        """``key`` (declared name) takes ``value``, read at ``place`` (its Release 22 key path under the
+        behaviour); ``harmless`` is the value that asks for nothing, and so may be given to any trainer."""
+        if key in self.declared:
+            self.values[key] = value
+        elif value != harmless:
+            raise RunConfigError(
+                f"{self.path}: {self.where}.{place}: the {self.trainer_type} trainer does not take this setting "
+                f"({key} is not among its keys: {', '.join(sorted(self.declared))}). Remove the key"
+                f"{'' if harmless is None else f' (or set it to {_yaml(harmless)})'}.")
+
+
+def read_behavior(path: str, name: str, where: str, block: Dict[str, Any], registry: Any) -> Behavior:
+    """One behaviour's block read in one pass: each section checked as its trainer (and each reward
+    signal) declares its keys, with Release 22's defaults, and each value placed at once under the
+    key the trainer declares (``_Placer``); the completed block is what configuration.yaml holds.
+    The checks that span keys end it (``brain_settings``, shared with learn.py's reader)."""
     settings = check(path, where, block, TRAINER, "a behaviour's trainer settings")
     trainer_type = settings["trainer_type"]
+    cls = _trainer_class(path, where, trainer_type, registry)
+    placer = _Placer(path, where, trainer_type, cls.hyperparameters)
+    for key in ("max_steps", "summary_freq", "time_horizon"):
+        if key in cls.hyperparameters:
+            check_upper_bound(key_path(path, where)(key), key, settings[key], settings[key],
+                              cls.hyperparameters[key].kind, RunConfigError)
+    settings["hyperparameters"] = _hyperparameters(settings["hyperparameters"], cls, placer)
+    settings["network_settings"] = _behavior_network(settings["network_settings"], placer)
+    settings["reward_signals"] = _reward_signals(settings["reward_signals"], placer)
+    placer.place("max_steps", "max_steps", float(settings["max_steps"]), float(TRAINER["max_steps"].default))
+    for key in ("summary_freq", "time_horizon"):
+        placer.place(key, key, settings[key], TRAINER[key].default)
+    placer.place("threaded", "threaded", settings["threaded"], False)
+    placer.place("init_path", "init_path", settings["init_path"], None)
+    if settings["self_play"] is not None:
+        try:  # learn.py's flat self_play block, named by this file's key path
+            settings["self_play"] = validate_self_play(settings["self_play"], key_path(path, f"{where}.self_play"))
+        except TrainerConfigError as e:
+            raise RunConfigError(str(e)) from None
+    placer.place("self_play", "self_play", None if settings["self_play"] is None else dict(settings["self_play"]),
+                 None)
+    bc = settings["behavioral_cloning"]
+    if bc is not None:
+        settings["behavioral_cloning"] = bc = check(path, f"{where}.behavioral_cloning", bc, BEHAVIORAL_CLONING,
+                                                    "behavioral_cloning")
+    placer.place("behavioral_cloning", "behavioral_cloning", None if bc is None else
+                 {k: copy.deepcopy(p.default) if bc[k] is None else bc[k] for k, p in BC_PARAMETERS.items()}, None)
+    if settings["even_checkpoints"]:
+        settings["checkpoint_interval"] = int(settings["max_steps"] / max(settings["keep_checkpoints"], 1))
+    if settings["checkpoint_interval"] <= 0:
+        raise RunConfigError(f"{path}: {where}.even_checkpoints: max_steps {settings['max_steps']} over "
+                             f"keep_checkpoints {settings['keep_checkpoints']} leaves no step between checkpoints. "
+                             "Lower keep_checkpoints.")
+    source = name if where.startswith("behaviors.") else "default"
+    return Behavior(name, settings, brain_settings(path, name, trainer_type, cls, placer.values, source))
+
+
+def _trainer_class(path: str, where: str, trainer_type: str, registry: Any) -> Any:
+    """The registered class of ``trainer_type``; an error that tells Release 22's types we lack from typos."""
     registered = tuple(registry.names())
     if trainer_type in getattr(registry, "broken", {}):
         try:
@@ -277,62 +335,89 @@ def _trainer_settings(path: str, where: str, block: Dict[str, Any], registry: An
             f"{path}: {where}.trainer_type: {trainer_type!r} is a Release 22 trainer type that this project has "
             f"not built (registered trainer types: {', '.join(registered)}). Use trainer_type: ppo, or install a "
             "trainer plugin that registers it.")
-    cls = registry.get(trainer_type)
-    declared = cls.hyperparameters
-    for key in ("max_steps", "summary_freq", "time_horizon"):
-        if key in declared:
-            check_upper_bound(key_path(path, where)(key), key, settings[key], settings[key], declared[key].kind,
-                              RunConfigError)
-    hp = check(path, f"{where}.hyperparameters", settings["hyperparameters"], hyperparameters_schema(trainer_type, cls),
-               f"{trainer_type} hyperparameters", coerce=bounded_as_declared(declared))
-    for key, default in getattr(registry.get(trainer_type), "release22_defaults", {}).items():
+    return registry.get(trainer_type)
+
+
+def _hyperparameters(block: Any, cls: Any, placer: _Placer) -> Dict[str, Any]:
+    """``hyperparameters:``, checked as the trainer declares each key (with Release 22's defaults and
+    schedules that follow ``learning_rate_schedule``), each given value placed as it is."""
+    path, where, trainer_type = placer.path, f"{placer.where}.hyperparameters", placer.trainer_type
+    hp = check(path, where, block, hyperparameters_schema(trainer_type, cls), f"{trainer_type} hyperparameters",
+               coerce=bounded_as_declared(cls.hyperparameters))
+    for key, default in getattr(cls, "release22_defaults", {}).items():
         if isinstance(default, Follows) and hp.get(key) is None:
             hp[key] = hp[default.key]
-    settings["hyperparameters"] = hp
-    settings["network_settings"] = _network(path, f"{where}.network_settings", settings["network_settings"],
-                                            declared=declared)
-    signals = settings["reward_signals"]
-    if signals is None:
-        signals = {"extrinsic": {}}
-    signals = check_block(key_path(path, f"{where}.reward_signals"), signals, {n: Param(dict) for n in SIGNALS},
-                          "reward_signals", unknown="reward signal", error=RunConfigError, partial=True)
+    not_built = NOT_BUILT_HYPERPARAMETERS.get(trainer_type, {})
+    for key, value in hp.items():
+        if key in not_built:
+            _refuse_not_built(path, f"hyperparameters.{key}", f"{where}.{key}", value)
+        elif value is not None:
+            placer.values[key] = value
+    return hp
+
+
+def _behavior_network(block: Any, placer: _Placer) -> Dict[str, Any]:
+    """``network_settings:``, checked as the trainer declares its keys; its memory, when given, makes
+    the trainer's policy recurrent (an LSTM of ``memory_size`` floats trained on ``sequence_length`` steps)."""
+    path, where, trainer_type, declared = placer.path, f"{placer.where}.network_settings", placer.trainer_type, \
+        placer.declared
+    net = _network(path, where, block, declared=declared)
+    memory = net["memory"]
+    if memory is not None and trainer_type not in ("ppo", "sac") and (
+            trainer_type == "poca" or "use_recurrent" not in declared):
+        raise RunConfigError(f"{path}: {where}.memory: the {trainer_type} trainer has no recurrent policy here, so "
+                             "it cannot keep a memory. Remove the memory block, or use trainer_type: ppo.")
+    for key in NETWORK_KEYS:
+        placer.place(key, f"network_settings.{key}", net[key], NETWORK[key].default)
+    placer.place("deterministic", "network_settings.deterministic", net["deterministic"], False)
+    if memory is not None:
+        placer.place("use_recurrent", "network_settings.memory", True, False)
+        placer.place("memory_size", "network_settings.memory.memory_size", memory["memory_size"], None)
+        placer.place("sequence_length", "network_settings.memory.sequence_length", memory["sequence_length"], None)
+    return net
+
+
+def _reward_signals(block: Any, placer: _Placer) -> Dict[str, Dict[str, Any]]:
+    """``reward_signals:`` (none given: the extrinsic reward), each signal checked as its class declares
+    its keys. The plain extrinsic reward is the trainer's ``gamma``; any other set is its
+    ``reward_signals``, each signal's network keys under the names the signal declares."""
+    path, where = placer.path, f"{placer.where}.reward_signals"
+    signals = check_block(key_path(path, where), {"extrinsic": {}} if block is None else block,
+                          {n: Param(dict) for n in SIGNALS}, "reward_signals", unknown="reward signal",
+                          error=RunConfigError, partial=True)
     if not signals:
-        raise RunConfigError(f"{path}: {where}.reward_signals: the block is empty; list at least one signal "
+        raise RunConfigError(f"{path}: {where}: the block is empty; list at least one signal "
                              f"({', '.join(SIGNALS)}), or remove the key to train on the extrinsic reward.")
     resolved = {}
-    for name, block in signals.items():
+    for name, given in signals.items():
         cls = SIGNALS[name]
-        sig = check(path, f"{where}.reward_signals.{name}", block, signal_schema(cls), f"the {name} signal")
+        sig = check(path, f"{where}.{name}", given, signal_schema(cls), f"the {name} signal")
         sig["network_settings"] = _network(  # its width and depth checked as the signal declares them
-            path, f"{where}.reward_signals.{name}.network_settings", sig["network_settings"], memory_allowed=False,
+            path, f"{where}.{name}.network_settings", sig["network_settings"], memory_allowed=False,
             declared={SIGNAL_NETWORK[k]: p for k, p in cls.parameters.items() if k in SIGNAL_NETWORK}, bounded=False)
-        for key, value in ((block or {}).get("network_settings") or {}).items():
+        for key, value in ((given or {}).get("network_settings") or {}).items():
             if key not in ("hidden_units", "num_layers", "memory", *_network_keys(cls)) \
                     and value != NETWORK[key].default:
                 raise RunConfigError(
-                    f"{path}: {where}.reward_signals.{name}.network_settings.{key}: {value!r} asks for a configurable "
+                    f"{path}: {where}.{name}.network_settings.{key}: {value!r} asks for a configurable "
                     f"{name} network, which this project does not build (its inputs are fixed; hidden_units "
                     f"sets its width and num_layers its depth). Remove the key (or set it to "
                     f"{_yaml(NETWORK[key].default)}).")
-        if sig.get("encoding_size") is not None and block and "network_settings" not in block:
+        if sig.get("encoding_size") is not None and given and "network_settings" not in given:
             sig["network_settings"]["hidden_units"] = sig["encoding_size"]  # Release 22's deprecated alias
         resolved[name] = sig
-    settings["reward_signals"] = resolved
-    if settings["self_play"] is not None:
-        try:  # learn.py's flat self_play block, named by this file's key path
-            settings["self_play"] = validate_self_play(settings["self_play"], key_path(path, f"{where}.self_play"))
-        except TrainerConfigError as e:
-            raise RunConfigError(str(e)) from None
-    if settings["behavioral_cloning"] is not None:
-        settings["behavioral_cloning"] = check(path, f"{where}.behavioral_cloning", settings["behavioral_cloning"],
-                                               BEHAVIORAL_CLONING, "behavioral_cloning")
-    if settings["even_checkpoints"]:
-        settings["checkpoint_interval"] = int(settings["max_steps"] / max(settings["keep_checkpoints"], 1))
-    if settings["checkpoint_interval"] <= 0:
-        raise RunConfigError(f"{path}: {where}.even_checkpoints: max_steps {settings['max_steps']} over "
-                             f"keep_checkpoints {settings['keep_checkpoints']} leaves no step between checkpoints. "
-                             "Lower keep_checkpoints.")
-    return settings
+    extrinsic = resolved.get("extrinsic")
+    if list(resolved) == ["extrinsic"] and extrinsic["strength"] == 1.0:
+        placer.place("gamma", "reward_signals.extrinsic.gamma", extrinsic["gamma"], None)
+    else:
+        declared: Dict[str, Any] = {}
+        for name, sig in resolved.items():
+            entry = {k: v for k, v in sig.items() if k not in ("network_settings", "encoding_size") and v is not None}
+            for key in _network_keys(SIGNALS[name]):  # what the signal declares of its network, as it names it
+                entry[next(k for k, v in SIGNAL_NETWORK.items() if v == key)] = sig["network_settings"][key]
+            declared[name] = entry
+        placer.place("reward_signals", "reward_signals", complete_reward_signals(declared), None)
+    return resolved
 
 
 def _network(path: str, where: str, block: Any, memory_allowed: bool = True,
@@ -367,70 +452,3 @@ def _refuse_not_built(path: str, key: str, where: str, value: Any) -> None:
         shown = "a block" if isinstance(value, dict) else repr(value)
         raise RunConfigError(f"{path}: {where}: {shown} asks for {NOT_BUILT[key]}, which this project does not "
                              f"build. Remove the key (or set it to {_yaml(HARMLESS[key])}).")
-
-
-def _brain(path: str, name: str, where: str, s: Dict[str, Any], registry: Any) -> BrainSettings:
-    """The trainer's settings of one checked behaviour: every key its class declares, from where
-    Release 22 places it; then the checks that span keys, shared with ``learn.py``'s reader."""
-    cls = registry.get(s["trainer_type"])
-    params = declared_values(path, where, s, cls)
-    source = name if where.startswith("behaviors.") else "default"
-    return brain_settings(path, name, s["trainer_type"], cls, params, source)
-
-
-def declared_values(path: str, where: str, s: Dict[str, Any], cls: Any) -> Dict[str, Any]:
-    """The values of ``cls``'s declared keys for the checked Release 22 settings ``s`` (their
-    declared defaults where Release 22 says nothing). A Release 22 key set away from its default
-    for a trainer that does not declare it is refused, naming its key path."""
-    declared = cls.hyperparameters
-    trainer_type, net, hp = s["trainer_type"], s["network_settings"], s["hyperparameters"]
-    memory = net["memory"]
-    if memory is not None and trainer_type not in ("ppo", "sac") and (
-            trainer_type == "poca" or "use_recurrent" not in declared):
-        raise RunConfigError(f"{path}: {where}.network_settings.memory: the {trainer_type} trainer has no "
-                             "recurrent policy here, so it cannot keep a memory. Remove the memory block, or use "
-                             "trainer_type: ppo.")
-    not_built = NOT_BUILT_HYPERPARAMETERS.get(trainer_type, {})
-    for key in not_built:
-        if key in hp:
-            _refuse_not_built(path, f"hyperparameters.{key}", f"{where}.hyperparameters.{key}", hp[key])
-    values = {key: copy.deepcopy(param.default) for key, param in declared.items()}
-    values.update({k: v for k, v in hp.items() if v is not None and k not in not_built})
-    given: Dict[str, Any] = {  # declared key: (its Release 22 place, value, the value that asks for nothing)
-        "max_steps": ("max_steps", float(s["max_steps"]), float(TRAINER["max_steps"].default)),
-        "summary_freq": ("summary_freq", s["summary_freq"], TRAINER["summary_freq"].default),
-        "time_horizon": ("time_horizon", s["time_horizon"], TRAINER["time_horizon"].default),
-        "threaded": ("threaded", s["threaded"], False),
-        **{k: (f"network_settings.{k}", net[k], NETWORK[k].default) for k in NETWORK_KEYS},
-        "deterministic": ("network_settings.deterministic", net["deterministic"], False),
-        "init_path": ("init_path", s["init_path"], None),
-        "self_play": ("self_play", None if s["self_play"] is None else dict(s["self_play"]), None),
-        "behavioral_cloning": ("behavioral_cloning", None if s["behavioral_cloning"] is None else
-                               {k: copy.deepcopy(p.default) if s["behavioral_cloning"][k] is None
-                                else s["behavioral_cloning"][k] for k, p in BC_PARAMETERS.items()}, None),
-    }
-    if memory is not None:  # an LSTM of memory_size floats per agent, trained on sequence_length steps
-        given.update(use_recurrent=("network_settings.memory", True, False),
-                     memory_size=("network_settings.memory.memory_size", memory["memory_size"], None),
-                     sequence_length=("network_settings.memory.sequence_length", memory["sequence_length"], None))
-    signals = s["reward_signals"]
-    extrinsic = signals.get("extrinsic")
-    if list(signals) == ["extrinsic"] and extrinsic["strength"] == 1.0:
-        given["gamma"] = ("reward_signals.extrinsic.gamma", extrinsic["gamma"], None)  # the plain extrinsic reward
-    else:
-        out: Dict[str, Any] = {}
-        for name, sig in signals.items():
-            entry = {k: v for k, v in sig.items() if k not in ("network_settings", "encoding_size") and v is not None}
-            for key in _network_keys(SIGNALS[name]):  # what the signal declares of its network, as it names it
-                entry[next(k for k, v in SIGNAL_NETWORK.items() if v == key)] = sig["network_settings"][key]
-            out[name] = entry
-        given["reward_signals"] = ("reward_signals", complete_reward_signals(out), None)
-    for key, (place, value, harmless) in given.items():
-        if key in declared:
-            values[key] = value
-        elif value != harmless:
-            raise RunConfigError(
-                f"{path}: {where}.{place}: the {trainer_type} trainer does not take this setting ({key} is not "
-                f"among its keys: {', '.join(sorted(declared))}). Remove the key"
-                f"{'' if harmless is None else f' (or set it to {_yaml(harmless)})'}.")
-    return values

@@ -365,10 +365,11 @@ def create_agent_model(brain: BrainParameters, max_step: float = 5e6, **options:
 
     ``options`` are ``PPOModel``'s keyword arguments, with its defaults:
 
-    :param lr: default of the ``learning_rate`` placeholder (the trainer feeds its schedule).
+    :param lr: default of the ``learning_rate`` placeholder, for a caller that runs the update
+        without feeding it (the trainer feeds its schedule's value at every update).
     :param epsilon: default of the ``clip_epsilon`` placeholder: the PPO clip range, also used to
-        clip the value around its old prediction.
-    :param beta: default of the ``beta`` placeholder: the entropy-bonus coefficient.
+        clip the value around its old prediction (fed alike by the trainer).
+    :param beta: default of the ``beta`` placeholder: the entropy-bonus coefficient (fed alike).
     :param max_step: accepted for the seed's signature; schedules are computed by the trainer
         from its agent-step counter, not in the graph.
     :param m_size: LSTM memory size; ``None`` takes the brain's ``memorySize`` (must be even, > 0).

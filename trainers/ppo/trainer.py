@@ -138,14 +138,15 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
         """``create_agent_model`` keyword arguments for these hyperparameters (missing keys: defaults).
 
         The ghost trainer builds its acting copy of a PPO brain with exactly these, so the two
-        networks always have the same variables.
+        networks always have the same variables. The scheduled values (``learning_rate``,
+        ``epsilon``, ``beta``) are not among them: the optimizer feeds each one's current value at
+        every update (``PPOOptimizer.current_learning_rate`` and the like), its only way into the graph.
         """
         def hp(key: str) -> Any:
             return params.get(key, PPO_HYPERPARAMETERS[key].default)
 
         return dict(
-            lr=float(hp("learning_rate")), h_size=int(hp("hidden_units")), epsilon=float(hp("epsilon")),
-            beta=float(hp("beta")), normalize=bool(hp("normalize")), use_recurrent=bool(hp("use_recurrent")),
+            h_size=int(hp("hidden_units")), normalize=bool(hp("normalize")), use_recurrent=bool(hp("use_recurrent")),
             num_layers=int(hp("num_layers")), vf_coef=float(hp("vf_coef")),
             max_grad_norm=float(hp("max_grad_norm")), clip_value=bool(hp("clip_value")),
             m_size=int(hp("memory_size")) or None,

@@ -404,3 +404,22 @@ def test_compiled_call_converts_the_values_to_the_feeds_dtypes_and_keeps_the_fet
         last = compiled_call(sess, [plus_one, bump], [x])
         assert [v if v is None else v.tolist() for v in last([0.5])] == [[1.5], None]
         assert sess.run(counter) == 2.0
+
+
+@pytest.mark.parametrize("schedule", ["constant", "linear"])
+def test_the_update_steps_with_the_learning_rate_of_the_settings_at_the_current_step(schedule):
+    """The learning rate reaches Adam only by the update's feed: Adam's first step moves each weight
+    by the learning rate (its update is the gradient's sign then), so one update of one minibatch moves
+    each weight by at most the schedule's value at the current step, and those whose gradient is far
+    above Adam's epsilon by that value."""
+    brain = BrainParameters("FakeBrain", BRAINS["continuous"])
+    trainer = make_trainer(brain, learning_rate=0.0123, learning_rate_schedule=schedule, batch_size=24,
+                           buffer_size=24, num_epoch=1, max_steps=200)
+    Loop(FakeEnv(brain)).until_ready(trainer)
+    expected = trainer.current_learning_rate()
+    assert expected == pytest.approx(0.0123 if schedule == "constant" else 0.0123 * (1 - trainer.step / 200))
+    variables = trainer.sess.graph.get_collection(tf.GraphKeys.TRAINABLE_VARIABLES)
+    before = trainer.sess.run(variables)
+    trainer.update_model()
+    moved = np.concatenate([np.abs(a - b).ravel() for a, b in zip(trainer.sess.run(variables), before)])
+    assert moved.max() == pytest.approx(expected, rel=1e-2)  # a weight whose gradient is far above Adam's epsilon
