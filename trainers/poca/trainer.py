@@ -145,7 +145,8 @@ class POCATrainer(PPOTrainer):
             return np.clip(np.asarray(actions, np.float32), -CONTINUOUS_ACTION_CLIP,
                            CONTINUOUS_ACTION_CLIP) / CONTINUOUS_ACTION_CLIP
         branches = list(self.brain.action_branches)
-        choices = np.asarray(actions).reshape(len(actions), -1)[:, :len(branches)].astype(np.int64)
+        choices = np.asarray(actions).reshape(len(actions), -1 if len(actions) else len(branches))
+        choices = choices[:, :len(branches)].astype(np.int64)
         offsets = np.cumsum([0] + branches[:-1])[:choices.shape[1]]
         codes = np.zeros((len(choices), self.action_code_size), np.float32)
         codes[np.arange(len(choices))[:, None], offsets + choices] = 1.0
