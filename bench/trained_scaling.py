@@ -172,6 +172,11 @@ ROLES = (
 )
 
 
+#: Native threads that keep the process's name: mostly TensorFlow's intra-op pool (the matrix products of
+#: inference and of the update) in the TensorFlow builds measured here, whose pool names no thread.
+UNNAMED = "unnamed native threads (TensorFlow's intra-op pool)"
+
+
 def thread_roles(pid: int) -> Dict[int, str]:
     """OS thread id -> role of every Python thread of ``pid`` (``py-spy dump``: ``Thread TID (state): "name"``)."""
     out = subprocess.run(["py-spy", "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=60).stdout
@@ -189,7 +194,8 @@ def role_cpu(before: Dict[int, Tuple[str, float]], after: Dict[int, Tuple[str, f
     out: Dict[str, float] = collections.defaultdict(float)
     for tid, (name, cpu) in after.items():
         spent = cpu - before.get(tid, (name, 0.0))[1]
-        out[roles.get(tid, f"other threads ({re.sub(r'[0-9_-]+$', '', name)})")] += spent
+        name = re.sub(r'[0-9_-]+$', '', name)
+        out[roles.get(tid, UNNAMED if name == "python" else f"other threads ({name})")] += spent
     return out
 
 

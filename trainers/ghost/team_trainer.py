@@ -26,7 +26,7 @@ teams and no game is scored against the wrong side.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -223,6 +223,12 @@ class TeamSeat(Trainer):
 
     def update_model(self) -> None:
         self.group.learner.update_model()
+
+    def prepare_update(self) -> Optional[Callable[[], None]]:
+        """The learner's update split for a ``threaded`` run (its batch taken now, the work returned), or
+        None where the learner's update does not split; the controller then updates here."""
+        prepare = getattr(self.group.learner, "prepare_update", None)
+        return prepare() if prepare is not None else None
 
     def write_summary(self, lesson: Any = None) -> None:
         if self.learning:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import io
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Hashable, List, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -67,23 +67,27 @@ def critic_rows(steps: List[Dict[Hashable, MemberStep]]) -> Tuple[List[Tuple[int
     """One row per member-step: ``(step index, agent)`` and the critic's padded inputs.
 
     ``mate_states``/``mate_actions`` are ``[rows, M, ...]`` with ``M`` the most mates any row has
-    (at least 1); ``mate_present`` marks the real ones.
+    (at least 1), each row's mates in the order of its step; ``mate_present`` marks the real ones.
+    The rows are gathered from one array of every member-step (the padding reads a zero row).
     """
     index = [(t, agent) for t, step in enumerate(steps) for agent in step]
-    mates = max((len(step) - 1 for step in steps), default=0)
-    width = max(mates, 1)
-    first = steps[index[0][0]][index[0][1]]
+    members = [member for step in steps for member in step.values()]
     n = len(index)
-    own = np.zeros((n, first.state.size), np.float32)
-    states = np.zeros((n, width, first.state.size), np.float32)
-    actions = np.zeros((n, width, first.action.size), np.float32)
-    present = np.zeros((n, width), np.float32)
-    for r, (t, agent) in enumerate(index):
-        own[r] = steps[t][agent].state
-        others = [m for a, m in steps[t].items() if a != agent]
-        for k, mate in enumerate(others):
-            states[r, k], actions[r, k], present[r, k] = mate.state, mate.action, 1.0
-    return index, {"own_state": own, "mate_states": states, "mate_actions": actions, "mate_present": present}
+    width = max(max((len(step) - 1 for step in steps), default=0), 1)
+    own = np.asarray([member.state for member in members], np.float32).reshape(n, -1)
+    actions = np.asarray([member.action for member in members], np.float32).reshape(n, -1)
+    where = np.full((n, width), n, np.int64)  # row n: the zero row of the padding
+    first = 0
+    for step in steps:
+        size = len(step)
+        for j in range(size):
+            others = [first + k for k in range(size) if k != j]
+            where[first + j, :len(others)] = others
+        first += size
+    states = np.concatenate([own, np.zeros((1, own.shape[1]), np.float32)])[where]
+    mate_actions = np.concatenate([actions, np.zeros((1, actions.shape[1]), np.float32)])[where]
+    present = (where < n).astype(np.float32)
+    return index, {"own_state": own, "mate_states": states, "mate_actions": mate_actions, "mate_present": present}
 
 
 def team_returns(rewards: np.ndarray, values: np.ndarray, value_next: float, gamma: float,
@@ -97,12 +101,14 @@ def team_returns(rewards: np.ndarray, values: np.ndarray, value_next: float, gam
 
 
 def finish(steps: List[Dict[Hashable, MemberStep]], value_next: float, gamma: float, lambd: float,
-           critic: Callable[[Dict[str, np.ndarray]], Tuple[np.ndarray, np.ndarray]]) -> List[Dict[str, Any]]:
+           critic: Callable[[Dict[str, np.ndarray]], Tuple[np.ndarray, np.ndarray]],
+           rewards: Optional[Sequence[float]] = None) -> List[Dict[str, Any]]:
     """The update-buffer rows of a finished (or cut) group trajectory, one per member-step.
 
     :param value_next: V of the group after the last step: 0 when the group's episode ended,
         the critic's value of the members still in play when the trajectory was cut.
     :param critic: ``rows -> (values, baselines)``, each ``[rows]``.
+    :param rewards: each step's ``team_reward``, when the caller has them already.
     Each row holds the member's policy fields, its critic inputs (unpadded: ``mate_states`` etc.
     for its mates only) and ``discounted_returns`` (the team's ``G_t``), ``critic_value`` (V_t),
     ``critic_baseline`` (b_i,t), ``advantages`` (``G_t - b_i,t``) and ``masks``.
@@ -111,25 +117,32 @@ def finish(steps: List[Dict[Hashable, MemberStep]], value_next: float, gamma: fl
         return []
     index, inputs = critic_rows(steps)
     values, baselines = critic(inputs)
-    step_value = np.zeros(len(steps))
-    for r, (t, _) in enumerate(index):
-        step_value[t] = values[r]  # the same set of members for every row of a step
-    rewards = np.asarray([team_reward(step) for step in steps])
-    returns = team_returns(rewards, step_value, value_next, gamma, lambd)
+    step_of = np.asarray([t for t, _ in index])
+    last = np.cumsum([len(step) for step in steps]) - 1
+    step_value = np.asarray(values, np.float64)[last]  # the same set of members for every row of a step
+    if rewards is None:
+        rewards = [team_reward(step) for step in steps]
+    returns = team_returns(np.asarray(rewards), step_value, value_next, gamma, lambd)
+    row_returns = returns[step_of]
+    returns32, values32, baselines32 = (row_returns.astype(np.float32), np.asarray(values, np.float32),
+                                        np.asarray(baselines, np.float32))
+    advantages = (row_returns - np.asarray(baselines, np.float64)).astype(np.float32)
+    mates = inputs["mate_present"].sum(axis=1).astype(np.int64).tolist()
+    own, states, actions = inputs["own_state"], inputs["mate_states"], inputs["mate_actions"]
+    one = np.float32(1.0)
     rows = []
     for r, (t, agent) in enumerate(index):
-        member = steps[t][agent]
-        mates = int(inputs["mate_present"][r].sum())
+        k = mates[r]
         rows.append({
-            **member.fields,
-            "critic_own_state": inputs["own_state"][r],
-            "critic_mate_states": inputs["mate_states"][r, :mates],
-            "critic_mate_actions": inputs["mate_actions"][r, :mates],
-            "discounted_returns": np.float32(returns[t]),
-            "critic_value": np.float32(values[r]),
-            "critic_baseline": np.float32(baselines[r]),
-            "advantages": np.float32(returns[t] - baselines[r]),
-            "masks": np.float32(1.0),
+            **steps[t][agent].fields,
+            "critic_own_state": own[r],
+            "critic_mate_states": states[r, :k],
+            "critic_mate_actions": actions[r, :k],
+            "discounted_returns": returns32[r],
+            "critic_value": values32[r],
+            "critic_baseline": baselines32[r],
+            "advantages": advantages[r],
+            "masks": one,
         })
     return rows
 
@@ -142,10 +155,14 @@ def pad_rows(rows: List[Dict[str, Any]], keys: List[str]) -> Dict[str, np.ndarra
     states = np.zeros((len(rows), width, first["critic_own_state"].size), np.float32)
     actions = np.zeros((len(rows), width, first["critic_mate_actions"].shape[-1]), np.float32)
     present = np.zeros((len(rows), width), np.float32)
+    by_count: Dict[int, List[int]] = {}
     for r, row in enumerate(rows):
-        k = len(row["critic_mate_states"])
+        by_count.setdefault(len(row["critic_mate_states"]), []).append(r)
+    for k, where in by_count.items():
         if k:
-            states[r, :k], actions[r, :k], present[r, :k] = row["critic_mate_states"], row["critic_mate_actions"], 1.0
+            states[where, :k] = np.asarray([rows[r]["critic_mate_states"] for r in where], np.float32)
+            actions[where, :k] = np.asarray([rows[r]["critic_mate_actions"] for r in where], np.float32)
+            present[where, :k] = 1.0
     arrays.update(critic_own_state=np.asarray([row["critic_own_state"] for row in rows], np.float32),
                   critic_mate_states=states, critic_mate_actions=actions, critic_mate_present=present)
     return arrays

@@ -80,6 +80,7 @@ class POCATrainer(PPOTrainer):
         self.rows: List[Dict[str, Any]] = []
         self._critic_call: Optional[Callable[..., List[Any]]] = None
         self._largest_group = 0
+        self._members_raised = 0  # the largest group ``critic.max_members`` was raised to by this trainer
 
     @staticmethod
     def _check_brain(brain: BrainParameters) -> None:
@@ -137,17 +138,19 @@ class POCATrainer(PPOTrainer):
         out.fields["critic_state"] = np.asarray(info.states, np.float32)
         return out
 
-    def _action_code(self, action: Any) -> np.ndarray:
-        """An action as the critic reads it: continuous values as sent, discrete branches one-hot."""
+    def _action_codes(self, actions: Any) -> np.ndarray:
+        """Each row's action as the critic reads it: continuous values as sent (clipped and scaled as the
+        environment receives them), discrete branches one-hot side by side."""
         if self.is_continuous:
-            return np.clip(np.asarray(action, np.float32), -CONTINUOUS_ACTION_CLIP,
+            return np.clip(np.asarray(actions, np.float32), -CONTINUOUS_ACTION_CLIP,
                            CONTINUOUS_ACTION_CLIP) / CONTINUOUS_ACTION_CLIP
-        code = np.zeros(self.action_code_size, np.float32)
-        offset = 0
-        for choice, size in zip(np.atleast_1d(action), self.brain.action_branches):
-            code[offset + int(choice)] = 1.0
-            offset += size
-        return code
+        branches = list(self.brain.action_branches)
+        choices = np.asarray(actions).reshape(len(actions), -1 if len(actions) else len(branches))
+        choices = choices[:, :len(branches)].astype(np.int64)
+        offsets = np.cumsum([0] + branches[:-1])[:choices.shape[1]]
+        codes = np.zeros((len(choices), self.action_code_size), np.float32)
+        codes[np.arange(len(choices))[:, None], offsets + choices] = 1.0
+        return codes
 
     # ------------------------------------------------------------------ collecting
     def _group_key(self, agent: Hashable, group_id: int) -> Hashable:
@@ -179,12 +182,13 @@ class POCATrainer(PPOTrainer):
         current, following, outputs = transitions.before, transitions.after, transitions.outputs
         steps: Dict[Hashable, Dict[Hashable, MemberStep]] = {}
         done: Dict[Hashable, List[Tuple[Hashable, bool]]] = {}
+        policy_fields = [(k, v) for k, v in outputs.fields.items() if k != "critic_state"]
+        critic_states, codes = outputs.fields["critic_state"], self._action_codes(outputs.fields["actions"])
         for i, j, agent in zip(transitions.rows.tolist(), transitions.next_rows.tolist(), transitions.agents):
             key = self._group_key(agent, int(current.group_id[i]))
-            fields = {k: v[i] for k, v in outputs.fields.items() if k != "critic_state"}
             reward, group_reward = float(following.rewards[j]), float(following.group_rewards[j])
             steps.setdefault(key, {})[agent] = MemberStep(
-                fields, outputs.fields["critic_state"][i], self._action_code(fields["actions"]), reward, group_reward)
+                {k: v[i] for k, v in policy_fields}, critic_states[i], codes[i], reward, group_reward)
             if following.local_done[j]:
                 done.setdefault(key, []).append((agent, bool(following.max_reached[j])))
         for key, step in steps.items():
@@ -229,10 +233,12 @@ class POCATrainer(PPOTrainer):
 
     def _move(self, group: GroupTrajectory, value_next: float) -> None:
         """Returns and advantages of the group's steps; its member-steps go to the update buffer."""
-        if self._largest_group:
+        if self._largest_group > self._members_raised:  # the variable only grows: raise it when the count grew
             self.sess.run(self.critic.raise_max_members, {self.critic.members_seen: float(self._largest_group)})
-        rows = finish(group.steps, value_next, self.settings.gamma, self.settings.lambd, self._critic)
-        group.episode_total += sum(team_reward(step) for step in group.steps)
+            self._members_raised = self._largest_group
+        rewards = [team_reward(step) for step in group.steps]
+        rows = finish(group.steps, value_next, self.settings.gamma, self.settings.lambd, self._critic, rewards)
+        group.episode_total += sum(rewards)
         if group.over():
             self.add_stat("Environment/Group Cumulative Reward", group.episode_total)
         self.rows.extend(rows)

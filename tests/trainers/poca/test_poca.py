@@ -14,7 +14,7 @@ from tests.conftest import shipped_config_pair
 from tests.fake_env import learn_from_step
 from tests.onnx_contract import assert_contract
 from trainers.export.onnx_model import export_onnx
-from trainers.poca.groups import MemberStep, finish, team_reward
+from trainers.poca.groups import MemberStep, critic_rows, finish, pad_rows, team_reward
 from trainers.poca.models import POCACritic
 from trainers.poca.trainer import POCATrainer
 from trainers.tf_utils import tf
@@ -52,6 +52,27 @@ def test_a_member_that_left_early_is_credited_with_the_groups_later_reward():
     assert c_row["discounted_returns"] == rows[0]["discounted_returns"]  # the same team return as its mates
     assert c_row["advantages"] == pytest.approx(gamma ** 2)  # baseline 0 here
     assert len(c_row["critic_mate_states"]) == 2 and len(rows[3]["critic_mate_states"]) == 1
+
+
+def test_critic_rows_give_each_member_its_mates_in_step_order_padded_to_the_largest_step():
+    def acting(state, action):
+        return MemberStep({"actions": action}, np.full(STATE, state, np.float32),
+                          np.eye(3, dtype=np.float32)[action], 0.0, 0.0)
+
+    steps = [{"a": acting(1.0, 0), "b": acting(2.0, 1), "c": acting(3.0, 2)},
+             {"b": acting(4.0, 2), "a": acting(5.0, 1)}]
+    index, inputs = critic_rows(steps)
+    assert index == [(0, "a"), (0, "b"), (0, "c"), (1, "b"), (1, "a")]
+    assert inputs["own_state"][:, 0].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert inputs["mate_states"][:, :, 0].tolist() == [[2.0, 3.0], [1.0, 3.0], [1.0, 2.0], [5.0, 0.0], [4.0, 0.0]]
+    assert inputs["mate_present"].tolist() == [[1, 1], [1, 1], [1, 1], [1, 0], [1, 0]]
+    assert inputs["mate_actions"].argmax(axis=2)[:, 0].tolist() == [1, 0, 0, 1, 2]
+    assert not inputs["mate_actions"][3:, 1].any() and inputs["mate_states"].dtype == np.float32
+    rows = finish(steps, value_next=0.0, gamma=0.9, lambd=0.95, critic=zero_critic)
+    arrays = pad_rows(rows, ["actions", "advantages"])
+    for key in ("mate_states", "mate_actions", "mate_present"):
+        np.testing.assert_array_equal(arrays[f"critic_{key}"], inputs[key])
+    assert [r["critic_mate_states"].shape for r in rows] == [(2, STATE)] * 3 + [(1, STATE)] * 2
 
 
 def test_team_reward_adds_every_members_reward_to_the_group_reward_once():
@@ -118,8 +139,9 @@ def test_mates_are_a_set_and_only_the_baseline_sees_their_actions(critic):
 
 
 # ------------------------------------------------------------------ the trainer
-BRAIN = BrainParameters("Team", {"stateSize": STATE, "actionSize": 3, "memorySize": 0, "cameraResolutions": [],
-                                 "actionDescriptions": ["", "", ""], "actionSpaceType": 0, "stateSpaceType": 1})
+TEAM_SPACES = {"stateSize": STATE, "actionSize": 3, "memorySize": 0, "cameraResolutions": [],
+               "actionDescriptions": ["", "", ""], "actionSpaceType": 0, "stateSpaceType": 1}
+BRAIN = BrainParameters("Team", TEAM_SPACES)
 
 
 def make_trainer(**overrides):
@@ -224,6 +246,36 @@ def test_a_resumed_trainer_takes_the_update_the_uninterrupted_run_takes(tmp_path
     resumed.set_state(state)
     expected = episode(first, 50)
     assert expected is not None and episode(resumed, 50) == expected
+
+
+def test_a_threaded_self_play_seat_hands_the_learners_update_to_the_background_thread():
+    from trainers.ghost.team_trainer import build_team_trainers
+    from trainers.settings.self_play import validate_self_play
+
+    names = ["Team?team=0", "Team?team=1"]
+    self_play = validate_self_play({"save_steps": 1000, "team_change": 5000, "swap_steps": 1000}, lambda k: k)
+    params = {"graph_scope": "Team", "summary_path": None, "batch_size": 8, "buffer_size": 12, "time_horizon": 50,
+              "hidden_units": 16, "max_steps": 1000, "num_epoch": 2, "threaded": True, "self_play": self_play}
+    with tf.Graph().as_default() as graph:
+        sess = tf.Session(graph=graph)
+        brains = {n: BrainParameters(n, TEAM_SPACES) for n in names}
+        seats = build_team_trainers(sess, brains, names, params, POCATrainer, True, seed=0)
+        sess.run(tf.global_variables_initializer())
+    seat = seats[names[0]]
+    learner = seat.group.learner
+    script = [info([1, 2], [7, 7], seed=0), info([1, 2], [7, 7], group_rewards=[1.0, 1.0], done=[True, True])]
+    for _ in range(3):  # three games of one step: 6 member-steps, 12 with the copies below
+        _, _, _, outputs = learner.take_action(script[0])
+        learn_from_step(learner, script[0], script[1], outputs)
+    learner.rows = learner.rows * 2
+    assert seat.is_ready_update() and seat.settings.threaded  # what the controller reads to update beside acting
+    weights = sess.run(learner.critic.variables)
+    work = seat.prepare_update()
+    assert callable(work) and not learner.rows  # the batch is taken now; the next rows collect meanwhile
+    assert all(np.array_equal(a, b) for a, b in zip(weights, sess.run(learner.critic.variables)))
+    work()
+    assert learner.stats["policy_loss"]
+    assert not all(np.array_equal(a, b) for a, b in zip(weights, sess.run(learner.critic.variables)))
 
 
 def test_a_scene_without_groups_is_refused_naming_the_brain(trainer):
