@@ -12,9 +12,11 @@ Choices that matter for training (as in today's PPO implementations):
   placeholder, so one graph serves training (sequences of 32) and inference (``sequence_length``
   fed as 1 by Unity's Internal brain), and the frozen graph holds only op types a TensorFlow
   1.x-era runtime knows (``Enter``/``Exit``/``Merge``/``Switch``/``NextIteration``, TensorArrayV3);
-* the update's gradient through that loop comes from one fused ``BlockLSTM`` kernel over the same
-  variables (``fused_lstm``, ``loop_gradients``), and networks that only the update runs use that
-  kernel outright (``training_lstm``): the loop's own gradient is a few hundred small ops per step;
+* the update never runs that loop: its losses read the loop's fused twin, one ``BlockLSTM`` kernel
+  over the same variables with the same values (``fused_lstm``), and take the gradient from it
+  (``loop_gradients``); networks that only the update runs use that kernel outright
+  (``training_lstm``). The loop costs a few dozen small ops per step forward and a few hundred
+  for its own gradient;
 * the observation normaliser keeps exact running statistics (Chan et al.'s parallel combination
   of mean, variance and count), updated by an op built once, not per-step batch means.
 """
@@ -197,10 +199,13 @@ def _loops(graph: tf.Graph) -> List[_Loop]:
 def fused_lstm(outputs: tf.Tensor) -> tf.Tensor:
     """The outputs of the ``lstm`` that returned ``outputs``, on its real steps, from one fused ``BlockLSTM``.
 
-    What this is for: the gradient. ``lstm``'s ``while_loop`` stays the graph that acts and is
-    exported, but its gradient is a second loop that pushes and pops every intermediate of every
-    step, a few hundred small ops per step, and on an update's short, narrow batches (Hallway: 2
-    sequences of 64 steps) the executor's cost per op is most of a minibatch step.
+    What this is for: the update. ``lstm``'s ``while_loop`` stays the graph that acts and is
+    exported, but it runs a few dozen small ops per step, and its gradient is a second loop that
+    pushes and pops every intermediate of every step, a few hundred more; on an update's short,
+    narrow batches (Hallway: 2 sequences of 64 steps) the executor's cost per op is most of a
+    minibatch step. A model's losses read this twin in place of the loop's outputs (the same
+    values on the real steps), so the update runs the kernel forward and ``BlockLSTMGrad``
+    backward and no loop; ``loop_gradients`` splits the gradient at the twin.
     ``BlockLSTM``/``BlockLSTMGrad`` run the whole sequence in one kernel each over the same
     variables, with the same gate layout (``i, j, f, o`` of one ``[in + units, 4 * units]`` kernel,
     ``forget_bias`` added to ``f``), so ``loop_gradients`` takes the gradient through here.
@@ -279,17 +284,22 @@ def loop_gradients(loss: tf.Tensor, variables: Sequence[tf.Variable]) -> List[Op
     The chain rule, split at the loops' outputs: the gradient of ``loss`` to the variables with
     every loop's outputs held constant, plus the gradient of each loop's fused twin (the same
     values, one kernel) weighted by ``d loss / d outputs``. The loops run forward only; their
-    gradient loops are never built. The sum is the same gradient up to float rounding (the kernel
+    gradient loops are never built. A loss that reads a twin itself (``fused_lstm``: then no loop
+    runs) is split at the twin in the same way, so it gets the same arithmetic as one that reads
+    the loop. The sum is the same gradient up to float rounding (the kernel
     adds in another order than the loop), and the same as ``tf.gradients`` in a graph without
     ``lstm``. A gradient through a loop's final memory, which no loss here reads, would still go
     through the loop.
     """
     variables = list(variables)
     loops = list(_loops(loss.graph))
-    outputs = [loop.outputs for loop in loops]
+    # Each loop's outputs, and its fused twin where one is built (a loss may read the twin itself).
+    points = [(loop, loop.outputs) for loop in loops] + [(loop, loop.fused) for loop in loops
+                                                         if loop.fused is not None]
+    outputs = [point for _, point in points]
     gradients = tf.gradients(loss, variables + outputs, stop_gradients=outputs)
     direct, cotangents = gradients[:len(variables)], gradients[len(variables):]
-    used = [(fused_lstm(loop.outputs), cotangent) for loop, cotangent in zip(loops, cotangents)
+    used = [(fused_lstm(loop.outputs), cotangent) for (loop, _), cotangent in zip(points, cotangents)
             if cotangent is not None]
     if not used:
         return direct

@@ -127,6 +127,49 @@ def test_fused_lstm_gives_the_loops_outputs_and_gradient_with_the_buffers_paddin
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=name)
 
 
+def test_a_loss_that_reads_the_fused_twin_gets_the_loops_gradient_bit_for_bit():
+    # Right-padded sequences (recurrent SAC's replay): the twin holds 0 where the loop holds its last state,
+    # and the loss weighs those steps 0. loop_gradients splits at the twin as at the loop's outputs.
+    rng = np.random.default_rng(5)
+    n, t = 3, 5
+    mask = np.ones((n, t), np.float32)
+    mask[1, 3:] = 0
+    with tf.Graph().as_default(), tf.Session() as sess:
+        x = tf.placeholder(tf.float32, [None, 3])
+        memory = tf.placeholder(tf.float32, [None, 8])
+        steps = tf.placeholder(tf.int32, [])
+        masks = tf.placeholder(tf.float32, [None])
+        features = dense(x, 5, "encoder", tf.nn.tanh)  # both paths reach it: the head's and the LSTM's
+        out, _ = lstm(features, memory, steps, "lstm", masks=masks)
+        twin = fused_lstm(out)
+
+        def loss_of(remembered, reuse):
+            with tf.variable_scope(tf.get_variable_scope(), reuse=reuse):
+                head = dense(tf.concat([features, remembered], axis=1), 2, "head")
+            return tf.reduce_sum(tf.reduce_sum(tf.square(head), axis=1) * masks)
+
+        through_loop, through_twin = loss_of(out, False), loss_of(twin, True)
+        variables = tf.trainable_variables()
+        from_loop = loop_gradients(through_loop, variables)
+        from_twin = loop_gradients(through_twin, variables)
+        # The twin's loss reaches no loop: the loop's whole Enter/Exit frame stays out of its step.
+        reached, stack = set(), [t.op for t in from_twin if t is not None] + [through_twin.op]
+        while stack:
+            op = stack.pop()
+            if op.name not in reached:
+                reached.add(op.name)
+                stack += [t.op for t in op.inputs] + list(op.control_inputs)
+        assert not any("/unroll/" in name for name in reached)
+        sess.run(tf.global_variables_initializer())
+        feed = {x: rng.normal(size=(n * t, 3)), memory: rng.normal(size=(n, 8)), steps: t, masks: mask.reshape(-1)}
+        values = sess.run([through_loop, through_twin, from_loop, from_twin], feed)
+    assert values[0] == values[1]
+    assert len(values[2]) == len(variables) == 6
+    for name, want, got in zip([v.name for v in variables], values[2], values[3]):
+        assert np.abs(want).max() > 0, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
 @pytest.mark.parametrize("trainer,action_type", [("ppo", 0), ("sac", 0), ("sac", 1)])
 def test_recurrent_updates_take_the_lstm_gradients_from_the_fused_kernels(trainer, action_type):
     brain = make_brain(4, 1, action_type, action_size=3 if action_type == 0 else 2, memory=8)
@@ -153,9 +196,50 @@ def test_recurrent_updates_take_the_lstm_gradients_from_the_fused_kernels(traine
     # SAC's policy on the next states and its target critics run only in the update: no loop at all.
     # (Continuous SAC also runs its critics at the policy's own action, for the value it exports.)
     assert len(loops) == (1 if trainer == "ppo" else 5 if action_type else 3), loops
-    # An update step runs one loop forward, the actor's (built first: the policy it exports); SAC's
-    # losses read the critics through the fused kernel.
-    assert [name for name in loops if name in reached] == loops[:1]
+    # The losses read each LSTM through a fused kernel (the acting loop's twin, SAC's critics outright),
+    # so an update step runs no loop at all.
+    assert not [name for name in loops if name in reached]
+    assert any(name.endswith("BlockLSTMGrad") for name in reached)
+
+
+@pytest.mark.parametrize("action_type,branches", [(1, None), (0, None), (0, [3, 2]), (1, [3, 2])],
+                         ids=["continuous", "discrete", "branches", "hybrid"])
+def test_ppo_losses_read_the_fused_twin_with_the_acting_networks_values(action_type, branches):
+    # The losses' log-probabilities, entropies and values come from the networks rebuilt over the LSTM's
+    # fused twin; fed the acting graph's own (the loop's) as the old ones, every ratio is 1 and the value
+    # loss is the plain squared error of the acting value.
+    params = {"stateSize": 4, "actionSize": 2 if action_type else 3, "memorySize": 8, "actionSpaceType": action_type,
+              "stateSpaceType": 1, "actionDescriptions": [""] * 3}
+    if branches:
+        params["actionBranches"] = branches
+    brain = BrainParameters("TestBrain", params)
+    rng = np.random.default_rng(3)
+    n, t = 3, 4
+    mask = np.ones((n, t), np.float32)
+    mask[1, :2] = 0  # the Buffer's left padding
+    with tf.Graph().as_default(), tf.Session() as sess:
+        model = create_agent_model(brain, h_size=16, use_recurrent=True)
+        sess.run(tf.global_variables_initializer())
+        rows = n * t
+        if brain.is_hybrid:
+            taken = np.concatenate([rng.normal(size=(rows, 2)), rng.integers(0, 2, (rows, 2))], axis=1)
+        elif action_type:
+            taken = rng.normal(size=(rows, 2))
+        else:
+            taken = rng.integers(0, 2, (rows, 2) if branches else rows)
+        feed = {model.batch_size: n, model.sequence_length: t, model.state_in: rng.normal(size=(rows, 4)),
+                model.memory_in: rng.normal(size=(n, 8)), model.masks: mask.reshape(-1), model.taken_actions: taken}
+        acting = sess.run({"log_prob": model._new_log_prob, "entropy": model.entropy, "value": model.value}, feed)
+        returns = rng.normal(size=rows)
+        feed.update({model.old_log_probs: acting["log_prob"], model.old_value: acting["value"][:, 0],
+                     model.advantages: rng.normal(size=rows), model.returns: returns})
+        kl, clipped, entropy, value_loss = sess.run(
+            [model.approx_kl, model.clip_fraction, model.mean_entropy, model.value_loss], feed)
+    weights = mask.reshape(-1)
+    assert kl == pytest.approx(0.0, abs=1e-6) and clipped == 0.0
+    assert entropy == pytest.approx(np.sum(acting["entropy"] * weights) / weights.sum(), rel=1e-5)
+    error = np.square(acting["value"][:, 0] - returns)
+    assert value_loss == pytest.approx(0.5 * np.sum(error * weights) / weights.sum(), rel=1e-5)
 
 
 def test_running_normalizer_matches_numpy_and_acts_on_old_statistics():

@@ -15,10 +15,12 @@ Architecture: camera frames go through one small CNN each (shared by policy and 
 Nature-CNN trunk), concatenated with the vector state (one-hot if discrete, running-normalised if
 ``normalize``); with ``use_recurrent`` that concatenation feeds one LSTM whose state is the brain's
 memory, and the LSTM output is appended to it (so the small memory adds history rather than
-replacing the present input). Policy and value then have separate ``num_layers`` x ``h_size`` tanh
-MLPs (separate networks learn faster on simple control tasks). The policy head is a Gaussian
-(continuous), one masked softmax per branch (discrete), or both for a hybrid brain
-(``_create_hybrid_policy``: its ``action`` row is the continuous sample then the branch indices).
+replacing the present input); the update's losses read that LSTM through its fused twin
+(``_training_terms``), so a minibatch step runs no loop. Policy and value then have separate
+``num_layers`` x ``h_size`` tanh MLPs (separate networks learn faster on simple control tasks).
+The policy head is a Gaussian (continuous), one masked softmax per branch (discrete), or both for
+a hybrid brain (``_create_hybrid_policy``: its ``action`` row is the continuous sample then the
+branch indices).
 
 The update differs from the original ML-Agents 0.3 PPO on purpose: the
 ratio is evaluated at the *stored* action against the stored log-probability of the whole action
@@ -37,7 +39,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from trainers.encoders import Inputs, concat_features, create_inputs
 from trainers.flat_adam import FlatAdam
-from trainers.models import dense, loop_gradients, lstm, mlp, new_trainable_variables
+from trainers.models import dense, fused_lstm, loop_gradients, lstm, mlp, new_trainable_variables
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
 from unityagents.brain import BrainParameters
@@ -129,6 +131,7 @@ class PPOModel:
             self.memory_in = tf.placeholder(tf.float32, [None, self.m_size], name="recurrent_in")
             remembered, memory_out = lstm(encoded, self.memory_in, self.sequence_length, "lstm", masks=self.masks)
             self.memory_out = tf.identity(memory_out, name="recurrent_out")
+            self._lstm_features = (encoded, remembered)  # the loop's inputs and outputs (``_training_terms``)
             # The MLPs see the current features next to the LSTM output: the memory (memorySize/2
             # units, often 16) then only has to carry what the present input lacks (a cue seen
             # earlier, a velocity), instead of being a bottleneck for everything the policy uses.
@@ -154,6 +157,7 @@ class PPOModel:
         for name in self.signal_names[1:]:
             self.values[name] = dense(hidden_value, 1, f"value_head_{name}", gain=1.0)
         self.variables = new_trainable_variables(variables_before)
+        self._h_size, self._num_layers = h_size, num_layers
         self._create_ppo_optimizer(lr, epsilon, beta, vf_coef, max_grad_norm, clip_value)
 
     # ------------------------------------------------------------------ policies
@@ -164,23 +168,32 @@ class PPOModel:
         the log-density of an action per dimension (``[N, action_size]``), which the continuous
         and the hybrid policies both sum over the dimensions.
         """
-        self.mu = dense(hidden, action_size, "policy_head", gain=0.01)
-        self.log_sigma = tf.get_variable("log_sigma", [action_size], initializer=tf.zeros_initializer())
-        sigma = tf.exp(self.log_sigma)
+        self.mu, self.log_sigma, sigma, log_prob_per_dim = self._gaussian_density(hidden, action_size)
         # Zeros unless fed: Unity's Internal brain then acts with the mean. The shape is left
         # open so that a single [0] broadcasts, as well as a full [N, actionSize] noise feed.
         self.epsilon = tf.placeholder_with_default(tf.zeros([1]), None, name="epsilon")
         sampled = self.mu + sigma * self.epsilon
         sampled.set_shape(self.mu.shape)
-
-        def log_prob_per_dim(x: tf.Tensor) -> tf.Tensor:
-            return -0.5 * tf.square((x - self.mu) / sigma) - self.log_sigma - 0.5 * _LOG_2PI
-
         return sampled, log_prob_per_dim
 
-    def _gaussian_entropy(self) -> tf.Tensor:
+    @staticmethod
+    def _gaussian_density(hidden: tf.Tensor, action_size: int
+                          ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor, Callable[[tf.Tensor], tf.Tensor]]:
+        """``(mu, log_sigma, sigma, log-density per dimension)`` of the Gaussian head on ``hidden``."""
+        mu = dense(hidden, action_size, "policy_head", gain=0.01)
+        log_sigma = tf.get_variable("log_sigma", [action_size], initializer=tf.zeros_initializer())
+        sigma = tf.exp(log_sigma)
+
+        def log_prob_per_dim(x: tf.Tensor) -> tf.Tensor:
+            return -0.5 * tf.square((x - mu) / sigma) - log_sigma - 0.5 * _LOG_2PI
+
+        return mu, log_sigma, sigma, log_prob_per_dim
+
+    def _gaussian_entropy(self, mu: Optional[tf.Tensor] = None, log_sigma: Optional[tf.Tensor] = None) -> tf.Tensor:
         """The Gaussian's entropy ``[N]``: the same for every row, since sigma does not depend on the state."""
-        return tf.reduce_sum(self.log_sigma + 0.5 * (_LOG_2PI + 1.0)) * tf.ones_like(self.mu[:, 0])
+        mu = self.mu if mu is None else mu
+        log_sigma = self.log_sigma if log_sigma is None else log_sigma
+        return tf.reduce_sum(log_sigma + 0.5 * (_LOG_2PI + 1.0)) * tf.ones_like(mu[:, 0])
 
     def _create_gaussian_policy(self, hidden: tf.Tensor, action_size: int) -> None:
         """The Gaussian of ``_gaussian`` for a continuous brain; ``action_probs`` is the density per dimension."""
@@ -212,6 +225,51 @@ class PPOModel:
         self.entropy = -tf.reduce_sum(self.probs * log_probs, axis=1)
         self.taken_actions = tf.placeholder(tf.int32, [None], name="taken_actions")
         self._new_log_prob = tf.reduce_sum(log_probs * tf.one_hot(self.taken_actions, action_size), axis=1)
+
+    def _training_terms(self) -> Tuple[tf.Tensor, tf.Tensor, Dict[str, tf.Tensor]]:
+        """``(log-probability of the taken actions, entropy, values)`` for the losses of a recurrent
+        model: the networks again over the same variables, the LSTM's output from the loop's fused
+        twin (``trainers.models.fused_lstm``).
+
+        The twin gives the loop's values on every real step, so a minibatch step runs the LSTM as
+        one kernel forward and one backward, and no loop; ``loop_gradients`` splits the gradient at
+        the twin as it would at the loop's outputs, so the step's arithmetic is the same. Built
+        with the losses, after every variable: ops added before a variable would move the seeds
+        TensorFlow derives for its initialiser (from the graph's op count). The acting graph and
+        the export keep the loop.
+        """
+        features, remembered = self._lstm_features
+        encoded = tf.concat([features, fused_lstm(remembered)], axis=1)
+        with tf.variable_scope(tf.get_variable_scope(), reuse=True):
+            hidden_policy = mlp(encoded, self._h_size, self._num_layers, "policy")
+            hidden_value = mlp(encoded, self._h_size, self._num_layers, "value")
+            values = {self.signal_names[0]: dense(hidden_value, 1, "value_head", gain=1.0)}
+            for name in self.signal_names[1:]:
+                values[name] = dense(hidden_value, 1, f"value_head_{name}", gain=1.0)
+            branches = list(getattr(self.brain, "action_branches", None) or [self.brain.action_space_size])
+            if self.is_hybrid or self.is_continuous:
+                n = self.brain.action_space_size
+                mu, log_sigma, _, log_prob_per_dim = self._gaussian_density(hidden_policy, n)
+                taken = self.taken_actions[:, :n] if self.is_hybrid else self.taken_actions
+                new_log_prob = tf.reduce_sum(log_prob_per_dim(taken), axis=1)
+                entropy = self._gaussian_entropy(mu, log_sigma)
+                if self.is_hybrid:
+                    taken_indices = tf.cast(tf.round(self.taken_actions[:, n:]), tf.int32)
+                    *_, branch_new_log_prob, branch_entropy = self._masked_branches(
+                        hidden_policy, branches, taken_indices, lambda k: f"policy_head_{k}")
+                    new_log_prob, entropy = new_log_prob + branch_new_log_prob, entropy + branch_entropy
+            elif self.action_masks is not None:  # one masked softmax per branch
+                single = len(branches) == 1
+                taken = self.taken_actions[:, None] if single else self.taken_actions
+                *_, new_log_prob, entropy = self._masked_branches(
+                    hidden_policy, branches, taken, lambda k: "policy_head" if single else f"policy_head_{k}")
+            else:
+                size = self.brain.action_space_size
+                logits = dense(hidden_policy, size, "policy_head", gain=0.01)
+                log_probs = tf.nn.log_softmax(logits)
+                entropy = -tf.reduce_sum(tf.nn.softmax(logits) * log_probs, axis=1)
+                new_log_prob = tf.reduce_sum(log_probs * tf.one_hot(self.taken_actions, size), axis=1)
+        return new_log_prob, entropy, values
 
     def _create_branched_policy(self, hidden: tf.Tensor, branches: Sequence[int]) -> None:
         """One softmax per discrete branch, over the actions its mask allows.
@@ -309,6 +367,9 @@ class PPOModel:
             self.signal_old_values[name] = tf.placeholder(tf.float32, [None], name=f"old_value_{name}")
 
         with tf.name_scope("ppo_loss"):
+            # Recurrent: the losses read the LSTM through its fused twin, not the loop (``_training_terms``).
+            new_log_prob, entropy, values = (self._training_terms() if self.use_recurrent else
+                                             (self._new_log_prob, self.entropy, self.values))
             weights = self.masks
             count = tf.maximum(tf.reduce_sum(weights), 1.0)
 
@@ -319,7 +380,7 @@ class PPOModel:
             adv_std = tf.sqrt(masked_mean(tf.square(self.advantages - adv_mean)))
             advantages = (self.advantages - adv_mean) / (adv_std + 1e-8)
 
-            log_ratio = self._new_log_prob - self.old_log_probs
+            log_ratio = new_log_prob - self.old_log_probs
             ratio = tf.exp(log_ratio)
             clipped_ratio = tf.minimum(tf.maximum(ratio, 1.0 - self.clip_epsilon), 1.0 + self.clip_epsilon)
             self.policy_loss = -masked_mean(tf.minimum(ratio * advantages, clipped_ratio * advantages))
@@ -339,11 +400,11 @@ class PPOModel:
             self.value_losses: Dict[str, tf.Tensor] = {}
             for name in self.signal_names:
                 returns, old_value = self.signal_returns[name], self.signal_old_values[name]
-                self.value_losses[name] = value_loss(self.values[name], returns, old_value)
+                self.value_losses[name] = value_loss(values[name], returns, old_value)
             losses = list(self.value_losses.values())
             self.value_loss = losses[0] if len(losses) == 1 else tf.add_n(losses) / float(len(losses))
 
-            self.mean_entropy = masked_mean(self.entropy)
+            self.mean_entropy = masked_mean(entropy)
             self.loss = self.policy_loss + vf_coef * self.value_loss - self.beta * self.mean_entropy
             # k3 estimator of KL(old || new): unbiased and always >= 0 (Schulman's blog "Approximating KL").
             self.approx_kl = masked_mean((ratio - 1.0) - log_ratio)

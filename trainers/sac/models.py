@@ -36,7 +36,9 @@ one) from the memory that first step returned (``next_recurrent_in``). Each crit
 its own LSTM of the same size that starts every sequence from zeros, as ML-Agents' Q networks do
 (no critic memory is kept while acting). The LSTM's output is appended to the encoded inputs, as in
 the PPO graph. ``masks`` (1 real, 0 padding) weight every mean of the losses; a padded step also
-holds the LSTM state. Without ``use_recurrent`` none of these ops exist.
+holds the LSTM state. The losses read every LSTM through a fused ``BlockLSTM`` kernel (the actor's
+acting loop through its twin, ``trainers.models.fused_lstm``), so the update runs no loop. Without
+``use_recurrent`` none of these ops exist.
 """
 from __future__ import annotations
 
@@ -44,7 +46,16 @@ import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from trainers.encoders import check_inputs, encode, observation_placeholders, state_placeholder, state_vector
-from trainers.models import RunningNormalizer, dense, loop_gradients, lstm, mlp, new_trainable_variables, training_lstm
+from trainers.models import (
+    RunningNormalizer,
+    dense,
+    fused_lstm,
+    loop_gradients,
+    lstm,
+    mlp,
+    new_trainable_variables,
+    training_lstm,
+)
 from trainers.ppo.models import validate_memory_size
 from trainers.sac.update import fused_sac_update
 from trainers.tf_utils import tf
@@ -168,9 +179,12 @@ class SACModel:
         self.dones = tf.placeholder(tf.float32, [None], name="dones")
         self.learning_rate = tf.placeholder_with_default(float(learning_rate), [], name="learning_rate")
         with tf.name_scope("sac_loss"):
-            if self.use_recurrent:  # the losses read the critics through the fused kernel, not the loops above
-                q1, q2, q1_pi, q2_pi = self._training_critics(policy)
-            self._losses(policy, next_policy, q1, q2, q1_pi, q2_pi, target_q1, target_q2, gammas, use_dones)
+            # Recurrent: the losses read the actor's and the critics' LSTMs through fused kernels, not the
+            # loops above (``_training_policy``, ``_training_critics``).
+            train_policy = self._training_policy() if self.use_recurrent else policy
+            if self.use_recurrent:
+                q1, q2, q1_pi, q2_pi = self._training_critics(train_policy)
+            self._losses(train_policy, next_policy, q1, q2, q1_pi, q2_pi, target_q1, target_q2, gammas, use_dones)
             self._optimizer(tau)
 
     # ------------------------------------------------------------------ inputs
@@ -204,6 +218,7 @@ class SACModel:
                 remembered = training_lstm(x, memory, self.sequence_length, "lstm", masks=self.masks)
             else:
                 remembered, memory_out = lstm(x, memory, self.sequence_length, "lstm", masks=self.masks)
+                self._loop_features = (x, remembered)  # the last loop built: its inputs and outputs
             x = tf.concat([x, remembered], axis=1)
         if extra is not None:
             x = tf.concat([x, extra], axis=1)
@@ -214,10 +229,30 @@ class SACModel:
         with tf.variable_scope("actor", reuse=reuse):
             memory = None if not self.use_recurrent else self.memory_in if which == "current" else self.next_memory_in
             hidden, memory_out = self._body(which, memory=memory)
+            if memory_out is not None:  # the acting loop, whose fused twin the losses read
+                self._actor_loop = self._loop_features
             policy = self._gaussian(hidden, which) if self.is_continuous else self._categorical(hidden, which)
             if memory_out is not None:
                 policy["memory_out"] = memory_out
             return policy
+
+    def _training_policy(self) -> Dict[str, object]:
+        """The current policy again over the same variables, its LSTM output from the acting loop's
+        fused twin (``trainers.models.fused_lstm``), for the losses.
+
+        The twin gives the loop's values on every real step, so the update runs the actor's LSTM
+        as one kernel forward and one backward, and no loop; ``loop_gradients`` splits the
+        gradient at the twin as it would at the loop's outputs, so the step's arithmetic is the
+        same. Built with the losses, after every variable: ops added before a variable would move
+        the seeds TensorFlow derives for its initialiser (from the graph's op count).
+        """
+        x, remembered = self._actor_loop
+        with tf.variable_scope("policy", reuse=True), tf.variable_scope("actor"):
+            hidden = mlp(tf.concat([x, fused_lstm(remembered)], axis=1), self.h_size, self.num_layers, "hidden",
+                         tf.nn.relu)
+            if self.is_continuous:
+                return self._gaussian(hidden, "current")
+            return self._categorical(hidden, "current", sample=False)  # the losses draw no action
 
     def _gaussian(self, hidden: tf.Tensor, which: str) -> Dict[str, object]:
         n = self.action_size
@@ -230,7 +265,7 @@ class SACModel:
         log_prob = tf.reduce_sum(gaussian - squash_correction(pre), axis=1)
         return {"mu": mu, "log_sigma": log_sigma, "pre_tanh": pre, "action": tf.tanh(pre), "log_prob": log_prob}
 
-    def _categorical(self, hidden: tf.Tensor, which: str) -> Dict[str, object]:
+    def _categorical(self, hidden: tf.Tensor, which: str, sample: bool = True) -> Dict[str, object]:
         masks = self.action_masks if which == "current" else self.next_action_masks
         probs, log_probs, samples = [], [], []
         offset = 0
@@ -241,7 +276,7 @@ class SACModel:
             logits = logits - (1.0 - allowed) * 1e9  # masked actions get probability 0 exactly
             probs.append(tf.nn.softmax(logits))
             log_probs.append(tf.nn.log_softmax(logits))
-            if which == "current":
+            if which == "current" and sample:
                 samples.append(tf.multinomial(logits, 1))
         result: Dict[str, object] = {"probs": probs, "log_probs": log_probs}
         if samples:
