@@ -1,6 +1,7 @@
 """Network building blocks: initialisation, encoder shapes, the LSTM unroll, the normaliser,
 and every combination of inputs of the PPO model."""
 import itertools
+from functools import partial
 
 import numpy as np
 import pytest
@@ -127,7 +128,7 @@ def test_fused_lstm_gives_the_loops_outputs_and_gradient_with_the_buffers_paddin
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=name)
 
 
-def test_a_loss_that_reads_the_fused_twin_gets_the_loops_gradient_bit_for_bit():
+def test_a_loss_that_reads_the_fused_twin_gets_the_loops_gradient():
     # Right-padded sequences (recurrent SAC's replay): the twin holds 0 where the loop holds its last state,
     # and the loss weighs those steps 0. loop_gradients splits at the twin as at the loop's outputs.
     rng = np.random.default_rng(5)
@@ -162,12 +163,18 @@ def test_a_loss_that_reads_the_fused_twin_gets_the_loops_gradient_bit_for_bit():
         assert not any("/unroll/" in name for name in reached)
         sess.run(tf.global_variables_initializer())
         feed = {x: rng.normal(size=(n * t, 3)), memory: rng.normal(size=(n, 8)), steps: t, masks: mask.reshape(-1)}
-        values = sess.run([through_loop, through_twin, from_loop, from_twin], feed)
-    assert values[0] == values[1]
+        values = sess.run([through_loop, through_twin, from_loop, from_twin, out, twin], feed)
+    real = mask.reshape(-1) > 0
+    # Where this CPU's fused kernel gives the loop's values bit for bit on the real steps (TensorFlow's
+    # x86 builds do), the split makes the twin's gradient the loop's bit for bit, and so keeps a run's
+    # arithmetic; a kernel that rounds otherwise leaves them equal to rounding.
+    exact = np.array_equal(values[4][real], values[5][real])
+    same = np.testing.assert_array_equal if exact else partial(np.testing.assert_allclose, rtol=1e-5, atol=1e-6)
+    same(values[1], values[0])
     assert len(values[2]) == len(variables) == 6
     for name, want, got in zip([v.name for v in variables], values[2], values[3]):
         assert np.abs(want).max() > 0, name
-        np.testing.assert_array_equal(got, want, err_msg=name)
+        same(got, want, err_msg=name)
 
 
 @pytest.mark.parametrize("trainer,action_type", [("ppo", 0), ("sac", 0), ("sac", 1)])
