@@ -39,7 +39,7 @@ def strip_default_attrs(graph_def):
     return meta.graph_def
 
 
-def compiled_call(sess, fetches: Sequence[Any], feeds: Sequence[tf.Tensor] = ()
+def compiled_call(sess, fetches: Sequence[Any], feeds: Sequence[tf.Tensor] = (), inline: bool = True
                   ) -> Callable[..., List[Any]]:
     """``fetches`` for the values of ``feeds``, as one callable compiled by the session once.
 
@@ -47,9 +47,12 @@ def compiled_call(sess, fetches: Sequence[Any], feeds: Sequence[tf.Tensor] = ()
     ``Session.make_callable``: with a feed list it builds a feed dict and goes through
     ``Session.run`` on every call (TensorFlow 2.x's own source says so), ~400 us of Python for the
     acting graph; the session's callable (``_make_callable_from_options``, what Keras' graph mode
-    runs on) takes the values as they are. Its run options execute the graph in the calling
-    thread (``inter_op_thread_pool = -1``), which spares the hand-off to the inter-op thread pool
-    and back for graphs of small ops (the matmuls still use the intra-op pool). Each value is
+    runs on) takes the values as they are. With ``inline`` its run options execute the graph in
+    the calling thread (``inter_op_thread_pool = -1``), which spares the hand-off to the inter-op
+    thread pool and back for graphs of small ops (the matmuls still use the intra-op pool); without
+    it, the session's inter-op pool runs independent branches side by side, which pays where the
+    branches are large kernels (a recurrent SAC update's critics and policy). Either way each op
+    computes the same values. Each value is
     converted to its feed's dtype (a no-op for an array that already has it): the callable
     refuses, say, a float64 array for a float32 feed where ``Session.run`` converts.
     """
@@ -63,7 +66,8 @@ def compiled_call(sess, fetches: Sequence[Any], feeds: Sequence[tf.Tensor] = ()
     options.feed.extend(t.name for t in feeds)
     options.fetch.extend(f.name for f, op in zip(fetches, is_op) if not op)
     options.target.extend(f.name for f, op in zip(fetches, is_op) if op)
-    options.run_options.inter_op_thread_pool = -1
+    if inline:
+        options.run_options.inter_op_thread_pool = -1
     raw = make(options)
     dtypes = [t.dtype.as_numpy_dtype for t in feeds]
     n_ops = sum(is_op)
@@ -86,15 +90,16 @@ class CompiledRuns:
     the same tensor or op on every call.
     """
 
-    def __init__(self, sess):
+    def __init__(self, sess, inline: bool = True):
         self.sess = sess
+        self.inline = inline
         self._calls: Dict[Any, Callable[..., List[Any]]] = {}
 
     def run(self, fetches: Mapping[str, Any], feed: Mapping[tf.Tensor, Any]) -> Dict[str, Any]:
         key = (tuple(fetches), tuple(feed))
         call = self._calls.get(key)
         if call is None:
-            call = self._calls[key] = compiled_call(self.sess, list(fetches.values()), list(feed))
+            call = self._calls[key] = compiled_call(self.sess, list(fetches.values()), list(feed), inline=self.inline)
         return dict(zip(fetches, call(*feed.values())))
 
 

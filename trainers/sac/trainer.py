@@ -108,6 +108,10 @@ class SACTrainer(SequenceReplay):
         self.signal_names = list(settings)
         #: Acting and the gradient step, each set of fetches and feeds compiled once.
         self._runs = CompiledRuns(self.sess)
+        #: A recurrent gradient step runs its critics' and its policy's fused LSTM kernels side by
+        #: side on the session's inter-op pool (they are independent until the optimizer); an MLP's
+        #: ops are too small for the hand-off to the pool to pay, so they run in the calling thread.
+        self._update_runs = CompiledRuns(self.sess, inline=not self.settings.use_recurrent)
         self.deterministic = self.settings.deterministic
         #: SACModel's arguments besides the brain (an opponent's acting copy is built with the same).
         self._model_arguments = dict(
@@ -338,7 +342,7 @@ class SACTrainer(SequenceReplay):
         """One gradient step of critics, actor and temperature, then the soft target update, in one
         compiled call."""
         m = self.model
-        out = self._runs.run({**m.metrics, "train": m.train_op}, self.update_feed(batch))
+        out = self._update_runs.run({**m.metrics, "train": m.train_op}, self.update_feed(batch))
         metrics = {key: float(out[key]) for key in m.metrics}
         for key, value in metrics.items():
             self._stat_sums.setdefault(key, []).append(value)

@@ -406,6 +406,31 @@ def test_compiled_call_converts_the_values_to_the_feeds_dtypes_and_keeps_the_fet
         assert sess.run(counter) == 2.0
 
 
+@pytest.mark.parametrize("inline", [True, False])
+def test_compiled_call_runs_the_graph_in_the_calling_thread_only_when_inline(inline):
+    """``inline`` runs every op in the caller's thread; otherwise the session's inter-op pool runs
+    them (independent branches side by side), with the same values."""
+    import threading
+
+    from trainers.tf_utils import compiled_call
+
+    threads = []
+
+    def note_thread(v):
+        threads.append(threading.get_ident())
+        return v * 3.0
+
+    with tf.Graph().as_default() as graph, tf.Session(graph=graph) as sess:
+        x = tf.placeholder(tf.float32, [None], name="x")
+        out = tf.py_func(note_thread, [x], tf.float32, stateful=True) + 1.0
+        graph.finalize()
+        call = compiled_call(sess, [out], [x], inline=inline)
+        for _ in range(3):
+            assert call(np.array([1.0, 2.0]))[0].tolist() == [4.0, 7.0]
+    assert len(threads) == 3
+    assert (set(threads) == {threading.get_ident()}) == inline
+
+
 @pytest.mark.parametrize("schedule", ["constant", "linear"])
 def test_the_update_steps_with_the_learning_rate_of_the_settings_at_the_current_step(schedule):
     """The learning rate reaches Adam only by the update's feed: Adam's first step moves each weight
