@@ -55,6 +55,8 @@ small = {"default", "Ball3DBrain", "BasicBrain", "GridWorldBrain", "HallwayBrain
 for k, v in cfg.items():
     if isinstance(v, dict) and v.get("trainer") == "sac":
         v.update(buffer_init_steps=0, batch_size=32)  # SAC updates from the first steps
+        if v.get("use_recurrent") and protocol == "grpc":
+            v.setdefault("memory_size", 32)  # a modern scene keeps no memory for its agents: the trainer sizes it
     elif isinstance(v, dict) and v.get("is_imitation"):
         v.update(batch_size=32, buffer_size=256)
     elif isinstance(v, dict) and k in small:
