@@ -182,13 +182,14 @@ def _fmt(x: Optional[float], digits: int = 0) -> str:
 
 def table(results: Dict[str, Dict[str, List[Dict]]], with_theirs: bool) -> str:
     """The markdown table: per scene, each trainer's mean agent-steps/s and seconds to the target over its
-    seeds (how many reached it), and ours over theirs."""
+    seeds (how many reached it), and ours over theirs: the rate, the time and the agent-steps to the target
+    (the last apart from speed: how much experience each trainer's learning needs)."""
     head = "| scene (settings) | target | ours agent-steps/s | ours s to target (reached) |"
     rule = "|---|---|---|---|"
     if with_theirs:
         head += " mlagents-learn agent-steps/s | mlagents-learn s to target (reached) | rate ours / theirs | " \
-                "time ours / theirs |"
-        rule += "---|---|---|---|"
+                "time ours / theirs | agent-steps to target ours / theirs |"
+        rule += "---|---|---|---|---|"
     lines = [head, rule]
     for key, per in results.items():
         target = ZOO[key][2]
@@ -198,12 +199,13 @@ def table(results: Dict[str, Dict[str, List[Dict]]], with_theirs: bool) -> str:
             runs = [r for r in per.get(who, []) if r]
             rate = _mean([r.get("rate") for r in runs])
             secs = _mean([r.get("seconds") for r in runs])
+            steps = _mean([r.get("steps") for r in runs if r.get("seconds") is not None])
             reached = sum(1 for r in runs if r.get("seconds") is not None)
-            figures[who] = (rate, secs)
+            figures[who] = (rate, secs, steps)
             row += [_fmt(rate), f"{_fmt(secs, 1)} ({reached}/{len(per.get(who, []))})"]
         if with_theirs:
-            (ra, sa), (rb, sb) = figures["ours"], figures["theirs"]
-            row += [_fmt(ra / rb, 2) if ra and rb else "-", _fmt(sa / sb, 2) if sa and sb else "-"]
+            ours, theirs = figures["ours"], figures["theirs"]
+            row += [_fmt(a / b, 2) if a and b else "-" for a, b in zip(ours, theirs)]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
