@@ -12,12 +12,41 @@ Graphs are built inside an explicit ``tf.Graph().as_default()``, so eager execut
 touches them.
 """
 import os
+import sys
 from typing import Any, Callable, Dict, List, Mapping, Sequence
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ start-up chatter out of the console
 
 import numpy as np  # noqa: E402
-import tensorflow as _tf  # noqa: E402
+
+
+def _import_tensorflow_without_keras():
+    """``tensorflow``, imported without the eager import of Keras that its ``__init__`` makes.
+
+    TensorFlow's ``__init__`` imports Keras' optimizers (and with them all of Keras, IPython
+    included) only to register them for SavedModels, inside a ``try`` that passes over an
+    ``ImportError``; that import is about a third of TensorFlow's, a second or more of every run's
+    start-up, and nothing here builds a Keras object. So Keras' package names stand for "not
+    installed" while TensorFlow imports, and are given back at once: ``tf.keras`` and
+    ``import keras`` still import it on first use. Where Keras or TensorFlow is already imported
+    (a user's notebook), the import is left as it is.
+    """
+    keras_names = ("keras", "tf_keras")
+    if "tensorflow" in sys.modules or any(name in sys.modules for name in keras_names):
+        import tensorflow
+        return tensorflow
+    for name in keras_names:
+        sys.modules[name] = None  # the import system's "not installed" marker
+    try:
+        import tensorflow
+    finally:
+        for name in keras_names:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
+    return tensorflow
+
+
+_tf = _import_tensorflow_without_keras()
 from tensorflow.core.protobuf import config_pb2  # noqa: E402
 
 tf = _tf.compat.v1
