@@ -1,12 +1,15 @@
 """The one place TensorFlow is imported and configured for graph mode.
 
-Every module of ``trainers`` (and ``academy.internal``) imports ``tf`` from here, so the run-wide
+Every module of ``trainers`` imports ``tf`` from here, so the run-wide
 settings below are applied before any op is built:
 
 * ``disable_resource_variables``: classic ``VariableV2`` variables, which freeze into plain
   ``Const`` nodes that a TensorFlow 1.x-era runtime (Unity's TensorFlowSharp) can load;
 * ``disable_control_flow_v2``: ``while_loop`` (the LSTM unroll) builds v1 ``Enter``/``Exit``/
   ``Merge``/``Switch``/``NextIteration`` ops instead of ``While``/``StatelessWhile`` functions.
+
+TensorFlow itself is imported without the Keras import its ``__init__`` makes eagerly
+(``_import_tensorflow_without_keras``), which is a second or more of every run's start-up.
 
 Graphs are built inside an explicit ``tf.Graph().as_default()``, so eager execution never
 touches them.
