@@ -28,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 UNITS, STEPS = 128, 64
+REAL = STEPS
 
 
 def _ppo(brain, rng):
@@ -37,7 +38,7 @@ def _ppo(brain, rng):
     model = create_agent_model(brain, h_size=128, num_layers=2, use_recurrent=True, m_size=UNITS, beta=1e-2)
     n = 2
     mask = np.ones((n, STEPS), np.float32)
-    mask[0, : STEPS // 3] = 0  # a trajectory's first sequence is left-padded
+    mask[:, : STEPS - REAL] = 0  # a trajectory's first sequence is left-padded
     feed = {model.batch_size: n, model.sequence_length: STEPS, model.state_in: rng.normal(size=(n * STEPS, 6)),
             model.memory_in: rng.normal(size=(n, UNITS)) * 0.1, model.taken_actions: rng.integers(0, 4, n * STEPS),
             model.old_log_probs: np.full(n * STEPS, -1.386), model.old_value: np.zeros(n * STEPS),
@@ -54,7 +55,7 @@ def _sac(brain, rng):
     n = 8
     rows = n * STEPS
     mask = np.ones((n, STEPS), np.float32)
-    mask[0, STEPS // 2:] = 0  # an episode's last block is padded at its end
+    mask[:, REAL:] = 0  # an episode's last block is padded at its end
     feed = {model.state: rng.normal(size=(rows, 6)), model.next_state: rng.normal(size=(rows, 6)),
             model.batch_size: rows, model.taken_actions: rng.integers(0, 4, (rows, 1)),
             model.dones: np.zeros(rows), model.rewards["extrinsic"]: rng.normal(size=rows),
@@ -68,7 +69,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--per-round", type=int, default=5)
+    parser.add_argument("--real-steps", type=int, default=STEPS * 2 // 3,
+                        help="real steps in each sequence, the rest padding (the built-in Hallway's learnt "
+                             "episodes are about 7 steps long)")
     args = parser.parse_args()
+    global REAL
+    REAL = args.real_steps
     from trainers.models import _loops
     from trainers.tf_utils import compiled_call, tf
     from unityagents.brain import BrainParameters

@@ -212,11 +212,14 @@ def fused_lstm(outputs: tf.Tensor) -> tf.Tensor:
 
     ``BlockLSTM`` cannot hold its state over a step, so each sequence is first rotated to start at
     its first real step (the Buffer's padding is a prefix: those steps move to the end, after every
-    real one) and rotated back after. A padded step's output is multiplied by its mask, so nothing
-    flows back through it. In ``lstm`` nothing flows from a prefix of padding into a variable either
-    (the state held there is ``memory_in``); padding after the real steps (recurrent SAC's) holds
-    the last real state, whose gradient from padded steps is dropped here: the losses weigh padded
-    steps 0. Built once per loop, beside it.
+    real one) and rotated back after. The kernel runs only as far as the batch's last real step
+    (``seq_len_max``): short episodes' sequences, mostly padding, cost their real steps, and the
+    steps it skips are ones whose outputs are masked, so the values and gradient are the same to the
+    bit. A padded step's output is multiplied by its mask, so nothing flows back through it. In
+    ``lstm`` nothing flows from a prefix of padding into a variable either (the state held there is
+    ``memory_in``); padding after the real steps (recurrent SAC's) holds the last real state, whose
+    gradient from padded steps is dropped here: the losses weigh padded steps 0. Built once per
+    loop, beside it.
 
     :return: ``[N*T, units]``: the loop's outputs on every real step; the padded steps hold 0.
     """
@@ -239,14 +242,20 @@ def _block_lstm(inputs: tf.Tensor, memory_in: tf.Tensor, sequence_length: tf.Ten
     in_size = int(inputs.shape[-1])
     steps = tf.reshape(sequence_length, [])
     sequences = tf.reshape(inputs, tf.stack([-1, steps, in_size]))
+    run = steps
     if masks is not None:
         mask = tf.reshape(masks, tf.stack([-1, steps]))
         first = tf.argmax(tf.cast(mask > 0, tf.int32), axis=1, output_type=tf.int32)
         forward = tf.math.floormod(tf.range(steps)[None, :] + first[:, None], steps)
         sequences = tf.gather(sequences, forward, batch_dims=1)
+        # After the rotation each sequence's real steps come first; the kernel stops after the
+        # batch's last real step and gives 0 past it, where every output is masked anyway.
+        real = tf.cast(tf.gather(mask, forward, batch_dims=1) > 0, tf.int32)
+        last = steps - tf.argmax(tf.reverse(real, [1]), axis=1, output_type=tf.int32)
+        run = tf.minimum(tf.reduce_max(tf.concat([last, [1]], 0)), steps)
     zeros = tf.zeros([units])
     h = tf.raw_ops.BlockLSTM(
-        seq_len_max=tf.cast(steps, tf.int64), x=tf.transpose(sequences, [1, 0, 2]),
+        seq_len_max=tf.cast(run, tf.int64), x=tf.transpose(sequences, [1, 0, 2]),
         cs_prev=memory_in[:, :units], h_prev=memory_in[:, units:], w=kernel, wci=zeros, wcf=zeros,
         wco=zeros, b=bias, forget_bias=forget_bias, cell_clip=-1.0, use_peephole=False).h
     h = tf.transpose(h, [1, 0, 2])

@@ -91,15 +91,20 @@ def test_lstm_masked_steps_hold_the_state():
     np.testing.assert_allclose(padded, real, atol=1e-6)
 
 
-def test_fused_lstm_gives_the_loops_outputs_and_gradient_with_the_buffers_padding():
+@pytest.mark.parametrize("padding,run", [
     # Sequences of 6 steps left-padded by 0, 2 and 5 steps (the Buffer pads a trajectory's first one), and
     # one right-padded by 2 (recurrent SAC's replay pads a sequence cut by the episode's end).
+    ([(0, 0), (2, 0), (5, 0), (0, 2)], 6),
+    # Every sequence mostly padding (short episodes): the kernel stops after the batch's last real step.
+    ([(4, 0), (5, 0), (0, 4), (0, 5)], 2),
+])
+def test_fused_lstm_gives_the_loops_outputs_and_gradient_with_the_buffers_padding(padding, run):
     rng = np.random.default_rng(2)
     n, t = 4, 6
     mask = np.ones((n, t), np.float32)
-    mask[1, :2] = 0
-    mask[2, :5] = 0
-    mask[3, 4:] = 0
+    for row, (before, after) in enumerate(padding):
+        mask[row, :before] = 0
+        mask[row, t - after:] = 0
     with tf.Graph().as_default(), tf.Session() as sess:
         x = tf.placeholder(tf.float32, [None, 3])
         memory = tf.placeholder(tf.float32, [None, 8])
@@ -117,7 +122,10 @@ def test_fused_lstm_gives_the_loops_outputs_and_gradient_with_the_buffers_paddin
         feed = {x: rng.normal(size=(n * t, 3)), memory: rng.normal(size=(n, 8)), steps: t, masks: mask.reshape(-1)}
         with tf.variable_scope(tf.get_variable_scope(), reuse=True):  # the same variables, as SAC's next states
             training = training_lstm(features, memory, steps, "lstm", masks=masks)
-        loop_out, fused_out, training_out, expected, split = sess.run([out, fused, training, expected, split], feed)
+        kernels = [op for op in tf.get_default_graph().get_operations() if op.type == "BlockLSTM"]
+        loop_out, fused_out, training_out, expected, split, runs = sess.run(
+            [out, fused, training, expected, split, [op.inputs[0] for op in kernels]], feed)
+    assert len(runs) == 2 and all(r == run for r in runs), runs
     real = mask.reshape(-1) > 0
     np.testing.assert_allclose(fused_out[real], loop_out[real], atol=1e-6)
     np.testing.assert_array_equal(training_out, fused_out)
