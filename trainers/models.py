@@ -237,32 +237,41 @@ def fused_lstm(outputs: tf.Tensor) -> tf.Tensor:
 
 def _block_lstm(inputs: tf.Tensor, memory_in: tf.Tensor, sequence_length: tf.Tensor, masks: Optional[tf.Tensor],
                 kernel: tf.Variable, bias: tf.Variable, forget_bias: float) -> tf.Tensor:
-    """``fused_lstm``'s arithmetic: rotate each sequence to its first real step, one ``BlockLSTM``, rotate back."""
+    """``fused_lstm``'s arithmetic: rotate each sequence to its first real step, one ``BlockLSTM``, rotate back.
+
+    The kernel wants its steps time-major (``[T, N, d]``) while the rows come sequence after
+    sequence; one gather of the rows in the kernel's order does the rotation and the transposition
+    at once, and one gather takes the outputs back (each row is read once, so the gradient, a
+    scatter-add of single rows, is exact).
+    """
     units = int(memory_in.shape[-1]) // 2
-    in_size = int(inputs.shape[-1])
     steps = tf.reshape(sequence_length, [])
-    sequences = tf.reshape(inputs, tf.stack([-1, steps, in_size]))
+    count = tf.shape(inputs)[0] // steps
+    sequence = tf.range(count)
+    step = tf.range(steps)[:, None]  # [T, 1]: the kernel's step t reads step t of each sequence
     run = steps
     if masks is not None:
-        mask = tf.reshape(masks, tf.stack([-1, steps]))
-        first = tf.argmax(tf.cast(mask > 0, tf.int32), axis=1, output_type=tf.int32)
-        forward = tf.math.floormod(tf.range(steps)[None, :] + first[:, None], steps)
-        sequences = tf.gather(sequences, forward, batch_dims=1)
+        first = tf.argmax(tf.cast(tf.reshape(masks, tf.stack([count, steps])) > 0, tf.int32), axis=1,
+                          output_type=tf.int32)
+        step = tf.math.floormod(step + first[None, :], steps)  # [T, N]: from the sequence's first real step
+    rows = sequence[None, :] * steps + step  # [T, N]: the input row of each kernel step
+    if masks is not None:
         # After the rotation each sequence's real steps come first; the kernel stops after the
         # batch's last real step and gives 0 past it, where every output is masked anyway.
-        real = tf.cast(tf.gather(mask, forward, batch_dims=1) > 0, tf.int32)
-        last = steps - tf.argmax(tf.reverse(real, [1]), axis=1, output_type=tf.int32)
+        real = tf.cast(tf.gather(masks, rows) > 0, tf.int32)
+        last = steps - tf.argmax(tf.reverse(real, [0]), axis=0, output_type=tf.int32)
         run = tf.minimum(tf.reduce_max(tf.concat([last, [1]], 0)), steps)
     zeros = tf.zeros([units])
     h = tf.raw_ops.BlockLSTM(
-        seq_len_max=tf.cast(run, tf.int64), x=tf.transpose(sequences, [1, 0, 2]),
+        seq_len_max=tf.cast(run, tf.int64), x=tf.gather(inputs, rows),
         cs_prev=memory_in[:, :units], h_prev=memory_in[:, units:], w=kernel, wci=zeros, wcf=zeros,
         wco=zeros, b=bias, forget_bias=forget_bias, cell_clip=-1.0, use_peephole=False).h
-    h = tf.transpose(h, [1, 0, 2])
+    # Output row (s, u) is the kernel's step u - first[s] (mod T) of sequence s: row t * N + s of h.
+    back = tf.range(steps)[None, :]
     if masks is not None:
-        back = tf.math.floormod(tf.range(steps)[None, :] - first[:, None], steps)
-        h = tf.gather(h, back, batch_dims=1) * mask[:, :, None]
-    return tf.reshape(h, [-1, units])
+        back = tf.math.floormod(back - first[:, None], steps)
+    h = tf.gather(tf.reshape(h, [-1, units]), tf.reshape(back * count + sequence[:, None], [-1]))
+    return h * masks[:, None] if masks is not None else h
 
 
 def training_lstm(
