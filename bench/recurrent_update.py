@@ -10,10 +10,15 @@ memory 128, sequences of 64) and times, in one process, the CPU (``time.process_
 * PPO's minibatch step as the update calls it (gradient from ``BlockLSTMGrad``, flat Adam);
 * SAC's gradient step (512 rows = 8 sequences; critics, actor, temperature, targets in one op).
 
+Every sequence holds ``--real-steps`` real steps and padding for the rest (PPO's left-padded, as the
+Buffer pads a trajectory's first sequence; SAC's padded at the end, as its replay pads an episode's
+last block): the built-in Hallway's learnt episodes last about 7 steps, so most of an update's rows
+are padding, which the fused kernel skips.
+
 Rounds alternate between the calls, so a change of machine load hits all of them alike; prints the
 median CPU ms per call::
 
-    python bench/recurrent_update.py [--rounds 8] [--per-round 5]
+    python bench/recurrent_update.py [--rounds 8] [--per-round 5] [--real-steps 42]
 """
 from __future__ import annotations
 
@@ -28,17 +33,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 UNITS, STEPS = 128, 64
-REAL = STEPS
 
 
-def _ppo(brain, rng):
+def _ppo(brain, rng, real):
     from trainers.models import fused_lstm
     from trainers.ppo.models import create_agent_model
 
     model = create_agent_model(brain, h_size=128, num_layers=2, use_recurrent=True, m_size=UNITS, beta=1e-2)
     n = 2
     mask = np.ones((n, STEPS), np.float32)
-    mask[:, : STEPS - REAL] = 0  # a trajectory's first sequence is left-padded
+    mask[:, : STEPS - real] = 0  # a trajectory's first sequence is left-padded
     feed = {model.batch_size: n, model.sequence_length: STEPS, model.state_in: rng.normal(size=(n * STEPS, 6)),
             model.memory_in: rng.normal(size=(n, UNITS)) * 0.1, model.taken_actions: rng.integers(0, 4, n * STEPS),
             model.old_log_probs: np.full(n * STEPS, -1.386), model.old_value: np.zeros(n * STEPS),
@@ -47,7 +51,7 @@ def _ppo(brain, rng):
     return model, feed, mask.reshape(-1), fused_lstm
 
 
-def _sac(brain, rng):
+def _sac(brain, rng, real):
     from trainers.sac.models import SACModel
 
     model = SACModel(brain, 128, 2, False, ["extrinsic"], {"extrinsic": 0.99}, {"extrinsic": True}, 0.1, 0.005,
@@ -55,7 +59,7 @@ def _sac(brain, rng):
     n = 8
     rows = n * STEPS
     mask = np.ones((n, STEPS), np.float32)
-    mask[:, REAL:] = 0  # an episode's last block is padded at its end
+    mask[:, real:] = 0  # an episode's last block is padded at its end
     feed = {model.state: rng.normal(size=(rows, 6)), model.next_state: rng.normal(size=(rows, 6)),
             model.batch_size: rows, model.taken_actions: rng.integers(0, 4, (rows, 1)),
             model.dones: np.zeros(rows), model.rewards["extrinsic"]: rng.normal(size=rows),
@@ -73,8 +77,6 @@ def main() -> None:
                         help="real steps in each sequence, the rest padding (the built-in Hallway's learnt "
                              "episodes are about 7 steps long)")
     args = parser.parse_args()
-    global REAL
-    REAL = args.real_steps
     from trainers.models import _loops
     from trainers.tf_utils import compiled_call, tf
     from unityagents.brain import BrainParameters
@@ -84,7 +86,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     calls = {}
     with tf.Graph().as_default() as graph:
-        ppo, ppo_feed, real, fused_lstm = _ppo(brain, rng)
+        ppo, ppo_feed, real, fused_lstm = _ppo(brain, rng, args.real_steps)
         loop = _loops(graph)[0].outputs
         twin = fused_lstm(loop)
         sess = tf.Session(graph=graph)
@@ -95,7 +97,7 @@ def main() -> None:
                               ("PPO: the minibatch step", [ppo.update_batch])):
             calls[name] = (compiled_call(sess, fetches, list(ppo_feed)), list(ppo_feed.values()))
     with tf.Graph().as_default() as graph:
-        sac, sac_feed = _sac(brain, rng)
+        sac, sac_feed = _sac(brain, rng, args.real_steps)
         sac_sess = tf.Session(graph=graph)
         sac_sess.run(tf.global_variables_initializer())
         calls["SAC: the gradient step"] = (compiled_call(sac_sess, [*sac.metrics.values(), sac.train_op],
@@ -109,8 +111,8 @@ def main() -> None:
             for _ in range(args.per_round):
                 call(*values)
             cpu[name].append((time.process_time() - start) / args.per_round * 1e3)
-    print(f"Hallway's Release 22 sizes, median CPU ms per call over {args.rounds} rounds of {args.per_round} "
-          f"(load {os.getloadavg()[0]:.1f}):")
+    print(f"Hallway's Release 22 sizes, {args.real_steps} real steps in each sequence of {STEPS}, median CPU ms per "
+          f"call over {args.rounds} rounds of {args.per_round} (load {os.getloadavg()[0]:.1f}):")
     for name, values in cpu.items():
         print(f"  {name:36s} {np.median(values):7.2f}")
     print(f"  largest difference between the loop and its twin on the real steps: {difference:.2e}")
