@@ -14,6 +14,7 @@ run from them with ``--resume`` (population-based training's exploit).
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import signal
@@ -185,6 +186,22 @@ class TrialRun:
     def agent_steps(self) -> int:
         return self.history[-1][0] if self.history else 0
 
+    def final_steps(self) -> int:
+        """The agent-steps the run's last save reached (its ``training_status.json``; 0 without one).
+
+        A run killed after saving a checkpoint and before writing that step's summary, once
+        resumed, finishes at once from that checkpoint and writes no summary: its summaries then
+        stop short of the steps it trained.
+        """
+        try:
+            with open(os.path.join(self.folder, "run_logs", "training_status.json"), encoding="utf-8") as f:
+                status = json.load(f)
+        except (OSError, ValueError):
+            return 0
+        steps = [entry.get("final_checkpoint", {}).get("steps", 0) for entry in status.values()
+                 if isinstance(entry, dict) and isinstance(entry.get("final_checkpoint"), dict)]
+        return int(max(steps, default=0))
+
     def reached_budget(self) -> bool:
         """Whether the summaries read so far reach the sweep's ``max_steps`` (a resumed run's old ones can)."""
         return self.context.max_steps is not None and self.agent_steps >= self.context.max_steps
@@ -300,8 +317,9 @@ def _trainable_class():
                     time.sleep(POLL_S)
                     continue
                 if new or finished is not None:
-                    run.record("done" if finished is not None else "summary")
-                    return {"objective": run.objective, "agent_steps": run.agent_steps, "last_value":
+                    steps = run.agent_steps if finished is None else max(run.agent_steps, run.final_steps())
+                    run.record("done" if finished is not None else "summary", steps=steps)
+                    return {"objective": run.objective, "agent_steps": steps, "last_value":
                             run.history[-1][1], "trial_name": run.name, "done": finished is not None}
                 time.sleep(POLL_S)
 

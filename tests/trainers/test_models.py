@@ -91,6 +91,19 @@ def test_lstm_masked_steps_hold_the_state():
     np.testing.assert_allclose(padded, real, atol=1e-6)
 
 
+def test_fused_lstm_without_masks_gives_the_loops_outputs_sequence_by_sequence():
+    rng = np.random.default_rng(3)
+    n, t = 3, 5
+    with tf.Graph().as_default(), tf.Session() as sess:
+        inputs, memory, steps, _, out, _ = _lstm_graph()
+        fused = fused_lstm(out)
+        sess.run(tf.global_variables_initializer())
+        x = rng.normal(size=(n * t, 3))
+        loop_out, fused_out = sess.run([out, fused], {inputs: x, memory: rng.normal(size=(n, 8)), steps: t})
+    assert fused_out.shape == (n * t, 4) and np.abs(fused_out).min() > 0
+    np.testing.assert_allclose(fused_out, loop_out, atol=1e-6)
+
+
 @pytest.mark.parametrize("padding,run", [
     # Sequences of 6 steps left-padded by 0, 2 and 5 steps (the Buffer pads a trajectory's first one), and
     # one right-padded by 2 (recurrent SAC's replay pads a sequence cut by the episode's end).

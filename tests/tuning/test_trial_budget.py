@@ -3,6 +3,9 @@
 A resumed trial reads its run's old summaries first; reporting the budget from them at once would
 have the scheduler stop the run it just started, before its last save and export.
 """
+import csv
+import json
+
 import unityagents_tune.trial as trial
 from unityagents_tune.trial import TrialContext, TrialRun
 
@@ -46,3 +49,24 @@ def test_summaries_below_the_budget_are_reported_at_once(tmp_path, monkeypatch):
     result = step(run, monkeypatch)
     assert result["done"] is False and result["agent_steps"] == 1200
     assert run.process.polls == 2
+
+
+def test_a_run_that_ends_past_its_last_summary_reports_the_steps_of_its_last_save(tmp_path, monkeypatch):
+    # Killed after its checkpoint at the budget and before that step's summary, the resumed run ends at
+    # once from the checkpoint: the summaries stop at 1200, the run's training status says 2400.
+    run = run_at(tmp_path, [(1200, 1.0)], max_steps=2400, polls_until_done=0)
+    status = tmp_path / "trial_000" / "run_logs"
+    status.mkdir(parents=True)
+    (status / "training_status.json").write_text(json.dumps({
+        "3DBall": {"checkpoints": [{"steps": 2400}], "final_checkpoint": {"steps": 2400}},
+        "ball_scale": {"lesson_num": 0}, "metadata": {"stats_format_version": "0.3.0"}}))
+    result = step(run, monkeypatch)
+    assert result["done"] is True and result["agent_steps"] == 2400
+    rows = list(csv.DictReader(open(tmp_path / "trial_000.history.csv")))
+    assert rows[-1]["event"] == "done" and rows[-1]["agent_steps"] == "2400"
+
+
+def test_a_run_without_a_training_status_reports_its_last_summary(tmp_path, monkeypatch):
+    run = run_at(tmp_path, [(1200, 1.0)], max_steps=2400, polls_until_done=0)
+    result = step(run, monkeypatch)
+    assert result["done"] is True and result["agent_steps"] == 1200
