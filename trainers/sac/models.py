@@ -25,6 +25,10 @@ only the extrinsic stream does, as in ML-Agents), averaged over streams, with ``
 * temperature: ``-log alpha * (log pi + H)`` with ``H`` = -``action_size`` (continuous) and
   ``0.2 ln(branch size)`` per branch (discrete).
 
+Release 22 computes two of these otherwise: its Q backs up from a state value V with a target copy,
+and its policy loss reads Q1 alone. Across the built-in Basic, 3DBall and Hallway neither takes fewer
+agent-steps to the target (docs/benchmarks.md, the zoo), so the twin target Qs and ``min Q`` stay.
+
 All gradients are computed from the parameters before the step, then Adam applies to each loss's
 variables, then the targets move by ``tau`` (one op, ``trainers.sac.update``).
 
@@ -79,7 +83,10 @@ class SACModel:
     ``dones``, ``learning_rate``; recurrent: ``sequence_length``, ``memory_in``, ``next_memory_in``,
     ``masks``), ``output``, ``memory_out`` (recurrent), ``value``, ``probs`` (discrete), ``policy_tensors``
     (the acting policy's parts: ``mu``, ``log_sigma``, ``pre_tanh``, ``log_prob``), ``log_alpha``
-    (``[1]`` continuous, ``[branches]`` discrete), ``metrics`` (name -> scalar), ``train_op`` (the
+    (``[1]`` continuous, ``[branches]`` discrete), ``metrics`` (name -> scalar), ``critic_outputs`` (what
+    the losses read, by stream: ``q1``/``q2`` at the taken actions, ``q1_pi``/``q2_pi`` at the policy's,
+    ``target_q1``/``target_q2`` at the next states and the next policy's actions; discrete: every
+    action's), ``next_policy_tensors`` (the policy at the next states), ``train_op`` (the
     fused update), ``online_variables`` / ``target_variables`` (Q1+Q2 and their targets, in the same
     order), ``update_normalization`` (None unless normalising)."""
 
@@ -184,6 +191,9 @@ class SACModel:
             train_policy = self._training_policy() if self.use_recurrent else policy
             if self.use_recurrent:
                 q1, q2, q1_pi, q2_pi = self._training_critics(train_policy)
+            self.critic_outputs = {"q1": q1, "q2": q2, "q1_pi": q1_pi, "q2_pi": q2_pi, "target_q1": target_q1,
+                                   "target_q2": target_q2}
+            self.next_policy_tensors = next_policy
             self._losses(train_policy, next_policy, q1, q2, q1_pi, q2_pi, target_q1, target_q2, gammas, use_dones)
             self._optimizer(tau)
 

@@ -84,6 +84,60 @@ def test_targets_start_as_copies_then_move_by_tau():
         before_online = online_after
 
 
+@pytest.mark.parametrize("spec", [CONTINUOUS, BRANCHED], ids=["continuous", "branches"])
+def test_the_losses_match_numpy(spec):
+    """Q backs up from the smaller target Q at the next policy's action less the entropy term, cut at
+    episode ends; the policy loss reads the smaller of the two Qs at its own action; all against numpy,
+    with the four critics apart and the next states' policy its own."""
+    trainer = make_sac(spec, init_entcoef=0.3)
+    m = trainer.model
+    rng = np.random.default_rng(5)
+    randomise_policy(trainer, rng, 0.5)
+    with trainer.sess.graph.as_default():
+        for var in m.online_variables + m.target_variables:
+            var.load(rng.normal(scale=0.5, size=var.shape.as_list()), trainer.sess)
+    Loop(FakeEnv(trainer.brain, episode_length=4)).run(trainer, 12, update=False)
+    batch = trainer.replay.sample(16, trainer.rng)
+    assert 0 < batch["dones"].sum() < 16
+    parts = ("log_prob", "probs", "log_probs")
+    out = trainer.sess.run({"metrics": m.metrics, "alpha": m.alpha,
+                            "critics": {k: v["extrinsic"] for k, v in m.critic_outputs.items()},
+                            "policy": {k: v for k, v in m.policy_tensors.items() if k in parts},
+                            "next": {k: v for k, v in m.next_policy_tensors.items() if k in parts}},
+                           trainer.update_feed(batch))
+    c = {k: v.astype(np.float64) for k, v in out["critics"].items()}
+    alpha = out["alpha"].astype(np.float64)
+    gamma = trainer._model_arguments["gammas"]["extrinsic"]
+    if spec is CONTINUOUS:
+        next_value = np.minimum(c["target_q1"], c["target_q2"]) - alpha[0] * out["next"]["log_prob"]
+        taken_q1, taken_q2 = c["q1"], c["q2"]
+        policy_loss = np.mean(alpha[0] * out["policy"]["log_prob"] - np.minimum(c["q1_pi"], c["q2_pi"]))
+    else:
+        split = np.cumsum(BRANCHED["actionBranches"])[:-1]
+
+        def branches(q):
+            return np.split(q, split, axis=1)
+
+        def expected(q, policy, sign):
+            return np.mean([(p * (q_b - sign * a * lp)).sum(axis=1) for p, lp, q_b, a in
+                            zip(policy["probs"], policy["log_probs"], branches(q), alpha)], axis=0)
+
+        rows = np.arange(16)
+        next_value = expected(np.minimum(c["target_q1"], c["target_q2"]), out["next"], 1.0)
+        taken_q1, taken_q2 = (np.mean([q_b[rows, batch["actions"][:, k]] for k, q_b in enumerate(branches(c[q]))],
+                                      axis=0) for q in ("q1", "q2"))
+        p = out["policy"]
+        policy_loss = np.mean(sum((pb * (a * lp - q_b)).sum(axis=1) for pb, lp, q_b, a in
+                                  zip(p["probs"], p["log_probs"], branches(np.minimum(c["q1_pi"], c["q2_pi"])), alpha)))
+    target = batch["rewards"] + gamma * (1.0 - batch["dones"]) * next_value
+    expected_metrics = {"Losses/Q1 Loss": 0.5 * np.mean((taken_q1 - target) ** 2),
+                        "Losses/Q2 Loss": 0.5 * np.mean((taken_q2 - target) ** 2),
+                        "Losses/Policy Loss": policy_loss}
+    for key, value in expected_metrics.items():
+        assert out["metrics"][key] == pytest.approx(value, rel=1e-4, abs=1e-5), key
+    assert not np.allclose(c["q1_pi"], c["q2_pi"]) and not np.allclose(c["target_q1"], c["target_q2"])
+
+
 @pytest.mark.slow
 def test_entropy_coefficient_moves_towards_the_target_entropy():
     """Branches of 3 and 2 actions: all allowed, the near-uniform policy's entropy (ln 3 + ln 2) is
