@@ -83,6 +83,9 @@ setup(
         "protobuf>=7.35.1",
         'tensorflow-cpu>=2.15,<2.22; platform_machine == "x86_64" or platform_machine == "AMD64"',
         'tensorflow>=2.15,<2.22; platform_machine != "x86_64" and platform_machine != "AMD64"',
+        # Imported by TensorFlow and onnx at start-up: 0.7.0 takes 0.6-0.9 s to register its numpy loops, where
+        # 0.5.4 and 0.6.0 take under 10 ms.
+        "ml_dtypes>=0.5.4,<0.7",
     ],
     extras_require={
         # Environments as Ray actors on a cluster (learn.py --ray-address; docs/cluster.md).
