@@ -118,12 +118,12 @@ def test_the_losses_match_numpy(spec):
         def branches(q):
             return np.split(q, split, axis=1)
 
-        def expected(q, policy, sign):
-            return np.mean([(p * (q_b - sign * a * lp)).sum(axis=1) for p, lp, q_b, a in
+        def soft_value(q, policy):  # per branch sum_a p (q - alpha_b log p), averaged over branches
+            return np.mean([(p * (q_b - a * lp)).sum(axis=1) for p, lp, q_b, a in
                             zip(policy["probs"], policy["log_probs"], branches(q), alpha)], axis=0)
 
         rows = np.arange(16)
-        next_value = expected(np.minimum(c["target_q1"], c["target_q2"]), out["next"], 1.0)
+        next_value = soft_value(np.minimum(c["target_q1"], c["target_q2"]), out["next"])
         taken_q1, taken_q2 = (np.mean([q_b[rows, batch["actions"][:, k]] for k, q_b in enumerate(branches(c[q]))],
                                       axis=0) for q in ("q1", "q2"))
         p = out["policy"]
