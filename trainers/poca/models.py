@@ -50,36 +50,48 @@ def layer_norm(x: tf.Tensor, name: str, epsilon: float = 1e-5) -> tf.Tensor:
     return (x - mean) / tf.sqrt(variance + epsilon) * gain + bias
 
 
-def residual_self_attention(entities: tf.Tensor, present: tf.Tensor, heads: int = HEADS,
-                            name: str = "attention") -> tf.Tensor:
-    """Pool ``entities`` ``[B, E, h]`` over the present ones (``present`` ``[B, E]``, 1 or 0) into ``[B, h]``.
+def residual_self_attention(own: tf.Tensor, mate_sets: List[tf.Tensor], mate_present: tf.Tensor,
+                            heads: int = HEADS, name: str = "attention") -> List[tf.Tensor]:
+    """Pool ``[own, mates]`` for each of ``mate_sets`` into ``[B, h]``, one tensor per set.
 
-    Absent entities neither attend (their keys are masked) nor count in the mean. ``h`` must be
-    divisible by ``heads``.
+    ``own`` ``[B, 1, h]`` is the entity every set starts with; each set ``[B, M, h]`` holds the same
+    ``M`` mate slots (``mate_present`` ``[B, M]``, 1 or 0) embedded its own way. Absent mates
+    neither attend (their keys are masked) nor count in the mean. ``h`` must be divisible by
+    ``heads``. The layer norm and projections work on each entity alone, so ``own``'s are computed
+    once for every set (the critic's value and baseline passes share them): the critic's largest
+    products are these projections, and this spares a quarter of them.
     """
-    h = int(entities.shape[-1])
+    h = int(own.shape[-1])
     if h % heads:
         raise ValueError(f"The attention width {h} must be divisible by its {heads} heads; choose hidden_units "
                          f"as a multiple of {heads}.")
     depth = h // heads
     gain = math.sqrt(0.125 / h)  # ML-Agents' small initial gain for the attention's linears
+    present = tf.concat([tf.ones_like(mate_present[:, :1]), mate_present], axis=1)  # [B, 1 + M]
+    mask = (1.0 - present)[:, None, None, :] * MASKED_LOGIT
+    weights = present[:, :, None]
+    count = tf.maximum(tf.reduce_sum(weights, axis=1), 1.0)
     with tf.variable_scope(name):
-        x = layer_norm(entities, "input_norm")
-        batch, count = tf.shape(x)[0], tf.shape(x)[1]
+        batch = tf.shape(own)[0]
+
+        def projections(entities: tf.Tensor) -> List[tf.Tensor]:
+            x = layer_norm(entities, "input_norm")
+            return [dense_nd(x, h, part, gain=gain) for part in ("query", "key", "value")]
 
         def split(t: tf.Tensor) -> tf.Tensor:  # [B, E, h] -> [B, heads, E, depth]
-            return tf.transpose(tf.reshape(t, [batch, count, heads, depth]), [0, 2, 1, 3])
+            return tf.transpose(tf.reshape(t, [batch, -1, heads, depth]), [0, 2, 1, 3])
 
-        q = split(dense_nd(x, h, "query", gain=gain))
-        k = split(dense_nd(x, h, "key", gain=gain))
-        v = split(dense_nd(x, h, "value", gain=gain))
-        logits = tf.matmul(q, k, transpose_b=True) / math.sqrt(depth)           # [B, heads, E, E]
-        logits += (1.0 - present)[:, None, None, :] * MASKED_LOGIT
-        attended = tf.matmul(tf.nn.softmax(logits, axis=-1), v)                  # [B, heads, E, depth]
-        attended = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [batch, count, h])
-        out = layer_norm(dense_nd(attended, h, "output", gain=gain) + entities, "output_norm")
-        weights = present[:, :, None]
-        return tf.reduce_sum(out * weights, axis=1) / tf.maximum(tf.reduce_sum(weights, axis=1), 1.0)
+        own_qkv = projections(own)
+        pooled = []
+        for mates in mate_sets:
+            q, k, v = (split(tf.concat([o, m], axis=1)) for o, m in zip(own_qkv, projections(mates)))
+            logits = tf.matmul(q, k, transpose_b=True) / math.sqrt(depth) + mask  # [B, heads, E, E]
+            attended = tf.matmul(tf.nn.softmax(logits, axis=-1), v)              # [B, heads, E, depth]
+            attended = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [batch, -1, h])
+            entities = tf.concat([own, mates], axis=1)
+            out = layer_norm(dense_nd(attended, h, "output", gain=gain) + entities, "output_norm")
+            pooled.append(tf.reduce_sum(out * weights, axis=1) / count)
+        return pooled
 
 
 class POCACritic:
@@ -105,16 +117,14 @@ class POCACritic:
             mates_seen = dense_nd(self.mate_states, h_size, "obs_encoder", tf.nn.relu)
             mates_acting = dense_nd(tf.concat([self.mate_states, self.mate_actions], axis=-1), h_size,
                                     "obs_action_encoder", tf.nn.relu)
-            present = tf.concat([tf.ones_like(self.mate_present[:, :1]), self.mate_present], axis=1)
-            self.present = present
-            self.value = self._head(tf.concat([own, mates_seen], axis=1), present, h_size, num_layers)
-            self.baseline = self._head(tf.concat([own, mates_acting], axis=1), present, h_size, num_layers)
+            self.present = tf.concat([tf.ones_like(self.mate_present[:, :1]), self.mate_present], axis=1)
+            pooled = residual_self_attention(own, [mates_seen, mates_acting], self.mate_present)
+            self.value, self.baseline = (self._head(p, h_size, num_layers) for p in pooled)
         self.variables: List[tf.Variable] = new_trainable_variables(variables_before)
 
-    def _head(self, entities: tf.Tensor, present: tf.Tensor, h_size: int, num_layers: int) -> tf.Tensor:
-        pooled = residual_self_attention(entities, present)
+    def _head(self, pooled: tf.Tensor, h_size: int, num_layers: int) -> tf.Tensor:
         hidden = mlp(pooled, h_size, num_layers, "body") if num_layers > 0 else pooled
-        members = tf.reduce_sum(present, axis=1, keepdims=True)
+        members = tf.reduce_sum(self.present, axis=1, keepdims=True)
         count = 2.0 * members / tf.maximum(self.max_members, members) - 1.0
         return dense(tf.concat([hidden, count], axis=1), 1, "value_head", gain=1.0)[:, 0]
 

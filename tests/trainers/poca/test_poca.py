@@ -14,7 +14,7 @@ from tests.conftest import shipped_config_pair
 from tests.fake_env import learn_from_step
 from tests.onnx_contract import assert_contract
 from trainers.export.onnx_model import export_onnx
-from trainers.poca.groups import MemberStep, critic_rows, finish, pad_rows, team_reward
+from trainers.poca.groups import Finished, MemberStep, critic_rows, finish, finish_all, pad_rows, team_reward
 from trainers.poca.models import POCACritic
 from trainers.poca.trainer import POCATrainer
 from trainers.tf_utils import tf
@@ -75,6 +75,42 @@ def test_critic_rows_give_each_member_its_mates_in_step_order_padded_to_the_larg
     assert [r["critic_mate_states"].shape for r in rows] == [(2, STATE)] * 3 + [(1, STATE)] * 2
 
 
+def test_trajectories_valued_together_get_the_rows_each_gets_alone():
+    """``finish_all`` pads the trajectories to the widest one's mates and calls the critic once; every row
+    is what ``finish`` gives its trajectory alone (the critic here reads every input, padding included)."""
+    def acting(state, action, reward=0.0):
+        return MemberStep({"actions": action}, np.full(STATE, state, np.float32),
+                          np.eye(3, dtype=np.float32)[action], reward, 0.0)
+
+    calls = []
+
+    def critic(inputs):
+        calls.append(len(inputs["own_state"]))
+        present = inputs["mate_present"]
+        mates = (inputs["mate_states"].sum(axis=2) * np.arange(1, present.shape[1] + 1)).sum(axis=1)
+        acted = (inputs["mate_actions"].argmax(axis=2) * present).sum(axis=1)
+        padding = (inputs["mate_states"].sum(axis=2) * (1 - present)).sum(axis=1)  # must stay 0
+        return inputs["own_state"].sum(axis=1) + 0.1 * mates + padding, 0.5 * inputs["own_state"][:, 0] + acted
+
+    trios = [{"a": acting(1.0, 0), "b": acting(2.0, 1), "c": acting(3.0, 2, reward=1.0)},
+             {"a": acting(4.0, 2), "c": acting(5.0, 1)}]
+    pairs = [{"x": acting(6.0, 1), "y": acting(7.0, 0)}, {"x": acting(8.0, 2), "y": acting(9.0, 2, reward=-1.0)}]
+    single = [{"s": acting(0.5, 1)}]
+    trajectories = [Finished(pairs, [team_reward(s) for s in pairs], 0.0), Finished([], [], 0.0),
+                    Finished(trios, [team_reward(s) for s in trios], 1.5),
+                    Finished(single, [team_reward(s) for s in single], -0.5)]
+    together = finish_all(trajectories, gamma=0.9, lambd=0.95, critic=critic)
+    assert calls == [2 + 2 + 3 + 2 + 1]
+    alone = [finish(t.steps, t.value_next, 0.9, 0.95, critic) for t in trajectories]
+    assert [len(rows) for rows in together] == [len(rows) for rows in alone] == [4, 0, 5, 1]
+    for got_rows, want_rows in zip(together, alone):
+        for got, want in zip(got_rows, want_rows):
+            assert got.keys() == want.keys()
+            for key in want:
+                np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+    assert together[0][0]["critic_mate_states"].shape == (1, STATE)  # unpadded: its own mates only
+
+
 def test_team_reward_adds_every_members_reward_to_the_group_reward_once():
     step = {"a": member(reward=0.5, group_reward=-0.1), "b": member(reward=0.25, group_reward=-0.1)}
     assert team_reward(step) == pytest.approx(0.75 - 0.1)
@@ -88,7 +124,7 @@ def test_a_cut_trajectory_bootstraps_from_the_value_after_it():
 
 # ------------------------------------------------------------------ the attention critic
 @pytest.fixture(scope="module")
-def critic():
+def critic_graph():
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(0)
@@ -98,11 +134,74 @@ def critic():
         for var in c.variables:  # far from the small initial gains, so that every input matters
             var.load(np.random.default_rng(1).normal(0, 0.5, var.shape.as_list()).astype(np.float32), sess)
     graph.finalize()
+    return sess, c
+
+
+@pytest.fixture(scope="module")
+def critic(critic_graph):
+    sess, c = critic_graph
 
     def run(own, mates, actions, present):
         return sess.run([c.value, c.baseline], {c.own_state: own, c.mate_states: mates, c.mate_actions: actions,
                                                 c.mate_present: present})
     return run
+
+
+def numpy_critic(w, own, mates, actions, present, max_members):
+    """The critic of ``trainers/poca/models.py``'s docstring, written out in numpy: ``w`` by variable name."""
+    def dense(x, name, activation=None):
+        y = x @ w[f"{name}/kernel"] + w[f"{name}/bias"]
+        return activation(y) if activation else y
+
+    def norm(x, name):
+        mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + 1e-5) * w[f"{name}/gain"] + w[f"{name}/bias"]
+
+    def relu(x):
+        return np.maximum(x, 0.0)
+
+    def pool(entities, mask):
+        x = norm(entities, "attention/input_norm")
+        n, e, h = x.shape
+        q, k, v = (dense(x, f"attention/{p}").reshape(n, e, 4, h // 4) for p in ("query", "key", "value"))
+        logits = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(h // 4) + (1 - mask)[:, None, None, :] * -1e6
+        weights = np.exp(logits - logits.max(-1, keepdims=True))
+        weights /= weights.sum(-1, keepdims=True)
+        attended = np.einsum("bhqk,bkhd->bqhd", weights, v).reshape(n, e, h)
+        out = norm(dense(attended, "attention/output") + entities, "attention/output_norm")
+        return (out * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1.0)
+
+    def head(entities, mask):
+        hidden = dense(pool(entities, mask), "body/dense_0", np.tanh)
+        members = mask.sum(1, keepdims=True)
+        count = 2 * members / np.maximum(max_members, members) - 1
+        return dense(np.concatenate([hidden, count], 1), "value_head")[:, 0]
+
+    me = dense(own, "obs_encoder", relu)[:, None]
+    mask = np.concatenate([np.ones((len(own), 1)), present], 1)
+    seen = dense(mates, "obs_encoder", relu)
+    acting = dense(np.concatenate([mates, actions], -1), "obs_action_encoder", relu)
+    return head(np.concatenate([me, seen], 1), mask), head(np.concatenate([me, acting], 1), mask)
+
+
+def test_the_critic_computes_what_its_docstring_says(critic_graph):
+    """V and the baselines against numpy, in a batch of groups of one to three with random weights: the
+    member's own entity is shared by both passes, its mates seen by observation for V and with their
+    actions for the baseline."""
+    sess, c = critic_graph
+    rng = np.random.default_rng(2)
+    own = rng.normal(size=(6, STATE)).astype(np.float32)
+    mates = rng.normal(size=(6, 2, STATE)).astype(np.float32)
+    actions = np.eye(3, dtype=np.float32)[rng.integers(0, 3, (6, 2))]
+    present = np.array([[1, 1], [1, 0], [0, 0], [1, 1], [0, 0], [1, 0]], np.float32)
+    value, baseline = sess.run([c.value, c.baseline], {c.own_state: own, c.mate_states: mates,
+                                                       c.mate_actions: actions, c.mate_present: present})
+    weights = {v.name[len("poca_critic/"):-len(":0")]: x for v, x in zip(c.variables, sess.run(c.variables))}
+    want_value, want_baseline = numpy_critic(weights, own, mates, actions, present, sess.run(c.max_members))
+    np.testing.assert_allclose(value, want_value, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(baseline, want_baseline, rtol=1e-4, atol=1e-4)
+    alone = present.sum(1) == 0  # a member without mates: both passes see it alone
+    assert np.abs(value - baseline)[~alone].min() > 1e-3 and np.array_equal(value[alone], baseline[alone])
 
 
 def test_absent_members_do_not_change_the_value_and_present_ones_do(critic):
@@ -202,6 +301,54 @@ def test_a_long_group_trajectory_is_cut_at_time_horizon_and_bootstrapped():
     assert trainer.groups[3].members == {1, 2} and not trainer.groups[3].over()
     # No reward at all: the returns are the critic's bootstrap, discounted, not zero.
     assert all(r["discounted_returns"] != 0.0 for r in trainer.rows)
+
+
+def play_game(trainer, agents, group, seed):
+    """One game of two steps for ``agents`` of ``group``, ended by a group reward."""
+    n = len(agents)
+    script = [info(agents, [group] * n, seed=seed), info(agents, [group] * n, seed=seed + 1),
+              info(agents, [group] * n, group_rewards=[1.0] * n, done=[True] * n, seed=seed + 2)]
+    for before, after in zip(script, script[1:]):
+        _, _, _, outputs = trainer.take_action(before)
+        learn_from_step(trainer, before, after, outputs)
+
+
+def test_finished_games_are_valued_together_once_enough_wait_or_the_rows_are_read(monkeypatch):
+    from trainers.poca import trainer as poca_trainer
+
+    trainer = make_trainer(buffer_size=100)
+    sizes = []
+    critic = trainer._critic
+    monkeypatch.setattr(trainer, "_critic", lambda inputs: sizes.append(len(inputs["own_state"])) or critic(inputs))
+    for k in range(3):  # three games of two members, two steps: 4 member-steps each
+        play_game(trainer, [10 * k + 1, 10 * k + 2], k + 1, seed=10 * k)
+    assert sizes == [] and trainer.update_buffer_steps() == 12  # waiting, yet counted towards the buffer
+    assert len(trainer.rows) == 12 and sizes == [12]  # read: valued in one call
+    monkeypatch.setattr(poca_trainer, "EVALUATE_ROWS", 8)
+    for k in range(3, 5):
+        play_game(trainer, [10 * k + 1, 10 * k + 2], k + 1, seed=10 * k)
+    assert sizes == [12, 8]  # the second game brought 8 member-steps waiting: valued without a read
+    stats = trainer._signal_stats["Policy/Extrinsic Value Estimate"]
+    assert len(stats) == 5 and stats[-1] == pytest.approx(np.mean([r["critic_value"] for r in trainer.rows[-4:]]))
+
+
+def test_games_waiting_when_a_larger_group_appears_are_valued_under_the_count_they_finished_under():
+    """The critic normalises the members' count by the largest group seen, a variable that grows: the
+    games that wait are valued before it grows, as if they had been valued when they finished."""
+    first, second = make_trainer(buffer_size=100), make_trainer(buffer_size=100)
+    weights = first.sess.run(first.critic.variables)
+    with second.sess.graph.as_default():
+        for variable, value in zip(second.critic.variables, weights):
+            variable.load(value, second.sess)
+    play_game(first, [1, 2], 1, seed=0)
+    valued_then = [r["critic_value"] for r in first.rows]  # read: valued now, with at most two members seen
+    play_game(second, [1, 2], 1, seed=0)
+    play_game(second, [3, 4, 5], 2, seed=5)  # three members: the count's scale grows
+    assert second.sess.run(second.critic.max_members) == 3.0
+    assert [r["critic_value"] for r in second.rows[:4]] == valued_then
+    index, inputs = critic_rows([{a: MemberStep({}, r["critic_own_state"], np.zeros(3, np.float32), 0.0, 0.0)
+                                  for a, r in zip("ab", pair)} for pair in (first.rows[:2], first.rows[2:4])])
+    assert not np.allclose(second._critic(inputs)[0], valued_then)  # valued later, they would differ
 
 
 CONTINUOUS_TEAM = BrainParameters("Team", {"stateSize": STATE, "actionSize": 2, "memorySize": 0,
