@@ -101,7 +101,7 @@ def team_returns(rewards: np.ndarray, values: np.ndarray, value_next: float, gam
 
 
 @dataclass
-class Finished:
+class FinishedTrajectory:
     """A finished (or cut) group trajectory waiting for the critic's values."""
 
     steps: List[Dict[Hashable, MemberStep]]
@@ -124,10 +124,10 @@ def finish(steps: List[Dict[Hashable, MemberStep]], value_next: float, gamma: fl
     """
     if rewards is None:
         rewards = [team_reward(step) for step in steps]
-    return finish_all([Finished(steps, rewards, value_next)], gamma, lambd, critic)[0]
+    return finish_all([FinishedTrajectory(steps, rewards, value_next)], gamma, lambd, critic)[0]
 
 
-def finish_all(trajectories: Sequence[Finished], gamma: float, lambd: float,
+def finish_all(trajectories: Sequence[FinishedTrajectory], gamma: float, lambd: float,
                critic: Callable[[Dict[str, np.ndarray]], Tuple[np.ndarray, np.ndarray]]) -> List[List[Dict[str, Any]]]:
     """``finish`` of several trajectories, their member-steps evaluated by one call of ``critic``.
 
@@ -159,7 +159,7 @@ def finish_all(trajectories: Sequence[Finished], gamma: float, lambd: float,
     return out
 
 
-def _rows(trajectory: Finished, index: List[Tuple[int, Hashable]], inputs: Dict[str, np.ndarray],
+def _rows(trajectory: FinishedTrajectory, index: List[Tuple[int, Hashable]], inputs: Dict[str, np.ndarray],
           values: np.ndarray, baselines: np.ndarray, gamma: float, lambd: float) -> List[Dict[str, Any]]:
     """One trajectory's update-buffer rows from its critic rows and their values (see ``finish``)."""
     steps = trajectory.steps
@@ -243,5 +243,5 @@ def decode_rows(state: Dict[str, Any]) -> List[Dict[str, Any]]:
     return rows
 
 
-__all__ = ["Finished", "GroupTrajectory", "MemberStep", "critic_rows", "decode_rows", "encode_rows", "finish",
-           "finish_all", "pad_rows", "team_returns", "team_reward"]
+__all__ = ["FinishedTrajectory", "GroupTrajectory", "MemberStep", "critic_rows", "decode_rows", "encode_rows",
+           "finish", "finish_all", "pad_rows", "team_returns", "team_reward"]

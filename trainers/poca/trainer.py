@@ -36,7 +36,7 @@ import numpy as np
 from trainers.flat_adam import FlatAdam
 from trainers.models import loop_gradients
 from trainers.poca.groups import (
-    Finished,
+    FinishedTrajectory,
     GroupTrajectory,
     MemberStep,
     decode_rows,
@@ -87,7 +87,7 @@ class POCATrainer(PPOTrainer):
             self._create_poca_optimizer()
         self.groups: Dict[Hashable, GroupTrajectory] = {}
         self._rows: List[Dict[str, Any]] = []
-        self._finished: List[Finished] = []  # group trajectories not yet through the critic
+        self._finished: List[FinishedTrajectory] = []  # group trajectories not yet through the critic
         self._finished_rows = 0
         self._critic_call: Optional[Callable[..., List[Any]]] = None
         self._largest_group = 0
@@ -254,7 +254,7 @@ class POCATrainer(PPOTrainer):
         if group.over():
             self.add_stat("Environment/Group Cumulative Reward", group.episode_total)
         if group.steps:
-            self._finished.append(Finished(group.steps, rewards, value_next))
+            self._finished.append(FinishedTrajectory(group.steps, rewards, value_next))
             self._finished_rows += sum(len(step) for step in group.steps)
         group.steps = []
         if self._finished_rows >= EVALUATE_ROWS:

@@ -14,7 +14,15 @@ from tests.conftest import shipped_config_pair
 from tests.fake_env import learn_from_step
 from tests.onnx_contract import assert_contract
 from trainers.export.onnx_model import export_onnx
-from trainers.poca.groups import Finished, MemberStep, critic_rows, finish, finish_all, pad_rows, team_reward
+from trainers.poca.groups import (
+    FinishedTrajectory,
+    MemberStep,
+    critic_rows,
+    finish,
+    finish_all,
+    pad_rows,
+    team_reward,
+)
 from trainers.poca.models import POCACritic
 from trainers.poca.trainer import POCATrainer
 from trainers.tf_utils import tf
@@ -96,9 +104,9 @@ def test_trajectories_valued_together_get_the_rows_each_gets_alone():
              {"a": acting(4.0, 2), "c": acting(5.0, 1)}]
     pairs = [{"x": acting(6.0, 1), "y": acting(7.0, 0)}, {"x": acting(8.0, 2), "y": acting(9.0, 2, reward=-1.0)}]
     single = [{"s": acting(0.5, 1)}]
-    trajectories = [Finished(pairs, [team_reward(s) for s in pairs], 0.0), Finished([], [], 0.0),
-                    Finished(trios, [team_reward(s) for s in trios], 1.5),
-                    Finished(single, [team_reward(s) for s in single], -0.5)]
+    trajectories = [FinishedTrajectory(pairs, [team_reward(s) for s in pairs], 0.0), FinishedTrajectory([], [], 0.0),
+                    FinishedTrajectory(trios, [team_reward(s) for s in trios], 1.5),
+                    FinishedTrajectory(single, [team_reward(s) for s in single], -0.5)]
     together = finish_all(trajectories, gamma=0.9, lambd=0.95, critic=critic)
     assert calls == [2 + 2 + 3 + 2 + 1]
     alone = [finish(t.steps, t.value_next, 0.9, 0.95, critic) for t in trajectories]
