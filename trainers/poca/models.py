@@ -50,16 +50,17 @@ def layer_norm(x: tf.Tensor, name: str, epsilon: float = 1e-5) -> tf.Tensor:
     return (x - mean) / tf.sqrt(variance + epsilon) * gain + bias
 
 
-def residual_self_attention(own: tf.Tensor, mate_sets: List[tf.Tensor], mate_present: tf.Tensor,
+def residual_self_attention(own: tf.Tensor, mate_sets: List[tf.Tensor], present: tf.Tensor,
                             heads: int = HEADS, name: str = "attention") -> List[tf.Tensor]:
     """Pool ``[own, mates]`` for each of ``mate_sets`` into ``[B, h]``, one tensor per set.
 
     ``own`` ``[B, 1, h]`` is the entity every set starts with; each set ``[B, M, h]`` holds the same
-    ``M`` mate slots (``mate_present`` ``[B, M]``, 1 or 0) embedded its own way. Absent mates
-    neither attend (their keys are masked) nor count in the mean. ``h`` must be divisible by
-    ``heads``. The layer norm and projections work on each entity alone, so ``own``'s are computed
-    once for every set (the critic's value and baseline passes share them): the critic's largest
-    products are these projections, and this spares a quarter of them.
+    ``M`` mate slots embedded its own way; ``present`` ``[B, 1 + M]`` (1 or 0) marks the entities
+    there, ``own`` first (always 1). Absent mates neither attend (their keys are masked) nor count
+    in the mean. ``h`` must be divisible by ``heads``. The layer norm and projections work on each
+    entity alone, so ``own``'s are computed once for every set (the critic's value and baseline
+    passes share them): the critic's largest products are these projections, and this spares a
+    quarter of them.
     """
     h = int(own.shape[-1])
     if h % heads:
@@ -67,7 +68,6 @@ def residual_self_attention(own: tf.Tensor, mate_sets: List[tf.Tensor], mate_pre
                          f"as a multiple of {heads}.")
     depth = h // heads
     gain = math.sqrt(0.125 / h)  # ML-Agents' small initial gain for the attention's linears
-    present = tf.concat([tf.ones_like(mate_present[:, :1]), mate_present], axis=1)  # [B, 1 + M]
     mask = (1.0 - present)[:, None, None, :] * MASKED_LOGIT
     weights = present[:, :, None]
     count = tf.maximum(tf.reduce_sum(weights, axis=1), 1.0)
@@ -118,7 +118,7 @@ class POCACritic:
             mates_acting = dense_nd(tf.concat([self.mate_states, self.mate_actions], axis=-1), h_size,
                                     "obs_action_encoder", tf.nn.relu)
             self.present = tf.concat([tf.ones_like(self.mate_present[:, :1]), self.mate_present], axis=1)
-            pooled = residual_self_attention(own, [mates_seen, mates_acting], self.mate_present)
+            pooled = residual_self_attention(own, [mates_seen, mates_acting], self.present)
             self.value, self.baseline = (self._head(p, h_size, num_layers) for p in pooled)
         self.variables: List[tf.Variable] = new_trainable_variables(variables_before)
 
