@@ -176,10 +176,12 @@ class Academy:
             for brain in self.brains:
                 reward, done, *group = results[brain.name]
                 active = ~brain.done
-                brain.reward[active] += reward[active]
+                # Masked adds as one ufunc call each (``where``): the same sums, without the copies
+                # that reading and writing through a boolean index makes.
+                np.add(brain.reward, reward, out=brain.reward, where=active)
                 if group:
-                    brain.group_reward[active] += group[0][active]
-                brain.steps[active] += 1
+                    np.add(brain.group_reward, group[0], out=brain.group_reward, where=active)
+                np.add(brain.steps, 1, out=brain.steps, where=active)
                 max_step = brain.spec.max_step
                 if max_step > 0:
                     done = done | (brain.steps > max_step)

@@ -68,6 +68,16 @@ _METHOD = "/communicator_objects.UnityToExternalProto/Exchange"
 _OK, _BYE = 200, 400
 
 
+def _read_only(rows: np.ndarray) -> np.ndarray:
+    """``rows``, write-protected: one array is shared by every report that names those rows."""
+    rows.flags.writeable = False
+    return rows
+
+
+#: No agent: the rows of a behaviour that reports nothing this step.
+_NO_ROWS = _read_only(np.zeros(0, np.int64))
+
+
 def import_grpc() -> Any:
     """grpcio, set up where this process imports it first to read and write on the calling thread.
 
@@ -209,8 +219,10 @@ class ModernUnity:
             offsets[b.name] = total
             total += b.spec.n_agents
         self.ids = {b.name: np.arange(offsets[b.name], offsets[b.name] + b.spec.n_agents) for b in self.brains}
+        #: Every row of a brain: who decides at a decision step when no agent is asleep.
+        self.all_rows = {b.name: _read_only(np.arange(b.spec.n_agents)) for b in self.brains}
         self.announced: set[str] = set()
-        self.deciding: dict[str, np.ndarray] = {b.name: np.zeros(0, np.int64) for b in self.brains}
+        self.deciding: dict[str, np.ndarray] = {b.name: _NO_ROWS for b in self.brains}
         #: Rows whose episode the Academy cut (its max step): reported as interrupted.
         self.forced = {b.name: np.zeros(b.spec.n_agents, bool) for b in self.brains}
         self.pending_parameters: dict[str, float] = {}
@@ -276,7 +288,7 @@ class ModernUnity:
         self.step_count = 0
         for forced in self.forced.values():
             forced[:] = False
-        return self._output({b.name: ([], np.arange(b.spec.n_agents)) for b in self.brains})
+        return self._output({b.name: ([], self.all_rows[b.name]) for b in self.brains})
 
     def _apply_actions(self, rl: Any) -> None:
         for b in self.brains:
@@ -284,7 +296,8 @@ class ModernUnity:
             if not rows.size:
                 continue
             name = self.names[b.name]
-            entries = rl.agent_actions[name].value if name in rl.agent_actions else ()
+            listed = rl.agent_actions.get(name)  # one map lookup; None when the behaviour has no entry
+            entries = listed.value if listed is not None else ()
             if not entries:  # Unity: no action → ActionBuffers.Empty
                 b.action[rows] = 0.0
                 continue
@@ -294,10 +307,10 @@ class ModernUnity:
             spec = b.spec
             entries = entries[:rows.size]
             if spec.action_space == "discrete":
+                # Checked in Python: a handful of ints, where each numpy call costs more than the loop.
                 values = [list(e.discrete_actions) for e in entries]
-                ok = all(len(v) == 1 for v in values)
-                array = np.asarray(values, np.float64) if ok else None
-                if not ok or not np.all((array >= 0) & (array < spec.action_size)):
+                array = values  # stored as float64 by the assignment below
+                if not all(len(v) == 1 and 0 <= v[0] < spec.action_size for v in values):
                     raise ActionError(f"behaviour {name!r}: discrete_actions {values[:4]}...; expected one action "
                                       f"in 0..{spec.action_size - 1} per agent")
             else:
@@ -306,7 +319,7 @@ class ModernUnity:
                 # One pass over every float (a list per agent first costs three times as much).
                 array = np.fromiter(itertools.chain.from_iterable(values), np.float64,
                                     rows.size * spec.action_size).reshape(rows.size, -1) if ok else None
-                if not ok or not np.all(np.isfinite(array)):
+                if not ok or not np.isfinite(array).all():
                     raise ActionError(f"behaviour {name!r}: continuous_actions {[list(v) for v in values[:4]]}...; "
                                       f"expected {spec.action_size} finite floats per agent")
                 if spec.discrete_branches:  # hybrid: the branch indices follow the continuous values
@@ -317,12 +330,10 @@ class ModernUnity:
     def _branch_actions(name: str, branches: tuple[int, ...], entries: Any) -> np.ndarray:
         """The discrete part of hybrid actions: one index per branch per agent, each in its branch."""
         values = [list(e.discrete_actions) for e in entries]
-        ok = all(len(v) == len(branches) for v in values)
-        array = np.asarray(values, np.float64) if ok else None
-        if not ok or not np.all((array >= 0) & (array < np.asarray(branches))):
+        if not all(len(v) == len(branches) and all(0 <= x < n for x, n in zip(v, branches)) for v in values):
             raise ActionError(f"behaviour {name!r}: discrete_actions {values[:4]}...; expected one index per branch "
                               f"of {list(branches)} per agent, next to the continuous actions")
-        return array
+        return np.asarray(values, np.float64)
 
     def _run_until_report(self) -> "pb.UnityMessageProto":
         """Academy steps with the stored actions until some agent reports (Unity sends only then)."""
@@ -337,23 +348,24 @@ class ModernUnity:
                     b.done[:] = True
                     self.forced[b.name][:] = True
             for b in self.brains:
-                done_rows = np.flatnonzero(b.done)
-                ending = self._terminal(b, done_rows) if done_rows.size else []
+                done_rows = b.done.nonzero()[0]
+                ending = []
                 if done_rows.size:
+                    ending = self._terminal(b, done_rows)
                     academy.reset_agents(b, done_rows)
                     b.done[done_rows] = False
-                reports[b.name] = (ending, np.zeros(0, np.int64))
+                reports[b.name] = (ending, _NO_ROWS)
             if academy.done:
                 academy.reset()
                 self.step_count = 0
             for b in self.brains:
                 if self.step_count % self.period[b.name] == 0:
                     asleep = academy.scene.asleep(b.name)  # out until their group's next episode
-                    rows = np.arange(b.spec.n_agents) if asleep is None else np.flatnonzero(~asleep)
+                    rows = self.all_rows[b.name] if asleep is None else np.flatnonzero(~asleep)
                     reports[b.name] = (reports[b.name][0], rows)
             for b in academy.brains:
                 if b.config.kind != "external":  # not behaviours: Unity would not send them
-                    done_rows = np.flatnonzero(b.done)
+                    done_rows = b.done.nonzero()[0]
                     if done_rows.size:
                         academy.reset_agents(b, done_rows)
                     b.reward[:] = 0.0
@@ -396,6 +408,8 @@ class ModernUnity:
     def _sensors(self, b: BrainRuntime, rows: np.ndarray) -> list[list]:
         """The sensor data of ``rows``, per sensor in Unity's order: a camera's PNGs, a vector's float lists."""
         out = []
+        if rows is self.all_rows.get(b.name):  # every agent: the sensors' arrays as they are, no selected copy
+            rows = None
         for sensor, values in zip(b.spec.modern_sensors(), modern_observations(self.academy.scene, b.spec, rows)):
             if isinstance(sensor, CameraSensor):
                 out.append([encode_png(image) for image in values])
@@ -448,7 +462,7 @@ class ModernUnity:
         rl = message.unity_output.rl_output
         for b in self.brains:
             name = self.names[b.name]
-            ending, deciding = reports.get(b.name, ([], np.zeros(0, np.int64)))
+            ending, deciding = reports.get(b.name, ([], _NO_ROWS))
             infos = rl.agentInfos[name].value  # every known behaviour is listed, maybe empty
             ids = self.ids[b.name]
             groups = self.academy.scene.group_ids(b.name)
@@ -462,13 +476,15 @@ class ModernUnity:
             if deciding.size:
                 masks = self.academy.scene.action_mask(b.name)
                 sensors = self._sensors(b, deciding)
-                rewards = b.reward[deciding].tolist()
-                group_rewards = b.group_reward[deciding].tolist()
-                b.episode_reward[deciding] += b.reward[deciding]
+                rewards = b.reward[deciding]
+                group_rewards = None if groups is None else b.group_reward[deciding].tolist()
+                b.episode_reward[deciding] += rewards
                 b.reward[deciding] = 0.0
                 b.group_reward[deciding] = 0.0
-                for k, (row, agent) in enumerate(zip(deciding, ids[deciding].tolist())):
-                    info = infos.add(reward=rewards[k], id=agent)
+                # Plain ints and floats: iterating numpy arrays makes a numpy scalar per element.
+                for k, (row, agent, reward) in enumerate(zip(deciding.tolist(), ids[deciding].tolist(),
+                                                             rewards.tolist())):
+                    info = infos.add(reward=reward, id=agent)
                     if groups is not None:
                         info.group_id, info.group_reward = int(groups[row]), group_rewards[k]
                     self._write_observations(info, templates, k, sensors)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -89,6 +90,11 @@ class BrainSpec:
 
     def modern_sensors(self) -> tuple:
         """The sensors as a modern Unity agent reports them: sorted by name (``SensorUtils.SortSensors``)."""
+        return self._sorted_sensors
+
+    @functools.cached_property
+    def _sorted_sensors(self) -> tuple:
+        """``modern_sensors``, sorted once: the spec is frozen, and the wire reads it every step."""
         return tuple(sorted(self.sensors or default_sensors(self), key=lambda s: s.name))
 
     def _check_sensors(self) -> None:

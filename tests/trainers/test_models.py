@@ -261,9 +261,11 @@ def test_ppo_losses_read_the_fused_twin_with_the_acting_networks_values(action_t
         returns = rng.normal(size=rows)
         feed.update({model.old_log_probs: acting["log_prob"], model.old_value: acting["value"][:, 0],
                      model.advantages: rng.normal(size=rows), model.returns: returns})
-        kl, clipped, entropy, value_loss = sess.run(
-            [model.approx_kl, model.clip_fraction, model.mean_entropy, model.value_loss], feed)
+        kl, clipped, entropy, value_loss, trained_rows = sess.run(
+            [model.approx_kl, model.clip_fraction, model.mean_entropy, model.value_loss, model._training_rows], feed)
     weights = mask.reshape(-1)
+    # The networks after the LSTM run on the real rows alone: the padding's rows never reach them.
+    assert len(trained_rows) == int(weights.sum()) < rows
     assert kl == pytest.approx(0.0, abs=1e-6) and clipped == 0.0
     assert entropy == pytest.approx(np.sum(acting["entropy"] * weights) / weights.sum(), rel=1e-5)
     error = np.square(acting["value"][:, 0] - returns)

@@ -237,9 +237,23 @@ class PPOModel:
         with the losses, after every variable: ops added before a variable would move the seeds
         TensorFlow derives for its initialiser (from the graph's op count). The acting graph and
         the export keep the loop.
+
+        The networks after the LSTM run on the real rows only (``masks`` > 0), gathered, and their
+        terms are scattered back with 0 on the padding, which the losses weigh 0. A minibatch of a
+        scene with short episodes is mostly the Buffer's left padding (a Hallway episode of 7 steps
+        fills a sequence of 64), and the dense layers' cost goes with the rows they run.
         """
         features, remembered = self._lstm_features
-        encoded = tf.concat([features, fused_lstm(remembered)], axis=1)
+        real = tf.where(self.masks > 0.0)  # [R, 1]
+        rows = tf.shape(self.masks, out_type=tf.int64)
+
+        def scattered(x: tf.Tensor) -> tf.Tensor:
+            return tf.scatter_nd(real, x, tf.concat([rows, tf.shape(x, out_type=tf.int64)[1:]], axis=0))
+
+        encoded = tf.gather_nd(tf.concat([features, fused_lstm(remembered)], axis=1), real)
+        self._training_rows = encoded
+        taken_actions = tf.gather_nd(self.taken_actions, real)
+        allowed = tf.gather_nd(self.action_masks, real) if getattr(self, "action_masks", None) is not None else None
         with tf.variable_scope(tf.get_variable_scope(), reuse=True):
             hidden_policy = mlp(encoded, self._h_size, self._num_layers, "policy")
             hidden_value = mlp(encoded, self._h_size, self._num_layers, "value")
@@ -250,26 +264,26 @@ class PPOModel:
             if self.is_hybrid or self.is_continuous:
                 n = self.brain.action_space_size
                 mu, log_sigma, _, log_prob_per_dim = self._gaussian_density(hidden_policy, n)
-                taken = self.taken_actions[:, :n] if self.is_hybrid else self.taken_actions
+                taken = taken_actions[:, :n] if self.is_hybrid else taken_actions
                 new_log_prob = tf.reduce_sum(log_prob_per_dim(taken), axis=1)
                 entropy = self._gaussian_entropy(mu, log_sigma)
                 if self.is_hybrid:
-                    taken_indices = tf.cast(tf.round(self.taken_actions[:, n:]), tf.int32)
+                    taken_indices = tf.cast(tf.round(taken_actions[:, n:]), tf.int32)
                     *_, branch_new_log_prob, branch_entropy = self._masked_branches(
-                        hidden_policy, branches, taken_indices, lambda k: f"policy_head_{k}")
+                        hidden_policy, branches, taken_indices, lambda k: f"policy_head_{k}", allowed)
                     new_log_prob, entropy = new_log_prob + branch_new_log_prob, entropy + branch_entropy
             elif self.action_masks is not None:  # one masked softmax per branch
                 single = len(branches) == 1
-                taken = self.taken_actions[:, None] if single else self.taken_actions
+                taken = taken_actions[:, None] if single else taken_actions
                 *_, new_log_prob, entropy = self._masked_branches(
-                    hidden_policy, branches, taken, lambda k: "policy_head" if single else f"policy_head_{k}")
+                    hidden_policy, branches, taken, lambda k: "policy_head" if single else f"policy_head_{k}", allowed)
             else:
                 size = self.brain.action_space_size
                 logits = dense(hidden_policy, size, "policy_head", gain=0.01)
                 log_probs = tf.nn.log_softmax(logits)
                 entropy = -tf.reduce_sum(tf.nn.softmax(logits) * log_probs, axis=1)
-                new_log_prob = tf.reduce_sum(log_probs * tf.one_hot(self.taken_actions, size), axis=1)
-        return new_log_prob, entropy, values
+                new_log_prob = tf.reduce_sum(log_probs * tf.one_hot(taken_actions, size), axis=1)
+        return scattered(new_log_prob), scattered(entropy), {k: scattered(v) for k, v in values.items()}
 
     def _create_branched_policy(self, hidden: tf.Tensor, branches: Sequence[int]) -> None:
         """One softmax per discrete branch, over the actions its mask allows.
@@ -294,16 +308,18 @@ class PPOModel:
         self.log_prob, self._new_log_prob, self.entropy = log_prob, new_log_prob, entropy
 
     def _masked_branches(self, hidden: tf.Tensor, branches: Sequence[int], taken: tf.Tensor,
-                         head_name: Callable[[int], str]) -> Tuple[list, list, Any, Any, Any]:
+                         head_name: Callable[[int], str], allowed_masks: Optional[tf.Tensor] = None
+                         ) -> Tuple[list, list, Any, Any, Any]:
         """One softmax per branch over the actions ``action_masks`` allows (masked logits lowered by
         1e9, so their probability is 0 exactly), and a sample of each: ``(samples, probs, log_prob,
         new_log_prob, entropy)``, the last three summed over the branches (``new_log_prob`` of the
-        ``taken`` indices, int ``[N, len(branches)]``)."""
+        ``taken`` indices, int ``[N, len(branches)]``). ``allowed_masks`` stands for ``action_masks``
+        where ``hidden`` holds other rows (the recurrent losses' real rows)."""
         samples, probs, log_prob, new_log_prob, entropy = [], [], 0.0, 0.0, 0.0
         offset = 0
         for k, size in enumerate(branches):
             logits = dense(hidden, size, head_name(k), gain=0.01)
-            allowed = self.action_masks[:, offset:offset + size]
+            allowed = (self.action_masks if allowed_masks is None else allowed_masks)[:, offset:offset + size]
             offset += size
             logits = logits - (1.0 - allowed) * 1e9
             branch_log_probs = tf.nn.log_softmax(logits)
