@@ -19,7 +19,8 @@ class CuriositySignal(RewardSignal):
     """Intrinsic curiosity module: inverse and forward models over a learned encoding.
 
     Public tensors: ``encoding`` / ``next_encoding``, ``inverse_prediction`` (action logits for
-    discrete actions, the action itself for continuous ones), ``forward_error`` (``[N]``, the raw
+    discrete actions, branch after branch, whose cross-entropies add up; the action itself for
+    continuous ones), ``forward_error`` (``[N]``, the raw
     reward), ``inverse_loss``, ``forward_loss``, ``actions`` and ``valid`` (placeholders), and
     ``update_op``.
     """
@@ -50,9 +51,16 @@ class CuriositySignal(RewardSignal):
             self.encoding = signal_encoder(i.vector(i.state), i.observations, size, "encoder", layers=layers)
             self.next_encoding = signal_encoder(i.vector(i.next_state), i.next_observations, size, "encoder",
                                                 reuse=True, layers=layers)
+            #: Discrete branches beyond one: an action per branch, one-hot per branch, as Release 22 encodes them.
+            self.branches = [] if self.is_continuous else [int(b) for b in brain.action_branches]
+            branched = len(self.branches) > 1
             if self.is_continuous:
                 self.actions = tf.placeholder(tf.float32, [None, n_actions], name="actions")
                 action_input = self.actions
+            elif branched:
+                self.actions = tf.placeholder(tf.int32, [None, len(self.branches)], name="actions")
+                action_input = tf.concat([tf.one_hot(self.actions[:, k], size) for k, size in enumerate(self.branches)],
+                                         axis=1)
             else:
                 self.actions = tf.placeholder(tf.int32, [None], name="actions")
                 action_input = tf.one_hot(self.actions, n_actions)
@@ -61,9 +69,14 @@ class CuriositySignal(RewardSignal):
             count = tf.maximum(tf.reduce_sum(self.valid), 1.0)
 
             hidden = dense(tf.concat([self.encoding, self.next_encoding], axis=1), 256, "inverse_hidden", tf.nn.elu)
-            self.inverse_prediction = dense(hidden, n_actions, "inverse_head", gain=1.0)
+            self.inverse_prediction = dense(hidden, sum(self.branches) if branched else n_actions, "inverse_head",
+                                            gain=1.0)
             if self.is_continuous:
                 inverse_error = tf.reduce_sum(tf.square(self.inverse_prediction - self.actions), axis=1)
+            elif branched:  # each branch's cross-entropy, summed
+                inverse_error = tf.add_n([
+                    tf.nn.sparse_softmax_cross_entropy_with_logits(labels=self.actions[:, k], logits=logits)
+                    for k, logits in enumerate(tf.split(self.inverse_prediction, self.branches, axis=1))])
             else:
                 inverse_error = tf.nn.sparse_softmax_cross_entropy_with_logits(
                     labels=self.actions, logits=self.inverse_prediction)
@@ -85,7 +98,10 @@ class CuriositySignal(RewardSignal):
 
     def _feed(self, fields: Mapping[str, np.ndarray]) -> Dict[tf.Tensor, Any]:
         feed = self.inputs.feed(fields, with_next=True)
-        feed[self.actions] = fields["actions"]
+        actions = fields["actions"]
+        if len(self.branches) > 1:
+            actions = np.asarray(actions).reshape(-1, len(self.branches))
+        feed[self.actions] = actions
         valid = 1.0 - np.asarray(fields["signal_done"], dtype=np.float32)
         if "masks" in fields:  # a recurrent trainer's left padding is no transition either
             valid = valid * np.asarray(fields["masks"], dtype=np.float32)

@@ -139,6 +139,40 @@ def test_curiosity_inverse_model_predicts_the_action_on_a_tiny_batch():
     assert rewards.shape == (32,) and rewards[-1] == 0.0 and np.all(rewards[:-1] > 0)
 
 
+def test_curiosity_inverse_model_predicts_each_branchs_action():
+    """Two branches: the first (4 actions) moves a point in the plane, the second (2 actions) moves
+    it up or down; the inverse model's logits, branch after branch, must say both."""
+    rng = np.random.default_rng(1)
+    moves = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]], np.float32)
+    actions = np.stack([np.tile(np.arange(4), 8), np.repeat([0, 1], 16)], axis=1)
+    state = rng.uniform(-2, 2, size=(32, 3)).astype(np.float32)
+    after = state + np.concatenate([moves[actions[:, 0]], np.where(actions[:, 1:] == 0, 1.0, -1.0)], axis=1)
+    batch = {"signal_state": state, "signal_next_state": after.astype(np.float32), "actions": actions,
+             "signal_done": np.zeros(32, np.float32)}
+    brain = BrainParameters("B", {"stateSize": 3, "actionSize": 2, "actionSpaceType": 0, "stateSpaceType": 1,
+                                  "actionBranches": [4, 2]})
+    with tf.Graph().as_default(), tf.Session() as sess:
+        tf.set_random_seed(0)
+        signal = CuriositySignal(brain, {"strength": 0.1, "gamma": 0.99, "encoding_size": 16, "learning_rate": 3e-3})
+        sess.run(tf.global_variables_initializer())
+        feed = signal.update_feed(batch)
+        for _ in range(300):
+            sess.run(signal.update_op, feed)
+        logits, loss = sess.run([signal.inverse_prediction, signal.inverse_loss], feed)
+        rewards = signal.evaluate(sess, batch, training=True)
+    assert logits.shape == (32, 6)
+    np.testing.assert_array_equal(np.argmax(logits[:, :4], axis=1), actions[:, 0])
+    np.testing.assert_array_equal(np.argmax(logits[:, 4:], axis=1), actions[:, 1])
+
+    def cross_entropy(part, labels):
+        shifted = part - part.max(axis=1, keepdims=True)
+        return -(shifted[np.arange(len(labels)), labels] - np.log(np.exp(shifted).sum(axis=1)))
+
+    expected = (cross_entropy(logits[:, :4], actions[:, 0]) + cross_entropy(logits[:, 4:], actions[:, 1])).mean()
+    assert loss == pytest.approx(expected, rel=1e-4)
+    assert rewards.shape == (32,) and np.all(rewards > 0)
+
+
 # ---------------------------------------------------------------- GAE per signal
 def test_gae_per_signal_against_hand_computed_values():
     # Extrinsic: gamma 0.9; intrinsic: gamma 0.5; lambda 0.8 for both; three steps, bootstrap values.
