@@ -304,7 +304,7 @@ class SACTrainer(SequenceReplay):
         """A replay minibatch under the field names the reward signals read."""
         fields: Dict[str, np.ndarray] = {"rewards": batch["rewards"], "signal_done": batch["dones"]}
         actions = batch["actions"]
-        fields["actions"] = actions if self.is_continuous else actions[:, 0]
+        fields["actions"] = actions if self.is_continuous or actions.shape[1] > 1 else actions[:, 0]
         if "states" in batch:
             fields["signal_state"], fields["signal_next_state"] = batch["states"], batch["next_states"]
         for k in range(self.brain.number_observations):

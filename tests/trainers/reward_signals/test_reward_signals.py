@@ -173,6 +173,34 @@ def test_curiosity_inverse_model_predicts_each_branchs_action():
     assert rewards.shape == (32,) and np.all(rewards > 0)
 
 
+@pytest.mark.parametrize("trainer_type", ["ppo", "sac"])
+def test_a_trainer_with_curiosity_on_a_branched_brain_gives_it_every_branchs_action(trainer_type):
+    """PPO's and SAC's updates train curiosity's inverse model on the action of every branch."""
+    from tests.fake_env import FakeEnv, Loop
+    from trainers.sac import SACTrainer
+
+    brain = BrainParameters("B", {"stateSize": 4, "actionSize": 2, "actionSpaceType": 0, "stateSpaceType": 1,
+                                  "actionBranches": [3, 2]})
+    signals = {"extrinsic": {"strength": 1.0, "gamma": 0.99},
+               "curiosity": {"strength": 0.02, "gamma": 0.9, "encoding_size": 8}}
+    params = {"graph_scope": "", "summary_path": "", "batch_size": 8, "buffer_size": 32, "time_horizon": 5,
+              "hidden_units": 16, "max_steps": 1000, "reward_signals": signals}
+    cls = PPOTrainer if trainer_type == "ppo" else SACTrainer
+    sess = tf.Session(graph=tf.Graph())
+    trainer = cls(sess, {"B": brain}, "B", params, training=True)
+    with sess.graph.as_default():
+        sess.run(tf.global_variables_initializer())
+    sess.graph.finalize()
+    fed = []
+    signal = trainer.reward_signals["curiosity"]
+    feed = signal._feed
+    signal._feed = lambda fields: fed.append(np.asarray(fields["actions"]).shape) or feed(fields)
+    Loop(FakeEnv(brain)).run(trainer, 40)
+    assert fed and all(shape[1:] == (2,) for shape in fed), fed
+    stats = trainer._signal_stats if trainer_type == "ppo" else trainer.stats
+    assert stats["Losses/Curiosity Inverse Loss"]
+
+
 # ---------------------------------------------------------------- GAE per signal
 def test_gae_per_signal_against_hand_computed_values():
     # Extrinsic: gamma 0.9; intrinsic: gamma 0.5; lambda 0.8 for both; three steps, bootstrap values.
