@@ -183,7 +183,7 @@ def test_sac_clones_discrete_actions_and_keeps_masked_ones_at_zero(tmp_path):
         return float(np.mean(np.argmax(probs, axis=1) == bc.actions[:, 0]))
 
     agree_before = agreement()
-    _train(pyramids, 8)
+    _train(pyramids, 12)  # the logits start near zero (N(0, 0.1^2/fan_in)): a few passes move them first
     assert agreement() > max(0.7, agree_before + 0.2), (agree_before, agreement())
 
     grid = BrainParameters("GridWorldBrain", {**_brain("GridWorld").to_dict(), "actionBranches": [4],

@@ -1,4 +1,4 @@
-"""The SAC trainer: its target update, temperature, squashed log-probabilities, masks, saved replay,
+"""The SAC trainer: its networks' form, its target update, temperature, squashed log-probabilities, masks, saved replay,
 configuration errors, exports (``.bytes`` and the ONNX contract), and one learning run on Basic."""
 from __future__ import annotations
 
@@ -371,3 +371,46 @@ def test_sac_writes_ml_agents_tag_names(spec, coefficient):
     expected = {"Losses/Q1 Loss", "Losses/Q2 Loss", "Losses/Policy Loss", "Policy/Extrinsic Value",
                 "Policy/Learning Rate", coefficient}
     assert expected <= tags, sorted(expected - tags)
+
+
+def test_the_networks_are_release22s_swish_layers_with_its_initialisation():
+    """As ML-Agents' ``LinearEncoder`` and heads: swish hidden layers with kernels N(0, 1/fan_in), the
+    discrete logits N(0, 0.1^2/fan_in), the Gaussian's N(0, 0.2^2/fan_in), Glorot-uniform Q heads, zero
+    biases; the discrete policy's probabilities are those of that forward pass."""
+    h = 256
+    for spec in (BRANCHED, CONTINUOUS):
+        trainer = make_sac(spec, hidden_units=h)
+        variables = {v.name.split(":")[0]: v for v in trainer.sess.graph.get_collection("trainable_variables")}
+        got = dict(zip(variables, trainer.sess.run(list(variables.values()))))
+        hidden = got["policy/actor/hidden/dense_1/kernel"]
+        assert hidden.shape == (h, h)
+        assert np.std(hidden) == pytest.approx(1.0 / np.sqrt(h), rel=0.03)
+        assert abs(np.mean(hidden)) < 0.1 / np.sqrt(h)
+        heads = ["policy/actor/logits_0/kernel", "policy/actor/logits_1/kernel"] if spec is BRANCHED else \
+            ["policy/actor/mu/kernel", "policy/actor/log_sigma/kernel"]
+        gain = 0.1 if spec is BRANCHED else 0.2
+        kernels = np.concatenate([got[name].ravel() for name in heads])
+        assert np.std(kernels) == pytest.approx(gain / np.sqrt(h), rel=0.2)
+        q_head = got["q1/head_extrinsic/kernel"]
+        limit = np.sqrt(6.0 / sum(q_head.shape))
+        assert np.abs(q_head).max() <= limit and np.std(q_head) == pytest.approx(limit / np.sqrt(3.0), rel=0.2)
+        assert all(not value.any() for name, value in got.items() if name.endswith("/bias"))
+
+    def swish(x):
+        return x / (1.0 + np.exp(-x))
+
+    trainer = make_sac(BRANCHED, num_layers=2)
+    m = trainer.model
+    randomise_policy(trainer, np.random.default_rng(0), 0.7)
+    w = {v.name.split(":")[0].split("policy/actor/")[1]: value
+         for v, value in zip(m.policy_variables, trainer.sess.run(m.policy_variables))}
+    state = np.random.default_rng(1).normal(size=(5, 4)).astype(np.float32)
+    x = swish(state @ w["hidden/dense_0/kernel"] + w["hidden/dense_0/bias"])
+    x = swish(x @ w["hidden/dense_1/kernel"] + w["hidden/dense_1/bias"])
+    expected = []
+    for k in range(2):
+        logits = x @ w[f"logits_{k}/kernel"] + w[f"logits_{k}/bias"]
+        e = np.exp(logits - logits.max(axis=1, keepdims=True))
+        expected.append(e / e.sum(axis=1, keepdims=True))
+    probs = trainer.sess.run(m.probs, {m.state: state, m.batch_size: 5})
+    np.testing.assert_allclose(probs, np.concatenate(expected, axis=1), rtol=1e-4, atol=1e-6)
