@@ -107,7 +107,6 @@ class _Compiler:
                     future.set_result(make(options))
                 except BaseException as e:  # noqa: BLE001 - handed to the caller at first use
                     future.set_exception(e)
-            del future, make, options  # the session is its callers' to keep, not this thread's
 
 
 _COMPILER = _Compiler()
