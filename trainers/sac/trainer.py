@@ -338,30 +338,11 @@ class SACTrainer(SequenceReplay):
                 self._stat_sums.setdefault(f"{name}_reward", []).append(float(np.mean(reward)))
         return feed
 
-    def update_placeholders(self) -> List[tf.Tensor]:
-        """What ``update_feed`` feeds, known before any batch (for ``compile_ahead``)."""
-        m = self.model
-        feeds = [p for p in (m.state, m.next_state) if p is not None] + list(m.observations) + list(m.next_observations)
-        feeds += [m.batch_size, m.taken_actions, m.dones, m.learning_rate]
-        feeds += [m.epsilon, m.next_epsilon] if self.is_continuous else [m.action_masks, m.next_action_masks]
-        if self.use_recurrent:
-            feeds += [m.sequence_length, m.masks, m.memory_in, m.next_memory_in]
-        return feeds + [m.rewards[name] for name in self.reward_signals]
-
-    def _update_fetches(self) -> Dict[str, Any]:
-        return {**self.model.metrics, "train": self.model.train_op}
-
-    def compile_ahead(self) -> None:
-        """While training, the gradient step starts compiling now, in the background."""
-        super().compile_ahead()
-        if self.is_training:
-            self._update_runs.ahead(self._update_fetches(), self.update_placeholders())
-
     def update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
         """One gradient step of critics, actor and temperature, then the soft target update, in one
         compiled call."""
         m = self.model
-        out = self._update_runs.run(self._update_fetches(), self.update_feed(batch))
+        out = self._update_runs.run({**m.metrics, "train": m.train_op}, self.update_feed(batch))
         metrics = {key: float(out[key]) for key in m.metrics}
         for key, value in metrics.items():
             self._stat_sums.setdefault(key, []).append(value)

@@ -65,26 +65,6 @@ def test_over_grpc_tanh_actions_are_sent_as_they_are():
     assert np.abs(sent).max() <= 1.0
 
 
-@pytest.mark.parametrize("spec, overrides", [
-    (CONTINUOUS, {}),
-    (BRANCHED, {}),
-    ({**CONTINUOUS, "memorySize": 0}, {"use_recurrent": True, "memory_size": 8, "sequence_length": 4, "batch_size": 8}),
-    ({"stateSize": 4, "actionSize": 3, "actionSpaceType": 0, "stateSpaceType": 1},
-     {"reward_signals": {"extrinsic": {"strength": 1.0, "gamma": 0.99},
-                         "curiosity": {"strength": 0.02, "gamma": 0.9, "encoding_size": 8}}}),
-])
-def test_compile_ahead_gives_the_first_gradient_step_its_compiled_call(spec, overrides):
-    """``compile_ahead`` compiles the gradient step for exactly what ``update_feed`` feeds: the first
-    update runs that call and compiles no other."""
-    trainer = make_sac(spec, **overrides)
-    trainer.compile_ahead()
-    ahead = dict(trainer._update_runs._calls)
-    assert len(ahead) == 1
-    Loop(FakeEnv(trainer.brain)).run(trainer, 40)
-    assert trainer.gradient_step > 0
-    assert trainer._update_runs._calls == ahead
-
-
 def test_targets_start_as_copies_then_move_by_tau():
     trainer = make_sac(CONTINUOUS, tau=0.25)
     m = trainer.model
