@@ -19,7 +19,7 @@ import queue
 import sys
 import threading
 from concurrent.futures import Future
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ start-up chatter out of the console
 
@@ -169,36 +169,23 @@ def compiled_call(sess, fetches: Sequence[Any], feeds: Sequence[tf.Tensor] = (),
 class CompiledRuns:
     """``sess.run(fetches, feed)`` with a dict of fetches and a feed dict, through ``compiled_call``.
 
-    Each distinct set of fetch names and fed placeholders is compiled once, on first use or ahead
-    of it (``ahead``): for the calls a trainer makes at every step or gradient step, where a feed
-    dict through ``Session.run`` costs more Python than the small graph it runs. A fetch name must
-    stand for the same tensor or op on every call. The feed's order does not matter: each call
-    takes the values in the order it was compiled with.
+    Each distinct set of fetch names and fed placeholders is compiled once, on first use: for the
+    calls a trainer makes at every step or gradient step, where a feed dict through
+    ``Session.run`` costs more Python than the small graph it runs. A fetch name must stand for
+    the same tensor or op on every call.
     """
 
     def __init__(self, sess, inline: bool = True):
         self.sess = sess
         self.inline = inline
-        self._calls: Dict[Any, Tuple[Callable[..., List[Any]], List[tf.Tensor]]] = {}
-
-    def _compile(self, fetches: Mapping[str, Any], feeds: Sequence[tf.Tensor], ahead: bool
-                 ) -> Tuple[Callable[..., List[Any]], List[tf.Tensor]]:
-        feeds = list(feeds)
-        return compiled_call(self.sess, list(fetches.values()), feeds, inline=self.inline, ahead=ahead), feeds
+        self._calls: Dict[Any, Callable[..., List[Any]]] = {}
 
     def run(self, fetches: Mapping[str, Any], feed: Mapping[tf.Tensor, Any]) -> Dict[str, Any]:
-        key = (tuple(fetches), frozenset(feed))
-        entry = self._calls.get(key)
-        if entry is None:
-            entry = self._calls[key] = self._compile(fetches, feed, ahead=False)
-        call, order = entry
-        return dict(zip(fetches, call(*[feed[p] for p in order])))
-
-    def ahead(self, fetches: Mapping[str, Any], feeds: Sequence[tf.Tensor]) -> None:
-        """Start compiling, on the background thread, the call ``run`` makes for ``fetches`` fed ``feeds``."""
-        key = (tuple(fetches), frozenset(feeds))
-        if key not in self._calls:
-            self._calls[key] = self._compile(fetches, feeds, ahead=True)
+        key = (tuple(fetches), tuple(feed))
+        call = self._calls.get(key)
+        if call is None:
+            call = self._calls[key] = compiled_call(self.sess, list(fetches.values()), list(feed), inline=self.inline)
+        return dict(zip(fetches, call(*feed.values())))
 
 
 __all__ = ["tf", "CompiledRuns", "compiled_call", "strip_default_attrs"]

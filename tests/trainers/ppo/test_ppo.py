@@ -465,26 +465,6 @@ def test_compiled_call_ahead_compiles_on_another_thread_and_its_first_call_waits
             broken(np.array([1.0]))
 
 
-def test_compiled_runs_compile_a_feed_set_once_whatever_its_order_and_ahead_of_its_first_run():
-    """``CompiledRuns`` reuses one compiled call for the same fetches and fed placeholders in any order
-    (each value reaches its own placeholder), and ``ahead`` compiles the very call ``run`` then uses."""
-    from trainers.tf_utils import CompiledRuns
-
-    with tf.Graph().as_default() as graph, tf.Session(graph=graph) as sess:
-        a = tf.placeholder(tf.float32, [], name="a")
-        b = tf.placeholder(tf.float32, [], name="b")
-        diff, total = a - b, a + b
-        graph.finalize()
-        runs = CompiledRuns(sess)
-        runs.ahead({"diff": diff}, [b, a])
-        ahead = dict(runs._calls)
-        assert runs.run({"diff": diff}, {a: 5.0, b: 2.0}) == {"diff": 3.0}
-        assert runs.run({"diff": diff}, {b: 2.0, a: 5.0}) == {"diff": 3.0}
-        assert runs._calls == ahead  # the call compiled ahead, for both orders
-        assert runs.run({"total": total}, {b: 1.0, a: 5.0}) == {"total": 6.0}
-        assert len(runs._calls) == 2
-
-
 @pytest.mark.parametrize("signals", [None, {"extrinsic": {"strength": 1.0, "gamma": 0.99},
                                             "curiosity": {"strength": 0.02, "gamma": 0.9, "encoding_size": 8}}])
 def test_compile_ahead_gives_the_first_update_its_compiled_step(signals):
