@@ -234,23 +234,13 @@ class POCATrainer(PPOTrainer):
 
     def _critic(self, inputs: Dict[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
         """``(V, b)`` of padded member rows, in one compiled call."""
+        c = self.critic
         if self._critic_call is None:
-            self._compile_critic(ahead=False)
+            self._critic_call = compiled_call(
+                self.sess, [c.value, c.baseline], [c.own_state, c.mate_states, c.mate_actions, c.mate_present])
         values, baselines = self._critic_call(inputs["own_state"], inputs["mate_states"], inputs["mate_actions"],
                                               inputs["mate_present"])
         return values, baselines
-
-    def _compile_critic(self, ahead: bool) -> None:
-        c = self.critic
-        self._critic_call = compiled_call(self.sess, [c.value, c.baseline],
-                                          [c.own_state, c.mate_states, c.mate_actions, c.mate_present], ahead=ahead)
-
-    def compile_ahead(self) -> None:
-        """While training, the group critic's evaluation (needed at the first finished game), then the
-        minibatch step (``PPOOptimizer``'s)."""
-        if self.is_training and self._critic_call is None:
-            self._compile_critic(ahead=True)
-        super().compile_ahead()
 
     def _move(self, group: GroupTrajectory, value_next: float) -> None:
         """The group's steps leave its trajectory for the update buffer; the critic evaluates them

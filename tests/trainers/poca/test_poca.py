@@ -275,23 +275,6 @@ def trainer():
     return make_trainer()
 
 
-def test_compile_ahead_gives_the_critic_and_the_first_update_their_compiled_calls():
-    """``compile_ahead`` starts compiling the group critic's evaluation and the minibatch step (with
-    the baseline loss POCA fetches beside PPO's) before any game: a game's end and the first update
-    then run those very calls."""
-    t = make_trainer()
-    t.compile_ahead()
-    critic, steps = t._critic_call, dict(t._update_calls)
-    assert critic is not None and len(steps) == 1
-    script = [info([1, 2], [7, 7], seed=0), info([1, 2], [7, 7], group_rewards=[1.0, 1.0], done=[True, True], seed=1)]
-    while not t.is_ready_update():
-        for before, after in zip(script, script[1:]):
-            _, _, _, outputs = t.take_action(before)
-            learn_from_step(t, before, after, outputs)
-    t.update_model()
-    assert t.stats["policy_loss"] and t._critic_call is critic and t._update_calls == steps
-
-
 def test_the_trainer_keeps_a_leavers_steps_until_the_group_ends_and_then_learns(trainer):
     # Group 7: agents 1, 2, 3. Agent 3 is done after the first step; 1 and 2 score +1 two steps later.
     script = [
