@@ -179,8 +179,6 @@ class TrainerController:
         self._ready = True
         self.graph.finalize()
         for t in self.trainers.values():
-            t.compile_ahead()
-        for t in self.trainers.values():
             logger.info("%s", t)
             # Reporters are made here, so that a broken stats writer plugin stops the run before its first step.
             writers = t.stats_reporter.writers

@@ -15,11 +15,8 @@ Graphs are built inside an explicit ``tf.Graph().as_default()``, so eager execut
 touches them.
 """
 import os
-import queue
 import sys
-import threading
-from concurrent.futures import Future
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Sequence
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ start-up chatter out of the console
 
@@ -74,46 +71,8 @@ def strip_default_attrs(graph_def):
     return meta.graph_def
 
 
-class _Compiler:
-    """One daemon thread that compiles session callables in the order they are asked for.
-
-    A session's ``_make_callable_from_options`` prunes the graph to the call, runs TensorFlow's
-    graph optimizer over it and builds its executors: for a trainer's update that is a tenth of a
-    second to over a second of CPU, with the GIL released. Done here, it overlaps the steps a run
-    takes before it first needs the call (the first update waits for a full buffer), instead of
-    stalling the run at that first use. One thread, so that compiles queue rather than take both
-    cores from the acting loop.
-    """
-
-    def __init__(self) -> None:
-        self._jobs: "queue.SimpleQueue" = queue.SimpleQueue()
-        self._thread: Optional[threading.Thread] = None
-        self._lock = threading.Lock()
-
-    def submit(self, make: Callable[[Any], Any], options: Any) -> Future:
-        future: Future = Future()
-        self._jobs.put((future, make, options))
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._work, name="compile-ahead", daemon=True)
-                self._thread.start()
-        return future
-
-    def _work(self) -> None:
-        while True:
-            future, make, options = self._jobs.get()
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(make(options))
-                except BaseException as e:  # noqa: BLE001 - handed to the caller at first use
-                    future.set_exception(e)
-
-
-_COMPILER = _Compiler()
-
-
-def compiled_call(sess, fetches: Sequence[Any], feeds: Sequence[tf.Tensor] = (), inline: bool = True,
-                  ahead: bool = False) -> Callable[..., List[Any]]:
+def compiled_call(sess, fetches: Sequence[Any], feeds: Sequence[tf.Tensor] = (), inline: bool = True
+                  ) -> Callable[..., List[Any]]:
     """``fetches`` for the values of ``feeds``, as one callable compiled by the session once.
 
     ``fetches`` may mix tensors and ops (ops run and give None in their place). Why not the public
@@ -128,10 +87,6 @@ def compiled_call(sess, fetches: Sequence[Any], feeds: Sequence[tf.Tensor] = (),
     computes the same values. Each value is
     converted to its feed's dtype (a no-op for an array that already has it): the callable
     refuses, say, a float64 array for a float32 feed where ``Session.run`` converts.
-
-    With ``ahead`` the session compiles the call on a background thread (``_Compiler``) and the
-    first call waits for that compile (raising its error, if any): for calls a trainer knows it
-    will make, asked for once its graph is built, long before their first use.
     """
     make = getattr(sess, "_make_callable_from_options", None)
     fetches, feeds = list(fetches), list(feeds)
@@ -145,17 +100,9 @@ def compiled_call(sess, fetches: Sequence[Any], feeds: Sequence[tf.Tensor] = (),
     options.target.extend(f.name for f, op in zip(fetches, is_op) if op)
     if inline:
         options.run_options.inter_op_thread_pool = -1
+    raw = make(options)
     dtypes = [t.dtype.as_numpy_dtype for t in feeds]
     n_ops = sum(is_op)
-    if ahead:
-        compiling, compiled = _COMPILER.submit(make, options), []
-
-        def raw(*values: Any) -> List[Any]:
-            if not compiled:
-                compiled.append(compiling.result())
-            return compiled[0](*values)
-    else:
-        raw = make(options)
     if n_ops and not all(is_op[len(fetches) - n_ops:]):
         def call(*values: Any) -> List[Any]:
             out = iter(raw(*[np.asarray(v, d) for v, d in zip(values, dtypes)]))

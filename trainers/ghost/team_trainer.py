@@ -218,10 +218,6 @@ class TeamSeat(Trainer):
             self.group.learner.process_experience(experience)
             self.group.score_games(experience.latest)
 
-    def compile_ahead(self) -> None:
-        if self.learning:
-            self.group.learner.compile_ahead()
-
     def is_ready_update(self) -> bool:
         return self.learning and self.group.learner.is_ready_update()
 

@@ -135,28 +135,16 @@ class PPOOptimizer:
             return []
         return [key for key in batch if key.startswith("signal_")] + ["actions", "masks"]
 
-    def _update_call(self, extra_feeds: Sequence[tf.Tensor], extra_fetches: Sequence[Any],
-                     ahead: bool = False) -> Callable[..., List[Any]]:
-        """The compiled minibatch step for this set of extra feeds and fetches (cached: one per set);
-        ``ahead``: compiled on the background thread (``compiled_call``)."""
+    def _update_call(self, extra_feeds: Sequence[tf.Tensor], extra_fetches: Sequence[Any]) -> Callable[..., List[Any]]:
+        """The compiled minibatch step for this set of extra feeds and fetches (cached: one per set)."""
         key = (tuple(id(t) for t in extra_feeds), tuple(id(t) for t in extra_fetches))
         call = self._update_calls.get(key)
         if call is None:
             feeds = self._scalar_inputs() + [placeholder for placeholder, _, _ in self.update_inputs()]
             call = compiled_call(self.sess, self.update_metrics() + list(extra_fetches) + [self.update_op()],
-                                 feeds + list(extra_feeds), ahead=ahead)
+                                 feeds + list(extra_feeds))
             self._update_calls[key] = call
         return call
-
-    def compile_ahead(self) -> None:
-        """While training, the minibatch step starts compiling now, in the background, so that the
-        first update does not wait for it. Its extra feeds and fetches are known before any data only
-        where they read no field of the minibatch (no reward-signal network trains with it); otherwise
-        the step compiles at the first update."""
-        super().compile_ahead()
-        if self.is_training and not self.minibatch_fields({}):
-            extra_feed, extra_fetches, _ = self.minibatch_extras({})
-            self._update_call(list(extra_feed), extra_fetches, ahead=True)
 
     def update_metrics(self) -> List[tf.Tensor]:
         """The five losses each minibatch step returns: policy, value, entropy, approximate KL, clip fraction."""

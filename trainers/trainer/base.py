@@ -431,15 +431,6 @@ class Trainer(TrainerSummaries):
         """Called after an environment reset: the episodes of ``agents`` (None: of every agent)
         ended without a result, and their trajectories in progress are no longer continued."""
 
-    def compile_ahead(self) -> None:
-        """Start compiling the session calls this trainer will make later, in the background.
-
-        Called once, when the run's graph is complete. Compiling a call (TensorFlow's graph
-        optimizer and executors, ``trainers.tf_utils.compiled_call``) takes a tenth of a second to
-        over a second of CPU for an update; started here it runs beside the first steps instead of
-        holding up the first update. Nothing by default.
-        """
-
     def is_ready_update(self) -> bool:
         return False
 

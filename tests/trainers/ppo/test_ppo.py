@@ -431,68 +431,6 @@ def test_compiled_call_runs_the_graph_in_the_calling_thread_only_when_inline(inl
     assert (set(threads) == {threading.get_ident()}) == inline
 
 
-def test_compiled_call_ahead_compiles_on_another_thread_and_its_first_call_waits_for_it():
-    """With ``ahead`` the session's compile runs off the calling thread; the call then gives what a
-    call compiled in place gives, and a compile that failed raises at the first call."""
-    import threading
-
-    from trainers.tf_utils import compiled_call
-
-    with tf.Graph().as_default() as graph, tf.Session(graph=graph) as sess:
-        x = tf.placeholder(tf.float32, [None], name="x")
-        y = x * 3.0 + 1.0
-        graph.finalize()
-        compiled_in = []
-        make = sess._make_callable_from_options
-
-        def recording_make(options):
-            compiled_in.append(threading.get_ident())
-            return make(options)
-
-        sess._make_callable_from_options = recording_make
-        ahead = compiled_call(sess, [y], [x], ahead=True)
-        assert ahead(np.array([1.0, 2.0]))[0].tolist() == [4.0, 7.0]
-        in_place = compiled_call(sess, [y], [x])
-        assert in_place(np.array([1.0, 2.0]))[0].tolist() == [4.0, 7.0]
-        assert len(compiled_in) == 2 and compiled_in[0] != threading.get_ident() == compiled_in[1]
-
-        def failing_make(options):
-            raise RuntimeError("compile failed")
-
-        sess._make_callable_from_options = failing_make
-        broken = compiled_call(sess, [y], [x], ahead=True)
-        with pytest.raises(RuntimeError, match="compile failed"):
-            broken(np.array([1.0]))
-
-
-@pytest.mark.parametrize("signals", [None, {"extrinsic": {"strength": 1.0, "gamma": 0.99},
-                                            "curiosity": {"strength": 0.02, "gamma": 0.9, "encoding_size": 8}}])
-def test_compile_ahead_gives_the_first_update_its_compiled_step(signals):
-    """``compile_ahead`` starts the minibatch step's compile before any experience, and the first
-    update runs that very call; with a reward-signal network trained in the same call, whose feeds
-    come from the minibatch, nothing is compiled ahead and the update compiles its step itself."""
-    brain = BrainParameters("FakeBrain", BRAINS["discrete"])
-    trainer = make_trainer(brain, **({"reward_signals": signals} if signals else {}))
-    trainer.compile_ahead()
-    ahead = dict(trainer._update_calls)
-    assert len(ahead) == (0 if signals else 1)
-    Loop(FakeEnv(brain)).until_ready(trainer)
-    trainer.update_model()
-    assert trainer.stats["policy_loss"]
-    assert len(trainer._update_calls) == 1
-    if not signals:
-        assert trainer._update_calls == ahead  # the same callable: nothing was compiled at the update
-
-
-def test_a_trainer_that_does_not_train_compiles_nothing_ahead():
-    brain = BrainParameters("FakeBrain", BRAINS["continuous"])
-    sess = tf.Session(graph=tf.Graph())
-    trainer = PPOTrainer(sess, {brain.brain_name: brain}, brain.brain_name,
-                         {"graph_scope": "", "summary_path": "", "hidden_units": 16}, training=False)
-    trainer.compile_ahead()
-    assert trainer._update_calls == {}
-
-
 @pytest.mark.parametrize("schedule", ["constant", "linear"])
 def test_the_update_steps_with_the_learning_rate_of_the_settings_at_the_current_step(schedule):
     """The learning rate reaches Adam only by the update's feed: Adam's first step moves each weight
