@@ -52,6 +52,16 @@ def dense(
     return activation(y) if activation is not None else y
 
 
+def swish(x: tf.Tensor) -> tf.Tensor:
+    """``x * sigmoid(x)`` after a dense layer, written ``x * (0.5 tanh(x / 2) + 0.5)``: the same
+    function, in plain Tanh, Mul and Add ops that every loader of a frozen graph or ONNX file takes.
+    Written with ``Sigmoid``, TensorFlow's graph optimizer fuses MatMul, BiasAdd and the swish into
+    one oneDNN kernel that costs several times the layer's time on CPU (5-10x for a decision's
+    handful of rows, 2x at 256); with ``tanh`` it does not, and the gradient stays finite for every
+    ``x`` (``x / (1 + exp(-x))``'s does not). After a convolution the fused kernel is not slower."""
+    return x * (0.5 * tf.tanh(0.5 * x) + 0.5)
+
+
 def conv2d(
     x: tf.Tensor,
     filters: int,

@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Dict, List, Mapping, Optional
 import numpy as np
 
 from trainers.encoders import encode, observation_placeholders, state_placeholder, state_vector
-from trainers.models import RunningNormalizer, dense, new_trainable_variables
+from trainers.models import RunningNormalizer, dense, new_trainable_variables, swish
 from trainers.reward_signals.base import GAMMA, RewardSignal, SignalInputs, layers_param, strength_param
 from trainers.tf_utils import tf
 from trainers.trainer.base import Param, TrainerConfigError, learning_rate_param, non_negative, positive
@@ -48,10 +48,6 @@ VAIL_CODE_SIZE = 128
 VAIL_INFORMATION_BUDGET = 0.5
 VAIL_BETA_STEP = 5e-4
 _EPS = 1e-7
-
-
-def _swish(x: tf.Tensor) -> tf.Tensor:
-    return x * tf.sigmoid(x)
 
 
 class GAILSignal(RewardSignal):
@@ -157,7 +153,7 @@ class GAILSignal(RewardSignal):
         if self.use_actions:
             x = tf.concat([x, parts["actions"], parts["dones"]], axis=1)
         for i in range(layers):
-            x = dense(x, size, f"dense_{i}", _swish)
+            x = dense(x, size, f"dense_{i}", swish)
         mu = None
         if self.use_vail:
             mu = dense(x, VAIL_CODE_SIZE, "vail_mu", gain=0.1)

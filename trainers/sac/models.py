@@ -68,6 +68,7 @@ from trainers.models import (
     lstm,
     mlp,
     new_trainable_variables,
+    swish,
     training_lstm,
 )
 from trainers.ppo.models import validate_memory_size
@@ -101,15 +102,6 @@ def linear(x: tf.Tensor, units: int, name: str, initializer) -> tf.Tensor:
         kernel = tf.get_variable("kernel", [in_size, units], initializer=initializer(in_size))
         bias = tf.get_variable("bias", [units], initializer=tf.zeros_initializer())
     return tf.nn.bias_add(tf.matmul(x, kernel), bias)
-
-
-def swish(x: tf.Tensor) -> tf.Tensor:
-    """``x * sigmoid(x)``, written ``x * (0.5 tanh(x / 2) + 0.5)``: the same function, in plain Tanh,
-    Mul and Add ops that every loader of a frozen graph or ONNX file takes. Written with ``Sigmoid``,
-    TensorFlow's graph optimizer fuses the layer into a oneDNN kernel that costs about ten times the
-    layer's time on CPU for a decision's handful of rows; with ``tanh`` it does not, and its
-    gradient stays finite for every ``x`` (``x / (1 + exp(-x))``'s does not)."""
-    return x * (0.5 * tf.tanh(0.5 * x) + 0.5)
 
 
 def hidden_layers(x: tf.Tensor, h_size: int, num_layers: int, name: str) -> tf.Tensor:

@@ -57,6 +57,12 @@ def test_discriminator_rewards_the_recordings_steps_over_the_agents(tmp_path, us
     assert abs(before) < 0.1
     assert expert_reward > 2.0 * agent_reward and expert_reward > 0.9, (expert_reward, agent_reward)
     assert (beta > 0.0) == use_vail  # VAIL's dual ascent moves beta off 0, without VAIL it stays
+    # The hidden layers' swish is written with tanh (trainers.models.swish): a dense layer followed by
+    # Sigmoid times its input is fused by the graph optimizer into a much slower kernel.
+    graph = signal.update_op.graph
+    swishes = [op for op in graph.get_operations() if op.type == "Mul" and any(
+        i.op.type == "Sigmoid" and i.op.inputs[0] in list(op.inputs) for i in op.inputs)]
+    assert not swishes and any(op.type == "Tanh" for op in graph.get_operations())
 
 
 def test_normalize_gives_the_discriminator_states_by_the_statistics_of_both_kinds_of_step(tmp_path):
