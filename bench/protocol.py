@@ -12,10 +12,12 @@ Measurements side by side in one run:
 3. a bare lock-step round trip between two processes over loopback (TCP_NODELAY, 8-byte
    messages): the floor of any lock-step protocol. A 3DBall step needs three of them
    (STEP/STEPPING, actions/state, RECEIVED/done flag);
-4. a bare gRPC unary call (a few bytes each way) between two processes: the floor of the gRPC
-   protocol, which needs one per step; and the CPU this process spends per such call with each
-   way grpcio can serve it (sync server with one or two executor threads, without HTTP/2 BDP
-   probes, the ``grpc.aio`` server), to pick the cheapest.
+4. a bare gRPC unary call (a few bytes each way) between two processes, served as the trainer serves
+   Unity (``unityagents.wire.grpc_server.ExchangeServer``): the floor of the gRPC protocol, which
+   needs one per step; and the CPU this process spends per such call with each way it can be
+   served: ``ExchangeServer`` polling grpc core's completion queue on this thread (the trainer's),
+   ``ExchangeServer`` on grpcio's public server (its fallback), and grpcio's public servers as such
+   (sync with one or two executor threads, without HTTP/2 BDP probes, ``grpc.aio``).
 
 A wire's own cost per step is (1) minus (2). Targets: API-2 at most 1.5x three round trips; gRPC
 at most 2x API-2's own cost.
@@ -103,51 +105,45 @@ sys.path.insert(0, sys.argv[2])
 from academy.grpc_communicator import import_grpc
 grpc = import_grpc()  # set up as the scene's client is
 channel = grpc.insecure_channel("127.0.0.1:" + sys.argv[1], options=[("grpc.enable_http_proxy", 0)])
-call = channel.unary_unary("/bench.Echo/Exchange")
+call = channel.unary_unary("/communicator_objects.UnityToExternalProto/Exchange")
 reply = call(b"RECEIVED", timeout=30, wait_for_ready=True)
 while reply != b"STOP":
     reply = call(reply)
 """
 
 
+def _serve_exchange(pooled: bool) -> tuple:
+    """The trainer's own ``ExchangeServer`` on a free port (grpc core's queue polled on this thread, or with
+    ``pooled`` grpcio's public server): (port, next call, answer, stop)."""
+    from unityagents.wire.grpc_server import ExchangeServer
+
+    port = free_port()
+    server = ExchangeServer(port, 0, b"STOP", pooled=pooled)
+    return port, lambda: server.next_call(30), lambda pending, data: server.answer(data), server.close
+
+
 def bench_grpc_round_trip(n: int) -> float:
-    """Seconds per bare unary gRPC call (8 bytes each way) from another process, served the way
-    ``GrpcCommunicator`` serves Unity: the call is handed to the main thread, which answers it."""
-    import queue
-    from concurrent import futures
-
-    import grpc
-
-    calls: "queue.SimpleQueue" = queue.SimpleQueue()
-
-    def exchange(request, context):
-        reply: "queue.SimpleQueue" = queue.SimpleQueue()
-        calls.put((request, reply))
-        return reply.get()
-
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
-        "bench.Echo", {"Exchange": grpc.unary_unary_rpc_method_handler(exchange)}),))
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
+    """Seconds per bare unary gRPC call (8 bytes each way) from another process, served the way the
+    trainer serves Unity (``ExchangeServer``): the call is read on this thread, which answers it."""
+    port, next_call, answer, stop = _serve_exchange(False)
     proc = subprocess.Popen([sys.executable, "-c", GRPC_ECHO_CLIENT, str(port), ROOT])
     try:
-        pending = calls.get(timeout=30)[1]
+        pending = next_call()
         for _ in range(500):
-            pending.put(b"RECEIVED")
-            pending = calls.get()[1]
+            answer(pending, b"RECEIVED")
+            pending = next_call()
         blocks = []
         for _ in range(5):
             start = time.perf_counter()
             for _ in range(n // 5):
-                pending.put(b"RECEIVED")
-                pending = calls.get()[1]
+                answer(pending, b"RECEIVED")
+                pending = next_call()
             blocks.append((time.perf_counter() - start) / (n // 5))
-        pending.put(b"STOP")
+        answer(pending, b"STOP")
         return float(np.median(blocks))
     finally:
         proc.wait(timeout=10)
-        server.stop(None)
+        stop()
 
 
 def _serve_sync(workers: int, options) -> tuple:
@@ -167,7 +163,7 @@ def _serve_sync(workers: int, options) -> tuple:
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=options)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
-        "bench.Echo", {"Exchange": grpc.unary_unary_rpc_method_handler(exchange)}),))
+        "communicator_objects.UnityToExternalProto", {"Exchange": grpc.unary_unary_rpc_method_handler(exchange)}),))
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     return port, lambda: calls.get(timeout=30), lambda pending, data: pending.put(data), lambda: server.stop(None)
@@ -192,7 +188,7 @@ def _serve_aio() -> tuple:
     async def start():
         server = grpc.aio.server()
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
-            "bench.Echo", {"Exchange": grpc.unary_unary_rpc_method_handler(exchange)}),))
+            "communicator_objects.UnityToExternalProto", {"Exchange": grpc.unary_unary_rpc_method_handler(exchange)}),))
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         return server, port
@@ -212,7 +208,9 @@ def bench_grpc_servers(n: int, rounds: int = 3) -> dict:
     """This process's CPU seconds per bare unary call (the least of 5 blocks over ``rounds``
     interleaved rounds: a loaded machine only adds to CPU time) for the ways grpcio can serve it."""
     variants = {
-        "sync server, 2 executor threads (GrpcCommunicator's)": lambda: _serve_sync(2, None),
+        "ExchangeServer: grpc core's queue polled on this thread (the trainer's)": lambda: _serve_exchange(False),
+        "ExchangeServer, pooled: grpcio's public server, 2 executor threads": lambda: _serve_exchange(True),
+        "sync server, 2 executor threads": lambda: _serve_sync(2, None),
         "sync server, 1 executor thread": lambda: _serve_sync(1, None),
         "sync server, 2 threads, no HTTP/2 BDP probe": lambda: _serve_sync(2, [("grpc.http2.bdp_probe", 0)]),
         "grpc.aio server on its own event-loop thread": _serve_aio,

@@ -265,7 +265,7 @@ def run_one(cmd: List[str], cwd: str, seconds: float, timeout: float, profile: O
 
 
 #: Leaf frames of the main loop that wait for the environments (blocked in C, seen as the caller's frame).
-WAITS = ("Condition.wait (", "OverlappedStepping.collect (", "ExchangeServer.next_call (")
+WAITS = ("Condition.wait (", "OverlappedStepping.collect (", "PolledCalls.next_call (", "PooledCalls.next_call (")
 
 
 def split_profile(path: str) -> Dict[str, float]:

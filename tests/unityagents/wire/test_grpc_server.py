@@ -1,0 +1,204 @@
+"""The trainer's gRPC server (``ExchangeServer``) against a plain grpcio client, in both of its modes.
+
+``polled`` is grpc core's completion queue polled on the trainer's thread (what this grpcio gets);
+``pooled`` is grpcio's public server, whose worker threads hand each call over. Both must behave alike:
+a call read and answered on the caller's thread, a timeout, the bye on close, other methods refused,
+oversized and abandoned calls dropped without stopping the server.
+"""
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+
+import grpc
+import pytest
+
+from tests.conftest import free_port
+from unityagents.wire import grpc_server
+from unityagents.wire.grpc_server import METHOD, ExchangeServer, PolledCalls, PooledCalls
+
+MODES = ["polled", "pooled"]
+
+
+class Client:
+    """Unity's side: blocking unary calls, each made on a thread of its own; ``result`` waits for one."""
+
+    def __init__(self, port: int) -> None:
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.enable_http_proxy", 0)])
+        self._results: "queue.SimpleQueue" = queue.SimpleQueue()
+
+    def call(self, request: bytes, method: str = METHOD, timeout: float = 30.0) -> None:
+        def run():
+            try:
+                self._results.put(self.channel.unary_unary(method)(request, timeout=timeout, wait_for_ready=True))
+            except grpc.RpcError as e:
+                self._results.put(e)
+        threading.Thread(target=run, name="test-client", daemon=True).start()
+
+    def result(self, timeout: float = 30.0):
+        return self._results.get(timeout=timeout)
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+@pytest.fixture(params=MODES)
+def served(request):
+    port = free_port()
+    server = ExchangeServer(port, 0, b"bye", pooled=request.param == "pooled")
+    client = Client(port)
+    yield server, client
+    server.close()
+    client.close()
+
+
+def test_this_grpcio_gets_the_polled_server_and_pooled_is_grpcios_own():
+    polled, pooled = ExchangeServer(free_port(), 0, b"bye"), ExchangeServer(free_port(), 0, b"bye", pooled=True)
+    try:
+        assert isinstance(polled._calls, PolledCalls)  # a binding that changed would fall back silently
+        assert isinstance(pooled._calls, PooledCalls)
+    finally:
+        polled.close()
+        pooled.close()
+
+
+def test_each_call_is_read_and_answered_on_the_callers_thread(served):
+    server, client = served
+    for i in range(3):
+        client.call(b"step %d" % i)
+        assert server.next_call(30) == b"step %d" % i
+        server.answer(b"actions %d" % i)
+        assert client.result() == b"actions %d" % i
+
+
+@pytest.mark.parametrize("pooled, threads", [(False, False), (True, True)])
+def test_the_polled_server_runs_no_thread_of_its_own_where_grpcios_hands_calls_over(pooled, threads):
+    before = set(threading.enumerate())
+    port = free_port()
+    server = ExchangeServer(port, 0, b"bye", pooled=pooled)
+    client = Client(port)
+    try:
+        client.call(b"hello")
+        assert server.next_call(30) == b"hello"
+        server.answer(b"hi")
+        assert client.result() == b"hi"
+        started = {t.name for t in set(threading.enumerate()) - before if t.name != "test-client"}
+        assert bool(started) is threads, started  # grpcio's public server hands calls over from threads of its own
+    finally:
+        server.close()
+        client.close()
+
+
+def test_with_no_call_the_wait_ends_after_its_timeout(served):
+    server, _ = served
+    start = time.monotonic()
+    with pytest.raises(queue.Empty):
+        server.next_call(0.3)
+    assert 0.25 <= time.monotonic() - start < 5.0
+
+
+def test_answering_with_no_call_pending_says_to_receive_first(served):
+    from unityagents.exception import UnityEnvironmentException
+
+    server, _ = served
+    with pytest.raises(UnityEnvironmentException, match="receive"):
+        server.answer(b"x")
+
+
+def test_close_answers_the_pending_call_with_the_bye(served):
+    server, client = served
+    client.call(b"step")
+    assert server.next_call(30) == b"step"
+    server.close()
+    assert client.result() == b"bye"
+
+
+def test_close_answers_a_call_that_arrived_but_was_never_read_with_the_bye(served):
+    server, client = served
+    client.call(b"first")
+    assert server.next_call(30) == b"first"
+    server.answer(b"ok")
+    assert client.result() == b"ok"
+    client.call(b"second")  # arrives while the trainer is busy elsewhere
+    time.sleep(0.3)
+    server.close()
+    assert client.result() == b"bye"
+
+
+def test_a_call_of_another_method_is_unimplemented_and_the_server_goes_on(served):
+    server, client = served
+    client.call(b"x", method="/communicator_objects.UnityToExternalProto/Other")
+    with pytest.raises(queue.Empty):
+        server.next_call(0.5)  # never handed to the trainer
+    error = client.result()
+    assert isinstance(error, grpc.RpcError) and error.code() == grpc.StatusCode.UNIMPLEMENTED
+    client.call(b"step")
+    assert server.next_call(30) == b"step"
+    server.answer(b"ok")
+    assert client.result() == b"ok"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_message_over_the_cap_is_refused_by_grpc_and_the_next_call_is_served(monkeypatch, mode):
+    monkeypatch.setattr(grpc_server, "OPTIONS", (("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", 1000),
+                                                 ("grpc.max_send_message_length", -1)))
+    port = free_port()
+    server = ExchangeServer(port, 0, b"bye", pooled=mode == "pooled")
+    client = Client(port)
+    try:
+        client.call(b"x" * 5000)
+        with pytest.raises(queue.Empty):
+            server.next_call(0.5)
+        error = client.result()
+        assert isinstance(error, grpc.RpcError) and error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        client.call(b"y" * 500)
+        assert server.next_call(30) == b"y" * 500
+        server.answer(b"ok")
+        assert client.result() == b"ok"
+    finally:
+        server.close()
+        client.close()
+
+
+def test_a_call_its_client_gave_up_on_is_answered_without_error_and_the_next_is_served(served):
+    server, client = served
+    client.call(b"slow", timeout=0.3)
+    assert server.next_call(30) == b"slow"
+    error = client.result()
+    assert isinstance(error, grpc.RpcError) and error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    server.answer(b"too late")  # the call is gone: nothing to raise
+    client.call(b"next")
+    assert server.next_call(30) == b"next"
+    server.answer(b"ok")
+    assert client.result() == b"ok"
+
+
+IMPORT_SPY = """
+import os, sys
+seen = []
+
+class Spy:  # records the variable grpc core reads when grpcio is imported
+    def find_spec(self, name, path=None, target=None):
+        if name == "grpc":
+            seen.append(os.environ.get("GRPC_EXPERIMENTS"))
+
+sys.meta_path.insert(0, Spy())
+from unityagents.wire.grpc_server import import_grpc
+import_grpc()
+print(seen[0], os.environ.get("GRPC_EXPERIMENTS"))
+"""
+
+
+@pytest.mark.parametrize("user_setting, expected", [(None, "-event_engine_listener None"), ("x", "x x")])
+def test_the_server_imports_grpc_with_the_polling_threads_io_and_leaves_the_environment_as_it_was(
+        user_setting, expected):
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_EXPERIMENTS"}
+    if user_setting is not None:
+        env["GRPC_EXPERIMENTS"] = user_setting
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    out = subprocess.run([sys.executable, "-c", IMPORT_SPY], env=env, cwd=root, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[-2] == expected
