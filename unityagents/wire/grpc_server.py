@@ -81,7 +81,6 @@ class PolledCalls:
         self._server.register_completion_queue(self._queue)
         self.bound = self._server.add_http2_port(f"127.0.0.1:{port}".encode())
         self._server.start()
-        self._arriving: Optional[Any] = None  # the call whose message is being received
         self._closing = self._shut_down = False
         if self.bound == port:
             self._request()
@@ -110,14 +109,12 @@ class PolledCalls:
                             f"This server serves only {METHOD}.".encode())
             else:
                 call.start_server_batch((self._cy.ReceiveCloseOnServerOperation(0),), self._DONE)
-                call.start_server_batch((self._cy.ReceiveMessageOperation(0),), self._MESSAGE)
-                self._arriving = call
+                call.start_server_batch((self._cy.ReceiveMessageOperation(0),), (self._MESSAGE, call))
             self._request()
-        elif tag == self._MESSAGE:
-            call, self._arriving = self._arriving, None
+        elif isinstance(tag, tuple) and tag[0] == self._MESSAGE:
             message = event.batch_operations[0].message() if event.success else None
             if message is not None:
-                return call, message
+                return tag[1], message
         elif tag == self._SHUTDOWN:
             self._shut_down = True
         return None
@@ -141,7 +138,7 @@ class PolledCalls:
         self._server.shutdown(self._queue, self._SHUTDOWN)
         grace_ends = time.time() + CLOSE_GRACE
         cancelled = False
-        while not self._shut_down:
+        while not self._shut_down and time.time() < grace_ends + 5.0:
             if not cancelled and time.time() >= grace_ends:
                 self._server.cancel_all_calls()
                 cancelled = True

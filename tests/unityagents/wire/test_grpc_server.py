@@ -91,6 +91,16 @@ def test_the_polled_server_runs_no_thread_of_its_own_where_grpcios_hands_calls_o
         client.close()
 
 
+def test_calls_in_flight_together_each_get_their_own_reply(served):
+    server, client = served
+    client.call(b"a")
+    client.call(b"b")
+    for _ in range(2):
+        request = server.next_call(30)
+        server.answer(b"re " + request)
+    assert sorted([client.result(), client.result()]) == [b"re a", b"re b"]
+
+
 def test_with_no_call_the_wait_ends_after_its_timeout(served):
     server, _ = served
     start = time.monotonic()
