@@ -432,3 +432,32 @@ def fill_the_disk(monkeypatch) -> None:
 
     real = export.os.fdopen
     monkeypatch.setattr(export.os, "fdopen", lambda fd, *a, **k: HalfWrittenFile(real(fd, *a, **k)))
+
+
+_GRPC_IMPORT_SPY = """
+import os, sys
+seen = []
+
+class Spy:  # records the variable grpc core reads when grpcio is imported
+    def find_spec(self, name, path=None, target=None):
+        if name == "grpc":
+            seen.append(os.environ.get("GRPC_EXPERIMENTS"))
+
+sys.meta_path.insert(0, Spy())
+from {module} import import_grpc
+import_grpc()
+print(seen[0], os.environ.get("GRPC_EXPERIMENTS"))
+"""
+
+
+def grpc_experiments_at_import(module: str, user_setting: "str | None") -> str:
+    """In a fresh interpreter whose ``GRPC_EXPERIMENTS`` is ``user_setting`` (unset if None), ``module``'s
+    ``import_grpc()``: "<what grpc core saw when grpcio was imported> <the variable afterwards>"."""
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_EXPERIMENTS"}
+    if user_setting is not None:
+        env["GRPC_EXPERIMENTS"] = user_setting
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", _GRPC_IMPORT_SPY.format(module=module)], env=env, cwd=root,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split("\n")[-2]

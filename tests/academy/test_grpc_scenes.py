@@ -151,33 +151,8 @@ def test_gridworld_masks_the_walls(tmp_path):
         env.close()
 
 
-IMPORT_SPY = """
-import os, sys
-seen = []
-
-class Spy:  # records the variable grpc core reads when grpcio is imported
-    def find_spec(self, name, path=None, target=None):
-        if name == "grpc":
-            seen.append(os.environ.get("GRPC_EXPERIMENTS"))
-
-sys.meta_path.insert(0, Spy())
-from academy.grpc_communicator import import_grpc
-import_grpc()
-print(seen[0], os.environ.get("GRPC_EXPERIMENTS"))
-"""
-
-
 @pytest.mark.parametrize("user_setting, expected", [(None, "-event_engine_client None"), ("x", "x x")])
 def test_the_scene_imports_grpc_with_calling_thread_io_and_leaves_the_environment_as_it_was(user_setting, expected):
-    import os
-    import subprocess
-    import sys
+    from tests.conftest import grpc_experiments_at_import
 
-    env = {k: v for k, v in os.environ.items() if k != "GRPC_EXPERIMENTS"}
-    if user_setting is not None:
-        env["GRPC_EXPERIMENTS"] = user_setting
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    out = subprocess.run([sys.executable, "-c", IMPORT_SPY], env=env, cwd=root, capture_output=True, text=True,
-                         timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[-2] == expected
+    assert grpc_experiments_at_import("academy.grpc_communicator", user_setting) == expected

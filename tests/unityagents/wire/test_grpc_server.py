@@ -5,17 +5,14 @@
 a call read and answered on the caller's thread, a timeout, the bye on close, other methods refused,
 oversized and abandoned calls dropped without stopping the server.
 """
-import os
 import queue
-import subprocess
-import sys
 import threading
 import time
 
 import grpc
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import free_port, grpc_experiments_at_import
 from unityagents.wire import grpc_server
 from unityagents.wire.grpc_server import METHOD, ExchangeServer, PolledCalls, PooledCalls
 
@@ -185,30 +182,7 @@ def test_a_call_its_client_gave_up_on_is_answered_without_error_and_the_next_is_
     assert client.result() == b"ok"
 
 
-IMPORT_SPY = """
-import os, sys
-seen = []
-
-class Spy:  # records the variable grpc core reads when grpcio is imported
-    def find_spec(self, name, path=None, target=None):
-        if name == "grpc":
-            seen.append(os.environ.get("GRPC_EXPERIMENTS"))
-
-sys.meta_path.insert(0, Spy())
-from unityagents.wire.grpc_server import import_grpc
-import_grpc()
-print(seen[0], os.environ.get("GRPC_EXPERIMENTS"))
-"""
-
-
 @pytest.mark.parametrize("user_setting, expected", [(None, "-event_engine_listener None"), ("x", "x x")])
 def test_the_server_imports_grpc_with_the_polling_threads_io_and_leaves_the_environment_as_it_was(
         user_setting, expected):
-    env = {k: v for k, v in os.environ.items() if k != "GRPC_EXPERIMENTS"}
-    if user_setting is not None:
-        env["GRPC_EXPERIMENTS"] = user_setting
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    out = subprocess.run([sys.executable, "-c", IMPORT_SPY], env=env, cwd=root, capture_output=True, text=True,
-                         timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[-2] == expected
+    assert grpc_experiments_at_import("unityagents.wire.grpc_server", user_setting) == expected
