@@ -9,7 +9,7 @@ listens on 127.0.0.1 only.
 A lockstep exchange pays gRPC's fixed cost once per step, and on a scene of one agent that cost is
 a large part of the step. grpcio's public server spends it in Python on two threads of its own (one
 polls grpc core's completion queue, a pool worker runs the handler, and the trainer's thread waits
-for the worker): about 300 µs of CPU per call on a two-core machine. So ``ExchangeServer`` runs grpc
+for the worker): about 250 µs of CPU per call on a two-core machine. So ``ExchangeServer`` runs grpc
 core's server through the same binding grpcio's server is written on (``grpc._cython.cygrpc``:
 ``Server``, ``CompletionQueue``, ``start_server_batch``) and polls its completion queue on the
 trainer's thread itself: no thread of its own, no hand-over, about 100 µs of CPU per call (``python
