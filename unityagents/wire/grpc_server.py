@@ -34,6 +34,7 @@ from unityagents.exception import UnityEnvironmentException
 from unityagents.wire.base import port_in_use
 
 METHOD = "/communicator_objects.UnityToExternalProto/Exchange"
+_METHOD_BYTES = METHOD.encode()
 SERVICE, RPC = "communicator_objects.UnityToExternalProto", "Exchange"
 #: The largest message an environment may send (ML-Agents' trainer: 532,000,000 bytes).
 MAX_MESSAGE_BYTES = 532_000_000
@@ -103,10 +104,11 @@ class PolledCalls:
         if tag == self._NEW:
             if not event.success:  # the server is shutting down
                 return None
-            call = event.call
-            if event.call_details.method != METHOD.encode():
+            call, method = event.call, event.call_details.method
+            if method != _METHOD_BYTES:
                 self._reply(call, None, self._cy.StatusCode.unimplemented,
-                            f"This server serves only {METHOD}.".encode())
+                            f"Expected a call of {METHOD}, got one of {method.decode(errors='replace')}: "
+                            "this is an ML-Agents trainer, which serves only that method.".encode())
             else:
                 call.start_server_batch((self._cy.ReceiveCloseOnServerOperation(0),), self._DONE)
                 call.start_server_batch((self._cy.ReceiveMessageOperation(0),), (self._MESSAGE, call))
