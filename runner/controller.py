@@ -54,7 +54,7 @@ from runner.background import BackgroundUpdates
 from runner.build import build_trainers, write_resolved_parameters
 from runner.checkpoints import SaveFailedError, StepInterval
 from runner.collector import ExperienceCollector
-from runner.devices import placement
+from runner.devices import intra_op_threads, minibatch_work, placement
 from runner.lessons import advance_curriculum, check_curriculum_between_resets, lesson_numbers
 from runner.run_paths import RunPaths
 from runner.saver import PoisonedModelError, RunSaver
@@ -157,7 +157,8 @@ class TrainerController:
         random.seed(self.seed)
         np.random.seed(self.seed)
         tf.set_random_seed(self.seed)
-        self.sess = tf.Session(graph=self.graph, config=self.placement.session_config())
+        works = [minibatch_work(s.parameters, self.env.brains.get(name)) for name, s in settings.items()]
+        self.sess = tf.Session(graph=self.graph, config=self.placement.session_config(intra_op_threads(works)))
         with self.placement.scope(self.graph):
             self.trainers = build_trainers(self.sess, self.env.brains, self.env.external_brain_names, settings,
                                            self.paths, self.train, self.seed, built=self.trainers)

@@ -14,15 +14,20 @@ A GPU asked for and not visible to TensorFlow is refused before any environment 
 (``Placement.check``): the message names the device asked for, the GPUs TensorFlow sees and
 whether the installed build can use one at all (``tensorflow-cpu``, the default install on
 x86-64, cannot: ``pip install 'unity-tf-trainer[gpu]'`` installs the GPU build).
+
+The session's intra-op pool (the threads that split one op across cores) is one thread unless a
+behaviour's minibatch step has ops large enough to pay for the split (``intra_op_threads``).
 """
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from dataclasses import dataclass
-from typing import Any, ContextManager, Optional, Sequence
+from typing import Any, ContextManager, Iterable, Mapping, Optional, Sequence
 
 from trainers.trainer.base import UnityTrainerException
+from unityagents.brain import BrainParameters, camera_shape
 from unityagents.distribution import install_hint
 
 _NAME = re.compile(r"^(cpu|cuda|gpu)(?::(\d+))?$")
@@ -101,20 +106,63 @@ class Placement:
         """Builds the ops made inside it on this device (nothing when TensorFlow chooses)."""
         return graph.device(self.device) if self.device is not None else contextlib.nullcontext()
 
-    def session_config(self) -> Optional[Any]:
-        """The ``tf.ConfigProto`` of the run's session, or None for TensorFlow's defaults."""
-        if self.device is None:
+    def session_config(self, intra_op_threads: Optional[int] = None) -> Optional[Any]:
+        """The ``tf.ConfigProto`` of the run's session, or None for TensorFlow's defaults.
+
+        :param intra_op_threads: the size of the intra-op pool (``intra_op_threads``); None: TensorFlow's
+            choice (a thread per core, or ``TF_NUM_INTRAOP_THREADS``).
+        """
+        if self.device is None and intra_op_threads is None:
             return None
         from trainers.tf_utils import tf
 
-        if self.gpu_index is None:  # the CPU: the session does not see any GPU
-            return tf.ConfigProto(device_count={"GPU": 0})
-        config = tf.ConfigProto(allow_soft_placement=True)
-        config.gpu_options.allow_growth = True
+        if self.device is None:
+            config = tf.ConfigProto()
+        elif self.gpu_index is None:  # the CPU: the session does not see any GPU
+            config = tf.ConfigProto(device_count={"GPU": 0})
+        else:
+            config = tf.ConfigProto(allow_soft_placement=True)
+            config.gpu_options.allow_growth = True
+        if intra_op_threads is not None:
+            config.intra_op_parallelism_threads = intra_op_threads
         return config
 
     def describe(self) -> str:
         return "TensorFlow's choice" if self.device is None else f"{self.device} (asked: {self.requested})"
+
+
+#: Multiply-adds of a minibatch step's largest layer (rows times inputs times outputs) from which its
+#: ops are worth splitting across cores. Below it, the split's hand-offs cost more than they save, and
+#: the pool's threads take the cores that acting, a ``threaded`` update and the scene need: one
+#: thread steps a run measurably faster (``docs/benchmarks.md``, "The intra-op pool").
+SPLIT_WORK = 1e8
+#: Multiply-adds per input value of a camera's encoder (the ``simple`` encoder's first convolution:
+#: about 1.2M for an 84x84 RGB image), for the same estimate.
+CAMERA_WORK_PER_VALUE = 64
+
+
+def minibatch_work(parameters: Mapping[str, Any], brain: Optional[BrainParameters] = None) -> float:
+    """The multiply-adds of one minibatch step's largest layer, estimated from a behaviour's settings.
+
+    ``batch_size`` rows through a ``hidden_units``-wide layer, or through the encoders of the
+    ``brain``'s cameras, whichever is larger. A trainer without these settings counts 0.
+    """
+    rows = float(parameters.get("batch_size") or 0)
+    hidden = float(parameters.get("hidden_units") or 0)
+    cameras = brain.camera_resolutions if brain is not None else []
+    values = sum(c * h * w for c, h, w in (camera_shape(camera) for camera in cameras))
+    return rows * max(hidden * hidden, values * CAMERA_WORK_PER_VALUE)
+
+
+def intra_op_threads(works: Iterable[float]) -> Optional[int]:
+    """The session's intra-op pool for behaviours with these ``minibatch_work`` estimates.
+
+    1 when every one is below ``SPLIT_WORK``; None (TensorFlow's choice, a thread per core) when one
+    reaches it, or when ``TF_NUM_INTRAOP_THREADS`` is set: TensorFlow reads that variable itself.
+    """
+    if os.environ.get("TF_NUM_INTRAOP_THREADS"):
+        return None
+    return None if any(work >= SPLIT_WORK for work in works) else 1
 
 
 def _both_builds() -> str:

@@ -12,12 +12,13 @@ import pytest
 import learn_r22
 import runner.run
 from runner.controller import TrainerController
-from runner.devices import DeviceError, Placement, placement
+from runner.devices import SPLIT_WORK, DeviceError, Placement, intra_op_threads, minibatch_work, placement
 from runner.settings.trainer_config import load_trainer_config
 from tests.conftest import write
 from tests.unityagents.vector.test_environment_set import ScriptedWorker
 from trainers.tf_utils import tf
 from trainers.trainer.registry import load_registry
+from unityagents.brain import BrainParameters
 from unityagents.vector.environment_set import EnvironmentSet
 
 
@@ -75,6 +76,58 @@ def test_the_cpu_placement_puts_the_ops_on_the_cpu_and_hides_every_gpu_from_the_
         assert float(sess.run(y)) == 14.0
         assert not [d for d in sess.list_devices() if d.device_type == "GPU"]
     assert Placement().session_config() is None  # TensorFlow's own choice: its defaults
+
+
+@pytest.mark.parametrize("name", [None, "cpu", "cuda:0"])
+def test_the_session_config_carries_the_intra_op_pool_asked_for(name):
+    config = Placement.of(name).session_config(intra_op_threads=1)
+    assert config.intra_op_parallelism_threads == 1
+    default = Placement.of(name).session_config()
+    assert default is None if name is None else default.intra_op_parallelism_threads == 0  # 0: TensorFlow's choice
+    if name == "cpu":
+        assert config.device_count["GPU"] == 0
+    if name == "cuda:0":
+        assert config.allow_soft_placement and config.gpu_options.allow_growth
+
+
+def test_minibatch_work_is_the_larger_of_the_hidden_layer_and_the_camera_encoder():
+    assert minibatch_work({"batch_size": 128, "hidden_units": 512}) == 128 * 512 * 512
+    camera = BrainParameters("G", {"cameraResolutions": [{"height": 84, "width": 84, "blackAndWhite": False}],
+                                   "stateSize": 0, "actionSize": 4, "actionSpaceType": 0})
+    assert minibatch_work({"batch_size": 32, "hidden_units": 16}, camera) == 32 * 3 * 84 * 84 * 64
+    assert minibatch_work({"trainer": "plugin"}) == 0  # a trainer without these settings
+
+
+def test_one_intra_op_thread_unless_a_minibatch_step_is_large_enough_to_split(monkeypatch):
+    monkeypatch.delenv("TF_NUM_INTRAOP_THREADS", raising=False)
+    hallway = minibatch_work({"batch_size": 128, "hidden_units": 128})
+    soccer = minibatch_work({"batch_size": 2048, "hidden_units": 512})  # POCA's SoccerTwos: splitting pays
+    assert hallway < SPLIT_WORK <= soccer
+    assert intra_op_threads([hallway]) == 1
+    assert intra_op_threads([]) == 1
+    assert intra_op_threads([hallway, soccer]) is None
+    monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "2")  # the user's own choice, which TensorFlow reads itself
+    assert intra_op_threads([hallway]) is None
+
+
+@pytest.mark.parametrize("block, threads", [
+    ("B:\n    normalize: true\n", 1),
+    ("B:\n    batch_size: 4096\n    buffer_size: 40960\n    hidden_units: 256\n", 0),
+])
+def test_the_controllers_session_has_one_intra_op_thread_for_small_minibatch_steps(tmp_path, monkeypatch, block,
+                                                                                      threads):
+    monkeypatch.delenv("TF_NUM_INTRAOP_THREADS", raising=False)
+    config = load_trainer_config(write(tmp_path / "c.yaml", block), load_registry())
+    c = TrainerController(EnvironmentSet.of(ScriptedWorker(0)), config, env_name="Scripted",
+                          model_dir=str(tmp_path / "models"), summary_dir=str(tmp_path / "summaries"))
+    try:
+        with c.graph.as_default():
+            c._build()
+        session_config = c.sess._config  # what the session was created with (None: TensorFlow's defaults)
+        assert (session_config.intra_op_parallelism_threads if session_config is not None else 0) == threads
+    finally:
+        c.sess.close()
+        c.env.close()
 
 
 def test_the_controller_builds_its_trainers_on_the_placement_and_keeps_one_graph_and_session(tmp_path):
