@@ -159,6 +159,8 @@ def intra_op_threads(works: Iterable[float]) -> Optional[int]:
 
     1 when every one is below ``SPLIT_WORK``; None (TensorFlow's choice, a thread per core) when one
     reaches it, or when ``TF_NUM_INTRAOP_THREADS`` is set: TensorFlow reads that variable itself.
+    TensorFlow builds the pool once per process, from the first session's setting, so it holds for
+    the run's session where that session is the process's first (as in a training run).
     """
     if os.environ.get("TF_NUM_INTRAOP_THREADS"):
         return None
