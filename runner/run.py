@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import threading
 from typing import Any, Callable, Dict
 
 from runner.options import RunOptions
@@ -43,6 +44,25 @@ def run(make_options: Callable[[], RunOptions]) -> int:
     return 0
 
 
+def import_in_background() -> threading.Thread:
+    """Start importing TensorFlow (``trainers.tf_utils.import_tensorflow``) on a daemon thread.
+
+    Its first use on the main thread waits for the import to finish. An import that fails here is
+    left for that first use to raise again, where the run reports it like any other error.
+    """
+    from trainers.tf_utils import import_tensorflow
+
+    def quietly() -> None:
+        try:
+            import_tensorflow()
+        except BaseException:  # noqa: BLE001 (raised again where the main thread first needs TensorFlow)
+            pass
+
+    thread = threading.Thread(target=quietly, name="import-tensorflow", daemon=True)
+    thread.start()
+    return thread
+
+
 def exit_status(stop) -> int:
     """The exit status of a run ended by ``stop`` (a ``runner.stopping.Stop``), said in one line."""
     name = signal.Signals(stop.signum).name
@@ -56,12 +76,17 @@ def exit_status(stop) -> int:
 
 
 def train(opts: RunOptions) -> None:
-    """Launch the environments of ``opts`` and run the trainer controller until it ends."""
+    """Launch the environments of ``opts`` and run the trainer controller until it ends.
+
+    TensorFlow imports on a thread of its own (``import_in_background``) while the environments
+    start: a Unity build's start-up and the handshake are waits, so the two overlap.
+    """
     from runner.controller import TrainerController
     from runner.devices import placement
     from runner.stopping import interruptible
 
     device = placement(opts.device)  # a GPU that is not there is refused before any environment starts
+    import_in_background()
 
     log_dir = opts.log_dir or os.path.abspath(os.path.join(opts.checkpoint_dir(), "logs"))
 

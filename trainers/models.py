@@ -30,7 +30,7 @@ import numpy as np
 
 from trainers.tf_utils import tf
 
-Activation = Optional[Callable[[tf.Tensor], tf.Tensor]]
+Activation = Optional[Callable[["tf.Tensor"], "tf.Tensor"]]
 
 #: gain for hidden layers followed by tanh/ReLU (Saxe et al.; the baselines/CleanRL default).
 HIDDEN_GAIN = math.sqrt(2.0)
@@ -52,6 +52,16 @@ def dense(
     return activation(y) if activation is not None else y
 
 
+def relu(x: tf.Tensor) -> tf.Tensor:
+    """``tf.nn.relu``, named here so that a default argument does not import TensorFlow."""
+    return tf.nn.relu(x)
+
+
+def tanh(x: tf.Tensor) -> tf.Tensor:
+    """``tf.nn.tanh``, named here so that a default argument does not import TensorFlow."""
+    return tf.nn.tanh(x)
+
+
 def swish(x: tf.Tensor) -> tf.Tensor:
     """``x * sigmoid(x)`` after a dense layer, written ``x * (0.5 tanh(x / 2) + 0.5)``: the same
     function, in plain Tanh, Mul and Add ops that every loader of a frozen graph or ONNX file takes.
@@ -68,7 +78,7 @@ def conv2d(
     kernel_size: int,
     stride: int,
     name: str,
-    activation: Activation = tf.nn.relu,
+    activation: Activation = relu,
     gain: float = HIDDEN_GAIN,
 ) -> tf.Tensor:
     """A VALID-padded NHWC convolution with an orthogonal kernel and zero bias."""
@@ -88,7 +98,7 @@ def flatten(x: tf.Tensor) -> tf.Tensor:
     return tf.reshape(x, [-1, size])
 
 
-def mlp(x: tf.Tensor, h_size: int, num_layers: int, name: str, activation: Activation = tf.nn.tanh) -> tf.Tensor:
+def mlp(x: tf.Tensor, h_size: int, num_layers: int, name: str, activation: Activation = tanh) -> tf.Tensor:
     """``num_layers`` dense layers of ``h_size`` units (``x`` itself when ``num_layers`` is 0)."""
     with tf.variable_scope(name):
         for i in range(num_layers):
@@ -108,7 +118,7 @@ def visual_encoder_min_size() -> int:
     return size
 
 
-def visual_encoder(image: tf.Tensor, h_size: int, name: str, activation: Activation = tf.nn.relu) -> tf.Tensor:
+def visual_encoder(image: tf.Tensor, h_size: int, name: str, activation: Activation = relu) -> tf.Tensor:
     """Camera frame ``[N, H, W, C]`` in 0..1 -> ``[N, h_size]``: conv 16x8x8/4, conv 32x4x4/2, dense."""
     with tf.variable_scope(name):
         x = image

@@ -8,14 +8,21 @@ settings below are applied before any op is built:
 * ``disable_control_flow_v2``: ``while_loop`` (the LSTM unroll) builds v1 ``Enter``/``Exit``/
   ``Merge``/``Switch``/``NextIteration`` ops instead of ``While``/``StatelessWhile`` functions.
 
+``tf`` imports TensorFlow on its first use (``_TensorFlowV1``), not when this module is imported:
+the front ends check a configuration and load every trainer type without it, and the runner
+imports it on a thread of its own while the environments start (``runner.run.import_in_background``).
 TensorFlow itself is imported without the Keras import its ``__init__`` makes eagerly
 (``_import_tensorflow_without_keras``), which is a second or more of every run's start-up.
 
 Graphs are built inside an explicit ``tf.Graph().as_default()``, so eager execution never
 touches them.
 """
+from __future__ import annotations
+
 import os
 import sys
+import threading
+import types
 from typing import Any, Callable, Dict, List, Mapping, Sequence
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ start-up chatter out of the console
@@ -49,13 +56,47 @@ def _import_tensorflow_without_keras():
     return tensorflow
 
 
-_tf = _import_tensorflow_without_keras()
-from tensorflow.core.protobuf import config_pb2  # noqa: E402
+class _TensorFlowV1(types.ModuleType):
+    """``tensorflow.compat.v1``, imported and configured on first use.
 
-tf = _tf.compat.v1
-tf.logging.set_verbosity(tf.logging.ERROR)
-tf.disable_resource_variables()
-tf.disable_control_flow_v2()
+    Importing TensorFlow is most of a run's start-up (about two seconds). Modules of ``trainers``
+    name ``tf`` in function bodies only, so importing them (to read a trainer's settings, to check
+    a configuration) costs nothing, and the runner can import TensorFlow on another thread while
+    the environments start (``import_tensorflow``). On first use the real module's names are
+    copied into this one, so every later ``tf.<name>`` is a plain module attribute.
+    """
+
+    _lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        import_tensorflow()
+        try:
+            return self.__dict__[name]
+        except KeyError:
+            raise AttributeError(f"module 'tensorflow.compat.v1' has no attribute {name!r}") from None
+
+    def __dir__(self) -> List[str]:
+        import_tensorflow()
+        return list(self.__dict__)
+
+
+#: ``tensorflow.compat.v1`` with the run-wide settings above, imported on first use.
+tf: Any = _TensorFlowV1("tensorflow.compat.v1")
+
+
+def import_tensorflow() -> None:
+    """Import TensorFlow and apply the run-wide settings, once; any thread may call it, and a second
+    caller waits for the first."""
+    if "Graph" in tf.__dict__:
+        return
+    with _TensorFlowV1._lock:
+        if "Graph" in tf.__dict__:
+            return
+        v1 = _import_tensorflow_without_keras().compat.v1
+        v1.logging.set_verbosity(v1.logging.ERROR)
+        v1.disable_resource_variables()
+        v1.disable_control_flow_v2()
+        tf.__dict__.update({k: v for k, v in vars(v1).items() if k not in ("__name__", "__spec__", "__loader__")})
 
 
 def strip_default_attrs(graph_def):
@@ -88,6 +129,8 @@ def compiled_call(sess, fetches: Sequence[Any], feeds: Sequence[tf.Tensor] = (),
     converted to its feed's dtype (a no-op for an array that already has it): the callable
     refuses, say, a float64 array for a float32 feed where ``Session.run`` converts.
     """
+    from tensorflow.core.protobuf import config_pb2
+
     make = getattr(sess, "_make_callable_from_options", None)
     fetches, feeds = list(fetches), list(feeds)
     is_op = [isinstance(f, tf.Operation) for f in fetches]
@@ -135,4 +178,4 @@ class CompiledRuns:
         return dict(zip(fetches, call(*feed.values())))
 
 
-__all__ = ["tf", "CompiledRuns", "compiled_call", "strip_default_attrs"]
+__all__ = ["tf", "CompiledRuns", "compiled_call", "import_tensorflow", "strip_default_attrs"]
