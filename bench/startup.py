@@ -96,7 +96,8 @@ def main(argv: List[str] = None) -> int:
             for sleep, build in builds.items():
                 marks = one_run(config, build, scratch, seed=i)
                 runs[sleep].append(marks)
-                print(f"# player start-up {sleep:g} s, seed {i}: connected {marks.get('connected', float('nan')):.2f} s, "
+                connected = marks.get("connected", float("nan"))
+                print(f"# player start-up {sleep:g} s, seed {i}: connected {connected:.2f} s, "
                       f"first summary {marks['first summary']:.2f} s", flush=True)
     medians = {s: {k: statistics.median(m[k] for m in ms if k in m) for k in ("connected", "first summary")}
                for s, ms in runs.items()}
