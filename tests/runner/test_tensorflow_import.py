@@ -42,6 +42,25 @@ def test_checking_a_run_config_and_loading_every_trainer_import_no_tensorflow(tm
     assert imported == "False"
 
 
+def test_no_module_of_the_run_or_the_trainers_imports_tensorflow_when_it_is_imported():
+    """What ``train`` imports before it launches (the controller and all it builds on) must not import
+    TensorFlow on the main thread, or the background import would have nothing left to overlap."""
+    out = fresh_python("""
+        import pkgutil, sys
+        import runner, trainers
+
+        for package in (runner, trainers):
+            for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+                if not module.name.endswith("__main__"):
+                    __import__(module.name)
+                    if "tensorflow" in sys.modules:
+                        print(module.name)
+                        raise SystemExit(0)
+        print("none")
+    """)
+    assert out.split() == ["none"]
+
+
 def test_tf_is_imported_and_configured_for_graph_mode_on_first_use():
     out = fresh_python("""
         import sys
