@@ -56,10 +56,12 @@ def one_run(config: str, build: str, scratch: str, seed: int) -> Dict[str, float
            f"--results-dir={scratch}", "--force", "--no-graphics", f"--seed={seed}",
            f"--base-port={vs_mlagents.free_port()}"]
     marks: Dict[str, float] = {}
+    seen: List[str] = []
     start = time.perf_counter()
     process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=scratch)
     try:
         for line in process.stdout:
+            seen = (seen + [line.rstrip()])[-5:]
             if "Connected new brain" in line and "connected" not in marks:
                 marks["connected"] = time.perf_counter() - start
             if " Step: " in line and "Mean Reward" in line:
@@ -73,7 +75,9 @@ def one_run(config: str, build: str, scratch: str, seed: int) -> Dict[str, float
             process.kill()
             process.wait()
     if "first summary" not in marks:
-        raise SystemExit(f"startup.py: {' '.join(cmd)} ended before its first summary line.")
+        last = "\n".join(seen) or "(no output)"
+        raise SystemExit(f"startup.py: expected a summary line from {' '.join(cmd)}, but it ended first; its last "
+                         f"lines were:\n{last}\nRun that command by hand to see the whole error.")
     return marks
 
 
