@@ -23,7 +23,7 @@ from trainers.poca.groups import (
     pad_rows,
     team_reward,
 )
-from trainers.poca.models import POCACritic
+from trainers.poca.models import POCACritic, layer_norm
 from trainers.poca.trainer import POCATrainer
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
@@ -210,6 +210,34 @@ def test_the_critic_computes_what_its_docstring_says(critic_graph):
     np.testing.assert_allclose(baseline, want_baseline, rtol=1e-4, atol=1e-4)
     alone = present.sum(1) == 0  # a member without mates: both passes see it alone
     assert np.abs(value - baseline)[~alone].min() > 1e-3 and np.array_equal(value[alone], baseline[alone])
+
+
+def test_the_layer_norm_and_its_gradients_are_the_formulas():
+    """Each row of the last axis, by its own mean and biased variance, then the gain and bias: values
+    and the gradients by the input, the gain and the bias agree with the textbook formula's to float32
+    rounding, on rows of very different scales and a batch of none."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [None, None, 8])
+        fused = layer_norm(x, "norm")
+        with tf.variable_scope("norm", reuse=True):
+            gain, bias = tf.get_variable("gain"), tf.get_variable("bias")
+        mean, variance = tf.nn.moments(x, axes=[-1], keep_dims=True)
+        formula = (x - mean) / tf.sqrt(variance + 1e-5) * gain + bias
+        weights = tf.constant(np.random.default_rng(0).normal(size=8), tf.float32)
+        grads = [tf.gradients(tf.reduce_sum(tf.sin(y) * weights), [x, gain, bias]) for y in (fused, formula)]
+        sess = tf.Session(graph=graph)
+        sess.run([gain.assign(np.linspace(0.5, 2.0, 8)), bias.assign(np.linspace(-1.0, 1.0, 8))])
+    rng = np.random.default_rng(1)
+    rows = rng.normal(size=(3, 2, 8)) * np.array([1e-2, 1.0, 30.0])[:, None, None] + rng.normal(size=(3, 2, 1)) * 5
+    got, want = sess.run([[fused] + grads[0], [formula] + grads[1]], {x: rows.astype(np.float32)})
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-3, atol=2e-4)
+    z = (got[0] - np.linspace(-1.0, 1.0, 8)) / np.linspace(0.5, 2.0, 8)
+    np.testing.assert_allclose(z.mean(-1), 0.0, atol=1e-4)  # each row, not each column
+    spread = rows.var(-1)
+    np.testing.assert_allclose(z.var(-1), spread / (spread + 1e-5), rtol=1e-3)  # epsilon 1e-5 in the root
+    assert sess.run(fused, {x: np.zeros((0, 2, 8), np.float32)}).shape == (0, 2, 8)
 
 
 def test_absent_members_do_not_change_the_value_and_present_ones_do(critic):
