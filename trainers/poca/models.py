@@ -49,9 +49,9 @@ def layer_norm(x: tf.Tensor, name: str, epsilon: float = 1e-5) -> tf.Tensor:
     and batch normalisation in training mode scales each channel by its own mean and biased variance,
     which is what layer normalisation does to each row. The values agree with the formula's to
     float32 rounding. The critic normalises each of its entities twice per pass, about 14,000 rows of
-    512 in a SoccerTwos minibatch, and the fused kernels take about a sixth less of the update's CPU
-    than the formula's ops. The critic is trained only, never exported, so this op's lack of a
-    TensorFlow 1.x or ONNX counterpart costs nothing.
+    512 in a SoccerTwos minibatch, where the fused kernels spare about 6 % of the update's CPU. The
+    critic is trained only, never exported, so this op's lack of a TensorFlow 1.x or ONNX
+    counterpart costs nothing.
     """
     size = int(x.shape[-1])
     with tf.variable_scope(name):
