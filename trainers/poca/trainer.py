@@ -75,6 +75,10 @@ class POCATrainer(PPOTrainer):
 
     trainer_type = "poca"
     hyperparameters = POCA_HYPERPARAMETERS
+    #: The critic's value and baseline passes and the policy's own networks are independent branches
+    #: of large products: on the session's inter-op pool they run side by side and keep both cores
+    #: busy where, one op after another, the small ops between the products leave a core idle.
+    update_inline = False
 
     def setup(self) -> None:
         super().setup()

@@ -39,6 +39,11 @@ class PPOOptimizer:
     ``use_recurrent``, ``signal_names`` and reward signals, and records the losses with ``add_stat``.
     """
 
+    #: Whether the minibatch step runs its ops one after another in the calling thread
+    #: (``compiled_call``'s ``inline``), which spares the inter-op pool's hand-offs on a graph of
+    #: small ops; a trainer whose step has large independent branches runs them side by side instead.
+    update_inline = True
+
     def setup(self) -> None:
         super().setup()
         self._update_inputs: Optional[List[Tuple[tf.Tensor, str, bool]]] = None
@@ -142,7 +147,7 @@ class PPOOptimizer:
         if call is None:
             feeds = self._scalar_inputs() + [placeholder for placeholder, _, _ in self.update_inputs()]
             call = compiled_call(self.sess, self.update_metrics() + list(extra_fetches) + [self.update_op()],
-                                 feeds + list(extra_feeds))
+                                 feeds + list(extra_feeds), inline=self.update_inline)
             self._update_calls[key] = call
         return call
 
