@@ -237,11 +237,13 @@ class POCATrainer(PPOTrainer):
         return float(values[0])
 
     def _critic(self, inputs: Dict[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
-        """``(V, b)`` of padded member rows, in one compiled call."""
+        """``(V, b)`` of padded member rows, in one compiled call (the two passes side by side, as in
+        the update: ``update_inline``)."""
         c = self.critic
         if self._critic_call is None:
             self._critic_call = compiled_call(
-                self.sess, [c.value, c.baseline], [c.own_state, c.mate_states, c.mate_actions, c.mate_present])
+                self.sess, [c.value, c.baseline], [c.own_state, c.mate_states, c.mate_actions, c.mate_present],
+                inline=self.update_inline)
         values, baselines = self._critic_call(inputs["own_state"], inputs["mate_states"], inputs["mate_actions"],
                                               inputs["mate_present"])
         return values, baselines
