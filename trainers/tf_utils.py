@@ -124,10 +124,10 @@ def compiled_call(sess, fetches: Sequence[Any], feeds: Sequence[tf.Tensor] = (),
     the calling thread (``inter_op_thread_pool = -1``), which spares the hand-off to the inter-op
     thread pool and back for graphs of small ops (the matmuls still use the intra-op pool); without
     it, the session's inter-op pool runs independent branches side by side, which pays where the
-    branches are large kernels (a recurrent SAC update's critics and policy). Either way each op
-    computes the same values. Each value is
-    converted to its feed's dtype (a no-op for an array that already has it): the callable
-    refuses, say, a float64 array for a float32 feed where ``Session.run`` converts.
+    branches are large kernels (a recurrent SAC update's critics and policy, the two passes of
+    MA-POCA's critic). Either way each op computes the same values. Each value is converted to its
+    feed's dtype (a no-op for an array that already has it): the callable refuses, say, a float64
+    array for a float32 feed where ``Session.run`` converts.
     """
     from tensorflow.core.protobuf import config_pb2
 

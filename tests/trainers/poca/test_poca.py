@@ -25,6 +25,7 @@ from trainers.poca.groups import (
 )
 from trainers.poca.models import POCACritic, layer_norm
 from trainers.poca.trainer import POCATrainer
+from trainers.ppo.trainer import PPOTrainer
 from trainers.tf_utils import tf
 from trainers.trainer.base import UnityTrainerException
 from trainers.trainer.brain_info import BrainInfo
@@ -325,6 +326,38 @@ def test_the_trainer_keeps_a_leavers_steps_until_the_group_ends_and_then_learns(
     assert trainer.is_ready_update()
     trainer.update_model()
     assert not trainer.rows and trainer.stats["policy_loss"]
+
+
+def test_the_update_and_the_critics_values_run_their_branches_side_by_side(monkeypatch):
+    """The critic's two passes and the policy's networks are independent branches of large products:
+    the minibatch step and the critic's values are compiled for the session's inter-op pool
+    (``compiled_call(..., inline=False)``), while PPO's own step keeps running in the calling thread."""
+    import trainers.poca.trainer as poca_module
+    import trainers.ppo.optimizer as optimizer_module
+
+    compiled = []
+
+    def recording(real):
+        def call(sess, fetches, feeds=(), inline=True):
+            compiled.append((tuple(f.name for f in fetches), inline))
+            return real(sess, fetches, feeds, inline)
+        return call
+
+    for module in (poca_module, optimizer_module):
+        monkeypatch.setattr(module, "compiled_call", recording(module.compiled_call))
+    trainer = make_trainer()
+    script = [info([1, 2], [7, 7], seed=0), info([1, 2], [7, 7], group_rewards=[1.0, 1.0], done=[True, True], seed=1)]
+    for _ in range(6):
+        _, _, _, outputs = trainer.take_action(script[0])
+        learn_from_step(trainer, script[0], script[1], outputs)
+    assert trainer.is_ready_update()
+    trainer.update_model()
+    critic = trainer.critic
+    flags = {fetches: inline for fetches, inline in compiled}
+    assert flags[(critic.value.name, critic.baseline.name)] is False
+    update_op = trainer.update_op().name
+    assert [inline for fetches, inline in compiled if update_op in fetches] == [False]
+    assert PPOTrainer.update_inline is True
 
 
 def test_a_long_group_trajectory_is_cut_at_time_horizon_and_bootstrapped():
