@@ -157,8 +157,12 @@ class TrainerController:
         random.seed(self.seed)
         np.random.seed(self.seed)
         tf.set_random_seed(self.seed)
-        works = [minibatch_work(s.parameters, self.env.brains.get(name)) for name, s in settings.items()]
-        self.sess = tf.Session(graph=self.graph, config=self.placement.session_config(intra_op_threads(works)))
+        works: Dict[bool, List[float]] = {True: [], False: []}  # by whether the step runs in the calling thread
+        for name, s in settings.items():
+            inline = getattr(s.trainer_class, "update_inline", True)
+            works[inline].append(minibatch_work(s.parameters, self.env.brains.get(name)))
+        self.sess = tf.Session(graph=self.graph,
+                               config=self.placement.session_config(intra_op_threads(works[True], works[False])))
         with self.placement.scope(self.graph):
             self.trainers = build_trainers(self.sess, self.env.brains, self.env.external_brain_names, settings,
                                            self.paths, self.train, self.seed, built=self.trainers)

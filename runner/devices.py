@@ -154,17 +154,33 @@ def minibatch_work(parameters: Mapping[str, Any], brain: Optional[BrainParameter
     return rows * max(hidden * hidden, values * CAMERA_WORK_PER_VALUE)
 
 
-def intra_op_threads(works: Iterable[float]) -> Optional[int]:
+def intra_op_threads(works: Iterable[float], side_by_side: Iterable[float] = ()) -> Optional[int]:
     """The session's intra-op pool for behaviours with these ``minibatch_work`` estimates.
 
-    1 when every one is below ``SPLIT_WORK``; None (TensorFlow's choice, a thread per core) when one
-    reaches it, or when ``TF_NUM_INTRAOP_THREADS`` is set: TensorFlow reads that variable itself.
-    TensorFlow builds the pool once per process, from the first session's setting, so it holds for
-    the run's session where that session is the process's first (as in a training run).
+    ``works`` are the behaviours whose minibatch step runs one op after another in the calling
+    thread, ``side_by_side`` those whose step runs its independent branches on the inter-op pool
+    (MA-POCA: ``update_inline`` off). 1 when every one is below ``SPLIT_WORK``; None (TensorFlow's
+    choice, a thread per core) when one of ``works`` reaches it, or when ``TF_NUM_INTRAOP_THREADS``
+    is set: TensorFlow reads that variable itself. When only steps of ``side_by_side`` reach it,
+    half the cores: their branches already keep cores busy, each on an inter-op thread, and
+    splitting every op over every core as well oversubscribes them (poca/SoccerTwos on two cores
+    steps a sixth faster with one intra-op thread than with two). TensorFlow builds the pool once
+    per process, from the first session's setting, so it holds for the run's session where that
+    session is the process's first (as in a training run).
     """
     if os.environ.get("TF_NUM_INTRAOP_THREADS"):
         return None
-    return None if any(work >= SPLIT_WORK for work in works) else 1
+    if any(work >= SPLIT_WORK for work in works):
+        return None
+    if any(work >= SPLIT_WORK for work in side_by_side):
+        return max(1, _cores() // 2)
+    return 1
+
+
+def _cores() -> int:
+    """The cores this process may run on (its affinity where the platform has one)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
 
 
 def _both_builds() -> str:

@@ -6,6 +6,8 @@ and the refusal's wording is checked against given device lists.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -110,13 +112,32 @@ def test_one_intra_op_thread_unless_a_minibatch_step_is_large_enough_to_split(mo
     assert intra_op_threads([hallway]) is None
 
 
+@pytest.mark.parametrize("cores, threads", [(2, 1), (3, 1), (16, 8)])
+def test_a_large_step_that_runs_its_branches_side_by_side_leaves_half_the_cores_to_them(monkeypatch, cores, threads):
+    """MA-POCA's step runs its branches on the inter-op pool: where it is the only large one, the
+    intra-op pool gets half the cores; a large step run one op after another still gets every core."""
+    monkeypatch.delenv("TF_NUM_INTRAOP_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    hallway = minibatch_work({"batch_size": 128, "hidden_units": 128})
+    soccer = minibatch_work({"batch_size": 2048, "hidden_units": 512})
+    assert intra_op_threads([hallway], [soccer]) == threads
+    assert intra_op_threads([hallway], [hallway]) == 1
+    assert intra_op_threads([soccer], [soccer]) is None
+    monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "2")
+    assert intra_op_threads([], [soccer]) is None
+
+
 @pytest.mark.parametrize("block, threads", [
     ("B:\n    normalize: true\n", 1),
     ("B:\n    batch_size: 4096\n    buffer_size: 40960\n    hidden_units: 256\n", 0),
+    ("B:\n    trainer: poca\n    batch_size: 4096\n    buffer_size: 40960\n    hidden_units: 256\n", 2),
 ])
 def test_the_controllers_session_has_one_intra_op_thread_for_small_minibatch_steps(tmp_path, monkeypatch, block,
                                                                                       threads):
+    """One thread for small steps; every core (0: TensorFlow's choice) for a large PPO step; half of the
+    four cores for a large MA-POCA step, which runs its branches side by side."""
     monkeypatch.delenv("TF_NUM_INTRAOP_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
     config = load_trainer_config(write(tmp_path / "c.yaml", block), load_registry())
     c = TrainerController(EnvironmentSet.of(ScriptedWorker(0)), config, env_name="Scripted",
                           model_dir=str(tmp_path / "models"), summary_dir=str(tmp_path / "summaries"))
