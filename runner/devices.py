@@ -16,7 +16,8 @@ whether the installed build can use one at all (``tensorflow-cpu``, the default 
 x86-64, cannot: ``pip install 'unity-tf-trainer[gpu]'`` installs the GPU build).
 
 The session's intra-op pool (the threads that split one op across cores) is one thread unless a
-behaviour's minibatch step has ops large enough to pay for the split (``intra_op_threads``).
+behaviour's minibatch step has ops large enough to pay for the split, and then a thread per core, or
+half the cores where that step runs its branches side by side (``intra_op_threads``).
 """
 from __future__ import annotations
 
