@@ -158,6 +158,13 @@ class ExperienceCollector:
         """The agent's trajectory in progress; its next step starts a new one."""
         return self.trajectories.pop(agent)
 
+    def held_steps(self) -> int:
+        """The steps held in trajectories in progress plus the decisions waiting for their answer: with
+        the rows of the batch acted on, the most steps the next ``collect`` can hand over."""
+        if self.time_horizon is None:
+            return len(self._waiting)
+        return sum(len(trajectory["rewards"]) for trajectory in self.trajectories.values()) + len(self._waiting)
+
     # ------------------------------------------------------------------ resets
     def end_episode(self, agents: Optional[Iterable[Hashable]] = None) -> None:
         """After an environment reset: the episodes of ``agents`` (None: all) are gone without a

@@ -139,6 +139,7 @@ class TrainerController:
         self._reads: Dict[str, Tuple[str, ...]] = {}
         #: brain -> its trainer's experience collector (pairing, trajectories, episodes).
         self.collectors: Dict[str, ExperienceCollector] = {}
+        self._waits = False
         #: Where the run's time goes, written to ``<model_path>/timers.json`` at each checkpoint and at the end.
         self.timers = Timers()
         self.env.timer = self.timers
@@ -168,6 +169,9 @@ class TrainerController:
                                            self.paths, self.train, self.seed, built=self.trainers)
         self._reads = brains_read(self.trainers, self.env.brains)
         self.collectors = {name: ExperienceCollector.for_trainer(t) for name, t in self.trainers.items()}
+        # Whether a step's experience may ever wait for the next send (``_experience_can_wait``).
+        self._waits = (self.train and getattr(self.env.curriculum, "data", None) is None
+                       and all(getattr(t, "acts_apart_from_experience", False) for t in self.trainers.values()))
         self.files = RunSaver(self.sess, self.paths, self.env_name, self.keep_checkpoints, self.timers, self.seed,
                               keep_per_behavior=self.keep_per_behavior, strict_export=self.strict_export)
         self.saver = self.files.saver
@@ -450,38 +454,77 @@ class TrainerController:
             env_steps += len(ready)
 
     def _loop_sync(self, info: Dict[str, BrainInfo]) -> None:
-        """Step every environment together: act over all agents, send, wait for every answer. A
-        ``threaded`` trainer updates between the send and the answers, hidden behind the scenes'
-        simulation, on the data of the step before (an on-policy one may see one stale step)."""
+        """Step every environment together: act over all agents, send, wait for every answer.
+
+        A ``threaded`` trainer updates between the send and the answers, hidden behind the scenes'
+        simulation, on the data of the step before (an on-policy one may see one stale step). A
+        step's experience, its counting and its summaries wait until the next step is sent, where
+        every trainer says that changes nothing it does (``_experience_can_wait``): then they too
+        run while the scenes simulate, and the actions sent are the same as without waiting.
+        """
         timers = self.timers
         lesson = lesson_numbers(self.env.curriculum)
-        while self._keep_going():
-            check_stop()  # a safe point: between steps
-            if self.env.needs_reset:  # some environment's Academy is done, or it was lost
-                advance_curriculum(self.env.curriculum, self.trainers)
-                with timers("env_reset"), interruptible():
-                    steps, ended = self.env.reset_finished()
-                    info = self.processor.infos(steps)
-                lesson = lesson_numbers(self.env.curriculum)
-                self._end_episodes(ended)
-            actions, memories, values, outputs = self._act(info)
-            with timers("env_step"):  # a threaded trainer's update is timed inside it, where it ran
-                action, memory, value = self.processor.decisions(info, actions, memories, values)
-                self.env.send_step(action=action, memory=memory, value=value)
-                for t in self.trainers.values():  # the threaded ones learn while the environments simulate
-                    if threaded(t):
-                        self._update(t)
-                with interruptible():
-                    answer = self.env.receive_step()
-                new_info = self.processor.infos(answer)
-            pass_environment_stats(self.env.stats, self.trainers)
-            with timers("buffer"):
-                for name in self.trainers:
-                    self._experience(name, info, new_info, outputs.get(name))
-            self._learn(lesson, {name: _deciding(info[name]) for name in self.trainers}, threaded_too=False)
-            info = new_info
-            self._after_step()
+        waiting = None  # the step whose experience is handed over once the next step is sent
+        try:
+            while self._keep_going():
+                check_stop()  # a safe point: between steps
+                if self.env.needs_reset:  # some environment's Academy is done, or it was lost
+                    if waiting is not None:
+                        step, waiting = waiting, None
+                        self._finish_step(*step)
+                    advance_curriculum(self.env.curriculum, self.trainers)
+                    with timers("env_reset"), interruptible():
+                        steps, ended = self.env.reset_finished()
+                        info = self.processor.infos(steps)
+                    lesson = lesson_numbers(self.env.curriculum)
+                    self._end_episodes(ended)
+                actions, memories, values, outputs = self._act(info)
+                with timers("env_step"):  # a step's waiting experience and a threaded update are timed inside it
+                    action, memory, value = self.processor.decisions(info, actions, memories, values)
+                    self.env.send_step(action=action, memory=memory, value=value)
+                    if waiting is not None:
+                        step, waiting = waiting, None
+                        self._finish_step(*step)
+                    for t in self.trainers.values():  # the threaded ones learn while the environments simulate
+                        if threaded(t):
+                            self._update(t)
+                    with interruptible():
+                        answer = self.env.receive_step()
+                    new_info = self.processor.infos(answer)
+                pass_environment_stats(self.env.stats, self.trainers)
+                if self._experience_can_wait(info):
+                    waiting = (info, new_info, outputs, lesson)
+                else:
+                    self._finish_step(info, new_info, outputs, lesson)
+                info = new_info
+        finally:  # a stop between steps: the step waiting is learnt from before the run saves
+            if waiting is not None:
+                self._finish_step(*waiting)
 
+    def _finish_step(self, before: Dict[str, BrainInfo], after: Dict[str, BrainInfo],
+                     outputs: Dict[str, Any], lesson: Any) -> None:
+        """The trainers learn from the step ``before`` -> ``after``: experience, updates, summaries, counts."""
+        with self.timers("buffer"):
+            for name in self.trainers:
+                self._experience(name, before, after, outputs.get(name))
+        self._learn(lesson, {name: _deciding(before[name]) for name in self.trainers}, threaded_too=False)
+        self._after_step()
+
+    def _experience_can_wait(self, before: Dict[str, BrainInfo]) -> bool:
+        """Whether the step acted on at ``before`` may be learnt from after the next step is sent.
+
+        Only where nothing of it can change the next action: no curriculum can reset the scenes
+        between steps, and every trainer says so for its share (``Trainer.experience_can_wait``: no
+        update, summary or ``max_steps`` can come of it). A save that comes of it writes the same
+        files either way: acting moves no variable and no saved counter of these trainers.
+        """
+        if not self._waits:
+            return False
+        for name, t in self.trainers.items():
+            held = self.collectors[name].held_steps() + len(before[name].agents)
+            if not t.experience_can_wait(held, _deciding(before[name])):
+                return False
+        return True
 
 def export_name(env_name: str) -> str:
     """The build's file name without its folder and extension: the exported ``<name>.bytes``."""

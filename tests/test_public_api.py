@@ -560,6 +560,7 @@ TRAINER_SEED = {"parameters", "graph_scope", "get_max_steps", "get_step", "get_l
                 "update_last_reward", "take_action", "end_episode", "is_ready_update", "update_model",
                 "write_summary", "write_tensorboard_text"}
 TRAINER_RUNNER = {"close", "write_final_summary", "collection", "process_experience", "export_nodes", "state",
+                  "experience_can_wait",
                   "is_learner", "stats_reporter", "check_parameters", "check_environment"}
 TRAINER_PLUGIN = {"trainer_type", "hyperparameters", "settings", "setup", "build_scope", "add_stat"}
 

@@ -1,5 +1,6 @@
 """What the collector promises whatever the agents do: every transition lands in exactly one
-trajectory, in time order, none longer than the horizon; every reward lands in exactly one episode.
+trajectory, in time order, none longer than the horizon; every reward lands in exactly one episode;
+a step hands over no more steps than ``held_steps`` said it could.
 
 Hypothesis draws streams of steps of the modern protocol's kind: agents that skip steps (decision
 periods), appear and leave, end episodes (finished, or interrupted by a max step, asking for their
@@ -60,7 +61,9 @@ def test_every_transition_lands_once_in_order_and_every_reward_in_one_episode(st
         unanswered.update({a: int(i) for a, i, asked in zip(before.agents, ids, before.decision_requested) if asked})
         outputs = PolicyOutput(np.zeros((len(before.agents), 1)), {"id": ids})
         after = batch(t, rows)
+        most = collector.held_steps() + len(before.agents)  # the bound the controller's waiting rests on
         experience = collector.collect({BRAIN: before}, {BRAIN: after}, outputs)
+        assert sum(len(trajectory.steps["rewards"]) for trajectory in experience.trajectories) <= most
         if experience.transitions is not None:
             tr = experience.transitions
             for agent, i, reward in zip(tr.agents, tr.field("id").tolist(), tr.rewards.tolist()):

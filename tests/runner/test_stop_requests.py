@@ -147,6 +147,32 @@ def test_a_signal_while_learning_from_a_step_lets_the_step_finish(handlers, tmp_
     saved_at(tmp_path, controller, worker)
 
 
+def test_a_signal_while_a_step_waits_for_the_next_send_learns_from_it_before_the_save(handlers, tmp_path, monkeypatch):
+    """The sixth step's experience waits for the seventh step's send (``_experience_can_wait``); a
+    stop taken before that send learns from it first, so the run saves at step 6 with it counted."""
+    from runner.controller import TrainerController
+
+    original = TrainerController._experience_can_wait
+    asked = []
+
+    def can_wait(self, before):
+        waits = original(self, before)
+        asked.append(waits)
+        if self.global_step == 5:
+            assert waits  # the step would wait
+            kill(signal.SIGINT)  # taken at the next safe point, the top of the loop
+        return waits
+
+    monkeypatch.setattr(TrainerController, "_experience_can_wait", can_wait)
+    worker = ScriptedWorker(0)
+    config = "B:\n    max_steps: 1.0e6\n    summary_freq: 1000000\n    normalize: false\n"
+    controller, stop = run(tmp_path, worker, config)
+    assert stop.signum == signal.SIGINT and stop.saved
+    assert all(asked) and len(asked) == 6
+    assert controller.global_step == 6 and controller.trainers["B"].get_step == 6 * worker.n
+    saved_at(tmp_path, controller, worker)
+
+
 @pytest.mark.parametrize("threaded", [False, True])
 def test_a_long_update_ends_between_minibatches(handlers, tmp_path, monkeypatch, threaded):
     """A stop requested during the first minibatch of a 40-minibatch PPO update: the update takes

@@ -79,6 +79,9 @@ class POCATrainer(PPOTrainer):
     #: of large products: on the session's inter-op pool they run side by side and keep both cores
     #: busy where, one op after another, the small ops between the products leave a core idle.
     update_inline = False
+    #: Group trajectories wait for the critic in the trainer (``_finished``) and fill the update
+    #: buffer by group, not by the collector's steps, so a step's experience never waits for the next.
+    acts_apart_from_experience = False
 
     def setup(self) -> None:
         super().setup()

@@ -133,6 +133,13 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
             + self.reward_signal_update_fields()
         )
 
+    @property
+    def acts_apart_from_experience(self) -> bool:
+        """Acting and the experience's processing touch nothing of each other's but the weights,
+        unless the policy normalises (acting folds each state into the running statistics the
+        bootstrap values read) or is recurrent (acting moves on the memories they read)."""
+        return not self.model.normalize and not self.use_recurrent
+
     @staticmethod
     def model_arguments(params: Mapping[str, Any]) -> Dict[str, Any]:
         """``create_agent_model`` keyword arguments for these hyperparameters (missing keys: defaults).

@@ -434,6 +434,23 @@ class Trainer(TrainerSummaries):
     def is_ready_update(self) -> bool:
         return False
 
+    def experience_can_wait(self, steps: int, deciding: int) -> bool:
+        """Whether this step's experience may reach the trainer after the next step is acted on and sent.
+
+        The controller then hands it over while the environments simulate the next step, where the
+        trainer's thread would otherwise wait on them. Only for a trainer whose next action comes
+        out the same either way: handing the experience over, counting ``deciding`` agent steps
+        (``increment_step``) and writing a summary must not change what ``act`` reads, and acting
+        must not change what the experience's processing reads (its bootstrap values included).
+
+        :param steps: the most agent steps this step's experience can hand to the trainer (the
+            steps its collector holds in trajectories in progress, plus this step's transitions).
+        :param deciding: the agents that acted this step (``increment_step``'s count).
+
+        False here: a trainer says yes only where it knows both sides (``OnPolicyTrainer``).
+        """
+        return False
+
     def update_model(self) -> None:
         raise UnityTrainerException(f"{type(self).__name__} does not implement update_model")
 

@@ -190,6 +190,26 @@ BRAINS = {
 }
 
 
+def test_a_steps_experience_waits_only_where_it_cannot_reach_the_next_action(monkeypatch):
+    """``experience_can_wait``: not when the steps it may hand over could fill the update buffer (48
+    here), reach a summary or ``max_steps``, nor when acting moves what its bootstrap values read."""
+    brain = BrainParameters("FakeBrain", BRAINS["discrete"])
+    trainer = make_trainer(brain, normalize=False, summary_freq=100, max_steps=1000)
+    assert trainer.acts_apart_from_experience
+    assert trainer.experience_can_wait(47, 1) and not trainer.experience_can_wait(48, 1)
+    monkeypatch.setattr(trainer, "update_buffer_steps", lambda: 40)
+    assert trainer.experience_can_wait(7, 1) and not trainer.experience_can_wait(8, 1)
+    trainer.step = 98
+    assert trainer.experience_can_wait(1, 1) and not trainer.experience_can_wait(1, 2)  # 100 is a summary
+    trainer.step, trainer._last_summary_step = 997, 950
+    assert trainer.experience_can_wait(1, 2) and not trainer.experience_can_wait(1, 3)  # 1000 is max_steps
+    continuous = BrainParameters("FakeBrain", BRAINS["continuous"])
+    assert make_trainer(continuous, normalize=False).experience_can_wait(1, 1)
+    assert not make_trainer(continuous, normalize=True).experience_can_wait(1, 1)  # acting folds states in
+    recurrent = BrainParameters("FakeBrain", BRAINS["recurrent"])  # acting moves the memories on
+    assert not make_trainer(recurrent, normalize=False, use_recurrent=True).experience_can_wait(1, 1)
+
+
 @pytest.mark.parametrize("kind, last_observation", [(kind, False) for kind in BRAINS] + [("continuous", True)],
                          ids=list(BRAINS) + ["continuous-modern"])
 def test_trainer_collects_processes_and_updates(kind, last_observation):

@@ -1,0 +1,118 @@
+"""A step's experience handed over after the next step is sent changes nothing the run does.
+
+ppo/Basic trains twice from the same seed over gRPC, once as shipped (most steps' experience waits
+for the next send, ``TrainerController._experience_can_wait``) and once with every step learnt
+from before the next action: the bytes sent to the scene, the summaries, the checkpoints and the
+final weights must be the same, across updates, summaries, a checkpoint interval and ``max_steps``.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+
+import numpy as np
+
+import learn_r22
+from runner.controller import TrainerController
+from tests.conftest import free_port, in_process, write
+from unityagents.wire import grpc_server
+
+#: The scalars that time the run, which differ from run to run.
+TIMED = {"Environment/Agent Steps Per Second"}
+
+CONFIG = """
+behaviors:
+  Basic:
+    trainer_type: ppo
+    hyperparameters: {batch_size: 32, buffer_size: 256, learning_rate: 3.0e-4, beta: 5.0e-3, num_epoch: 3}
+    network_settings: {normalize: false, hidden_units: 20, num_layers: 1}
+    reward_signals: {extrinsic: {gamma: 0.9, strength: 1.0}}
+    time_horizon: 3
+    max_steps: 1500
+    summary_freq: 400
+    checkpoint_interval: 700
+"""
+
+
+def train(tmp_path, monkeypatch, waits: bool):
+    tmp_path.mkdir()
+    sent, waited = hashlib.sha256(), [0, 0]
+    answer, can_wait = grpc_server.ExchangeServer.answer, TrainerController._experience_can_wait
+
+    def hashed(self, reply):
+        sent.update(reply)
+        return answer(self, reply)
+
+    def counted(self, before):
+        yes = can_wait(self, before) if waits else False
+        waited[yes] += 1
+        return yes
+
+    monkeypatch.setattr(grpc_server.ExchangeServer, "answer", hashed)
+    monkeypatch.setattr(TrainerController, "_experience_can_wait", counted)
+    code, out = in_process(learn_r22.main, tmp_path, [write(tmp_path / "basic.yaml", CONFIG), "--env=Basic",
+                                                      "--run-id=r", "--seed=1", f"--base-port={free_port()}"],
+                           timeout=300)
+    assert code == 0, out[-3000:]
+    from trainers.tf_utils import tf
+
+    folder = tmp_path / "results" / "r"
+    reader = tf.train.load_checkpoint(str(folder / "checkpoints" / "model-1500.cptk"))
+    weights = {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+    summaries = re.findall(r"Step: (\d+)\..*?Mean Reward: (\S+)", out)
+    scalars = [(event.step, value.tag, value.simple_value)
+               for events in sorted((folder / "Basic").glob("events.out.tfevents.*"))
+               for event in tf.train.summary_iterator(str(events)) for value in event.summary.value
+               if value.tag not in TIMED]
+    checkpoints = sorted(p.name for p in (folder / "checkpoints").glob("*.index"))
+    return sent.hexdigest(), (summaries, scalars), checkpoints, weights, waited
+
+
+def test_learning_after_the_next_send_sends_summarises_and_saves_the_same(tmp_path, monkeypatch):
+    waiting = train(tmp_path / "waiting", monkeypatch, waits=True)
+    not_waiting = train(tmp_path / "not", monkeypatch, waits=False)
+    sent, summaries, checkpoints, weights, (learnt_at_once, waited) = waiting
+    assert waited > 3 * learnt_at_once, (waited, learnt_at_once)  # most steps waited
+    assert not_waiting[4][1] == 0
+    assert sent == not_waiting[0]
+    assert summaries == not_waiting[1] and [step for step, _ in summaries[0]] == ["400", "800", "1200", "1500"]
+    assert {tag for _, tag, _ in summaries[1]} >= {"Policy/Extrinsic Value Estimate", "Losses/Policy Loss"}
+    assert checkpoints == not_waiting[2] and "model-1400.cptk.index" in checkpoints
+    assert weights.keys() == not_waiting[3].keys()
+    for name, value in weights.items():
+        assert np.array_equal(value, not_waiting[3][name]), name
+
+
+def scripted_run(tmp_path, monkeypatch, waits: bool):
+    """PPO on the scripted environment, whose Academy is done every 5 steps (the set resets it)."""
+    from runner.settings.trainer_config import load_trainer_config
+    from tests.unityagents.vector.test_environment_set import ScriptedWorker
+    from trainers.trainer.registry import load_registry
+    from unityagents.vector.environment_set import EnvironmentSet
+
+    can_wait, waited = TrainerController._experience_can_wait, []
+
+    def counted(self, before):
+        waited.append(can_wait(self, before) if waits else False)
+        return waited[-1]
+
+    monkeypatch.setattr(TrainerController, "_experience_can_wait", counted)
+    config = ("B:\n    max_steps: 60\n    summary_freq: 1000000\n    normalize: false\n    batch_size: 6\n"
+              "    buffer_size: 24\n    time_horizon: 4\n")
+    worker = ScriptedWorker(0, done_at={5})
+    cfg = load_trainer_config(write(tmp_path / f"c{waits}.yaml", config), load_registry())
+    controller = TrainerController(EnvironmentSet.of(worker), cfg, env_name="Scripted",
+                                   model_dir=str(tmp_path / f"models{waits}"),
+                                   summary_dir=str(tmp_path / f"summaries{waits}"), save_freq=0)
+    controller.start_learning()
+    return worker, waited
+
+
+def test_a_step_that_waits_is_learnt_from_before_its_environment_resets(tmp_path, monkeypatch):
+    worker, waited = scripted_run(tmp_path, monkeypatch, waits=True)
+    reference, _ = scripted_run(tmp_path, monkeypatch, waits=False)
+    # the steps whose answer made the Academy done waited too, and so did most others
+    assert waited[4] and waited[9] and sum(waited) > len(waited) // 2, waited
+    assert len(worker.actions) == len(reference.actions) == 20 and len(worker.resets) == len(reference.resets) == 4
+    for ours, theirs in zip(worker.actions, reference.actions):
+        assert np.array_equal(ours, theirs)
