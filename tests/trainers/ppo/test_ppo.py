@@ -207,7 +207,8 @@ def test_a_steps_experience_waits_only_where_it_cannot_reach_the_next_action(mon
     assert make_trainer(continuous, normalize=False).experience_can_wait(1, 1)
     assert not make_trainer(continuous, normalize=True).experience_can_wait(1, 1)  # acting folds states in
     recurrent = BrainParameters("FakeBrain", BRAINS["recurrent"])  # acting moves the memories on
-    assert not make_trainer(recurrent, normalize=False, use_recurrent=True).experience_can_wait(1, 1)
+    with_memory = make_trainer(recurrent, normalize=False, use_recurrent=True)
+    assert not with_memory.acts_apart_from_experience and not with_memory.experience_can_wait(1, 1)
 
 
 @pytest.mark.parametrize("kind, last_observation", [(kind, False) for kind in BRAINS] + [("continuous", True)],
