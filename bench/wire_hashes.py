@@ -8,7 +8,10 @@ and weights, whose files differ byte-wise from run to run::
     cd <checkout> && python <this file> <scene> <api2|grpc> <outdir>
 
 ``CONFIG=<yaml>`` trains with another configuration (SAC's), ``BRAINS=A,B`` shrinks more brains'
-buffers (Tennis, PushCollab, Pyramids), ``STEPS`` sets the number of steps.
+buffers (Tennis, PushCollab, Pyramids), ``STEPS`` sets the number of steps, and ``SENDS`` hashes only
+the first SENDS sends: the run stops once ``STEPS`` steps are learnt from, so where the last step's
+experience waits for the next send (``TrainerController._experience_can_wait``) one more step goes
+out, and the common prefix is what compares.
 
 Prints ``RESULT scene protocol exit sha256(every byte sent, first 16 hex) sends sha(.bytes)
 sha(.onnx)``. Small buffers (64) make PPO update within the 30 steps, so the actions sent after

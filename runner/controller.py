@@ -526,6 +526,7 @@ class TrainerController:
                 return False
         return True
 
+
 def export_name(env_name: str) -> str:
     """The build's file name without its folder and extension: the exported ``<name>.bytes``."""
     name = os.path.basename(os.path.normpath(env_name.strip()))
