@@ -165,6 +165,20 @@ class ExperienceCollector:
             return len(self._waiting)
         return sum(len(trajectory["rewards"]) for trajectory in self.trajectories.values()) + len(self._waiting)
 
+    def may_bootstrap(self, after: BrainInfo) -> bool:
+        """Whether the next ``collect`` that ends at ``after`` (the trainer's own brain's batch) may end a
+        trajectory that needs a bootstrap value: one cut at the horizon, or an interrupted episode's."""
+        if self.time_horizon is None:
+            return False
+        trajectories, horizon = self.trajectories, self.time_horizon
+        for j, agent in enumerate(after.agents):
+            if after.local_done[j]:
+                if after.max_reached[j]:
+                    return True
+            elif (len(trajectories[agent]["rewards"]) if agent in trajectories else 0) + 1 >= horizon:
+                return True
+        return False
+
     # ------------------------------------------------------------------ resets
     def end_episode(self, agents: Optional[Iterable[Hashable]] = None) -> None:
         """After an environment reset: the episodes of ``agents`` (None: all) are gone without a

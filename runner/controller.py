@@ -492,7 +492,7 @@ class TrainerController:
                         answer = self.env.receive_step()
                     new_info = self.processor.infos(answer)
                 pass_environment_stats(self.env.stats, self.trainers)
-                if self._experience_can_wait(info):
+                if self._experience_can_wait(info, new_info):
                     waiting = (info, new_info, outputs, lesson)
                 else:
                     self._finish_step(info, new_info, outputs, lesson)
@@ -510,8 +510,8 @@ class TrainerController:
         self._learn(lesson, {name: _deciding(before[name]) for name in self.trainers}, threaded_too=False)
         self._after_step()
 
-    def _experience_can_wait(self, before: Dict[str, BrainInfo]) -> bool:
-        """Whether the step acted on at ``before`` may be learnt from after the next step is sent.
+    def _experience_can_wait(self, before: Dict[str, BrainInfo], after: Dict[str, BrainInfo]) -> bool:
+        """Whether the step ``before`` -> ``after`` may be learnt from after the next step is sent.
 
         Only where nothing of it can change the next action: no curriculum can reset the scenes
         between steps, and every trainer says so for its share (``Trainer.experience_can_wait``: no
@@ -521,8 +521,9 @@ class TrainerController:
         if not self._waits:
             return False
         for name, t in self.trainers.items():
-            held = self.collectors[name].held_steps() + len(before[name].agents)
-            if not t.experience_can_wait(held, _deciding(before[name])):
+            collector = self.collectors[name]
+            held = collector.held_steps() + len(before[name].agents)
+            if not t.experience_can_wait(held, _deciding(before[name]), collector.may_bootstrap(after[name])):
                 return False
         return True
 

@@ -1,6 +1,7 @@
 """What the collector promises whatever the agents do: every transition lands in exactly one
 trajectory, in time order, none longer than the horizon; every reward lands in exactly one episode;
-a step hands over no more steps than ``held_steps`` said it could.
+a step hands over no more steps than ``held_steps`` said it could, and a bootstrap value only where
+``may_bootstrap`` said it might.
 
 Hypothesis draws streams of steps of the modern protocol's kind: agents that skip steps (decision
 periods), appear and leave, end episodes (finished, or interrupted by a max step, asking for their
@@ -61,9 +62,11 @@ def test_every_transition_lands_once_in_order_and_every_reward_in_one_episode(st
         unanswered.update({a: int(i) for a, i, asked in zip(before.agents, ids, before.decision_requested) if asked})
         outputs = PolicyOutput(np.zeros((len(before.agents), 1)), {"id": ids})
         after = batch(t, rows)
-        most = collector.held_steps() + len(before.agents)  # the bound the controller's waiting rests on
+        most = collector.held_steps() + len(before.agents)  # the bounds the controller's waiting rests on
+        may_bootstrap = collector.may_bootstrap(after)
         experience = collector.collect({BRAIN: before}, {BRAIN: after}, outputs)
         assert sum(len(trajectory.steps["rewards"]) for trajectory in experience.trajectories) <= most
+        assert may_bootstrap or all(trajectory.bootstrap is None for trajectory in experience.trajectories)
         if experience.transitions is not None:
             tr = experience.transitions
             for agent, i, reward in zip(tr.agents, tr.field("id").tolist(), tr.rewards.tolist()):

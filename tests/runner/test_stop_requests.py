@@ -155,8 +155,8 @@ def test_a_signal_while_a_step_waits_for_the_next_send_learns_from_it_before_the
     original = TrainerController._experience_can_wait
     asked = []
 
-    def can_wait(self, before):
-        waits = original(self, before)
+    def can_wait(self, before, after):
+        waits = original(self, before, after)
         asked.append(waits)
         if self.global_step == 5:
             assert waits  # the step would wait

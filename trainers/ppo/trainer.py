@@ -135,10 +135,15 @@ class PPOTrainer(PPOOptimizer, OnPolicyTrainer):
 
     @property
     def acts_apart_from_experience(self) -> bool:
-        """Acting and the experience's processing touch nothing of each other's but the weights,
-        unless the policy normalises (acting folds each state into the running statistics the
-        bootstrap values read) or is recurrent (acting moves on the memories they read)."""
-        return not self.model.normalize and not self.use_recurrent
+        """Acting and the experience's processing touch nothing of each other's but the weights and
+        the normaliser, unless the policy is recurrent (acting moves on the memories the bootstrap
+        values read) or an intrinsic reward signal reads the states the normaliser scales."""
+        return not self.use_recurrent and (not self.model.normalize or set(self.reward_signals) <= {"extrinsic"})
+
+    @property
+    def bootstrap_reads_acting(self) -> bool:
+        """Acting folds each state into the running normaliser, which the bootstrap values read."""
+        return bool(self.model.normalize)
 
     @staticmethod
     def model_arguments(params: Mapping[str, Any]) -> Dict[str, Any]:

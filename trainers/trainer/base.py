@@ -434,7 +434,7 @@ class Trainer(TrainerSummaries):
     def is_ready_update(self) -> bool:
         return False
 
-    def experience_can_wait(self, steps: int, deciding: int) -> bool:
+    def experience_can_wait(self, steps: int, deciding: int, bootstraps: bool) -> bool:
         """Whether this step's experience may reach the trainer after the next step is acted on and sent.
 
         The controller then hands it over while the environments simulate the next step, where the
@@ -446,6 +446,7 @@ class Trainer(TrainerSummaries):
         :param steps: the most agent steps this step's experience can hand to the trainer (the
             steps its collector holds in trajectories in progress, plus this step's transitions).
         :param deciding: the agents that acted this step (``increment_step``'s count).
+        :param bootstraps: whether the experience may end a trajectory that needs a bootstrap value.
 
         False here: a trainer says yes only where it knows both sides (``OnPolicyTrainer``).
         """

@@ -127,16 +127,21 @@ class OnPolicyTrainer(RewardSignalFields, RLTrainer):
     def is_ready_update(self) -> bool:
         return self.update_buffer_steps() >= self.settings.buffer_size
 
-    #: Whether ``act`` changes nothing ``process_experience`` reads and reads nothing it changes
-    #: but the weights an update writes (``experience_can_wait``). False here, as ``act`` is a
-    #: subclass's; ``PPOTrainer`` says when its own are.
+    #: Whether ``act`` changes nothing ``process_experience`` reads, bootstrap values aside, and
+    #: reads nothing it changes but the weights an update writes (``experience_can_wait``). False
+    #: here, as ``act`` is a subclass's; ``PPOTrainer`` says when its own are.
     acts_apart_from_experience: bool = False
+    #: Whether ``act`` moves what ``bootstrap_values`` reads (a running normaliser): then a step
+    #: whose experience may need a bootstrap value does not wait.
+    bootstrap_reads_acting: bool = False
 
-    def experience_can_wait(self, steps: int, deciding: int) -> bool:
-        """Yes when acting and this experience are apart (``acts_apart_from_experience``), and the
-        experience can neither fill the update buffer (an update comes before the next action) nor
-        make the step count reach a summary or ``max_steps``."""
+    def experience_can_wait(self, steps: int, deciding: int, bootstraps: bool) -> bool:
+        """Yes when acting and this experience are apart (``acts_apart_from_experience``, and no
+        bootstrap value that acting moves), and the experience can neither fill the update buffer
+        (an update comes before the next action) nor make the step count reach a summary or ``max_steps``."""
         if not self.acts_apart_from_experience or self.sequence_length > 1:
+            return False
+        if bootstraps and self.bootstrap_reads_acting:
             return False
         step, freq = self.step + deciding, int(self.settings.summary_freq)
         return (self.update_buffer_steps() + steps < self.settings.buffer_size

@@ -497,7 +497,7 @@ def test_a_threaded_self_play_seat_hands_the_learners_update_to_the_background_t
 def test_a_steps_experience_never_waits_for_the_next_send():
     """Finished games wait in the trainer for the critic, so the collector's steps bound nothing."""
     trainer = make_trainer(normalize=False)
-    assert not trainer.acts_apart_from_experience and not trainer.experience_can_wait(0, 1)
+    assert not trainer.acts_apart_from_experience and not trainer.experience_can_wait(0, 1, False)
 
 
 def test_a_scene_without_groups_is_refused_naming_the_brain(trainer):

@@ -192,23 +192,28 @@ BRAINS = {
 
 def test_a_steps_experience_waits_only_where_it_cannot_reach_the_next_action(monkeypatch):
     """``experience_can_wait``: not when the steps it may hand over could fill the update buffer (48
-    here), reach a summary or ``max_steps``, nor when acting moves what its bootstrap values read."""
+    here), reach a summary or ``max_steps``, nor when acting moves what its bootstrap values read
+    (a normaliser, when the step may bootstrap; memories, always)."""
     brain = BrainParameters("FakeBrain", BRAINS["discrete"])
     trainer = make_trainer(brain, normalize=False, summary_freq=100, max_steps=1000)
-    assert trainer.acts_apart_from_experience
-    assert trainer.experience_can_wait(47, 1) and not trainer.experience_can_wait(48, 1)
+    assert trainer.acts_apart_from_experience and not trainer.bootstrap_reads_acting
+    assert trainer.experience_can_wait(47, 1, True) and not trainer.experience_can_wait(48, 1, False)
     monkeypatch.setattr(trainer, "update_buffer_steps", lambda: 40)
-    assert trainer.experience_can_wait(7, 1) and not trainer.experience_can_wait(8, 1)
+    assert trainer.experience_can_wait(7, 1, False) and not trainer.experience_can_wait(8, 1, False)
     trainer.step = 98
-    assert trainer.experience_can_wait(1, 1) and not trainer.experience_can_wait(1, 2)  # 100 is a summary
+    assert trainer.experience_can_wait(1, 1, False) and not trainer.experience_can_wait(1, 2, False)  # a summary
     trainer.step, trainer._last_summary_step = 997, 950
-    assert trainer.experience_can_wait(1, 2) and not trainer.experience_can_wait(1, 3)  # 1000 is max_steps
+    assert trainer.experience_can_wait(1, 2, False) and not trainer.experience_can_wait(1, 3, False)  # max_steps
     continuous = BrainParameters("FakeBrain", BRAINS["continuous"])
-    assert make_trainer(continuous, normalize=False).experience_can_wait(1, 1)
-    assert not make_trainer(continuous, normalize=True).experience_can_wait(1, 1)  # acting folds states in
+    assert make_trainer(continuous, normalize=False).experience_can_wait(1, 1, True)
+    normalised = make_trainer(continuous, normalize=True)  # acting folds states into what bootstraps read
+    assert normalised.bootstrap_reads_acting
+    assert normalised.experience_can_wait(1, 1, False) and not normalised.experience_can_wait(1, 1, True)
+    curious = make_trainer(continuous, normalize=True, reward_signals={"extrinsic": {}, "curiosity": {}})
+    assert not curious.acts_apart_from_experience and not curious.experience_can_wait(1, 1, False)
     recurrent = BrainParameters("FakeBrain", BRAINS["recurrent"])  # acting moves the memories on
     with_memory = make_trainer(recurrent, normalize=False, use_recurrent=True)
-    assert not with_memory.acts_apart_from_experience and not with_memory.experience_can_wait(1, 1)
+    assert not with_memory.acts_apart_from_experience and not with_memory.experience_can_wait(1, 1, False)
 
 
 @pytest.mark.parametrize("kind, last_observation", [(kind, False) for kind in BRAINS] + [("continuous", True)],
