@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 import pytest
+import yaml
 
 import learn_r22
 from runner.controller import TrainerController
@@ -22,34 +23,25 @@ from unityagents.wire import grpc_server
 #: The scalars that time the run, which differ from run to run.
 TIMED = {"Environment/Agent Steps Per Second"}
 
-#: Each scene's run: its file and the steps of its summaries. Basic: no normaliser, a
-#: trajectory cut every 3 steps; 3DBall: a normaliser, so a step that may bootstrap (a trajectory
-#: cut every 20 steps, an episode interrupted) does not wait.
+def ppo(normalize: bool, hidden: int, layers: int, batch: int, buffer: int, horizon: int, gamma: float,
+        beta: float, epochs: int, max_steps: int, summary_freq: int, interval: int) -> dict:
+    """A Release 22 PPO block with these settings (learning rate 3e-4)."""
+    return {"trainer_type": "ppo", "time_horizon": horizon, "max_steps": max_steps, "summary_freq": summary_freq,
+            "checkpoint_interval": interval,
+            "hyperparameters": {"batch_size": batch, "buffer_size": buffer, "learning_rate": 3.0e-4, "beta": beta,
+                                "num_epoch": epochs},
+            "network_settings": {"normalize": normalize, "hidden_units": hidden, "num_layers": layers},
+            "reward_signals": {"extrinsic": {"gamma": gamma, "strength": 1.0}}}
+
+
+#: Each scene's block and the steps of its summaries. Basic: no normaliser, a trajectory cut every
+#: 3 steps; 3DBall: a normaliser, so a step that may bootstrap (a trajectory cut every 20 steps, an
+#: episode interrupted) does not wait.
 RUNS = {
-    "Basic": ("""
-behaviors:
-  Basic:
-    trainer_type: ppo
-    hyperparameters: {batch_size: 32, buffer_size: 256, learning_rate: 3.0e-4, beta: 5.0e-3, num_epoch: 3}
-    network_settings: {normalize: false, hidden_units: 20, num_layers: 1}
-    reward_signals: {extrinsic: {gamma: 0.9, strength: 1.0}}
-    time_horizon: 3
-    max_steps: 1500
-    summary_freq: 400
-    checkpoint_interval: 700
-""", ["400", "800", "1200", "1500"]),
-    "3DBall": ("""
-behaviors:
-  3DBall:
-    trainer_type: ppo
-    hyperparameters: {batch_size: 120, buffer_size: 480, learning_rate: 3.0e-4, beta: 1.0e-3, num_epoch: 2}
-    network_settings: {normalize: true, hidden_units: 32, num_layers: 2}
-    reward_signals: {extrinsic: {gamma: 0.99, strength: 1.0}}
-    time_horizon: 20
-    max_steps: 2400
-    summary_freq: 600
-    checkpoint_interval: 1000
-""", ["600", "1200", "1800", "2400"]),
+    "Basic": (ppo(False, 20, 1, batch=32, buffer=256, horizon=3, gamma=0.9, beta=5.0e-3, epochs=3,
+                  max_steps=1500, summary_freq=400, interval=700), ["400", "800", "1200", "1500"]),
+    "3DBall": (ppo(True, 32, 2, batch=120, buffer=480, horizon=20, gamma=0.99, beta=1.0e-3, epochs=2,
+                   max_steps=2400, summary_freq=600, interval=1000), ["600", "1200", "1800", "2400"]),
 }
 
 
@@ -69,7 +61,7 @@ def train(tmp_path, monkeypatch, scene: str, waits: bool):
 
     monkeypatch.setattr(grpc_server.ExchangeServer, "answer", hashed)
     monkeypatch.setattr(TrainerController, "_experience_can_wait", counted)
-    config = write(tmp_path / "run.yaml", RUNS[scene][0])
+    config = write(tmp_path / "run.yaml", yaml.safe_dump({"behaviors": {scene: RUNS[scene][0]}}))
     code, out = in_process(learn_r22.main, tmp_path, [config, f"--env={scene}", "--run-id=r", "--seed=1",
                                                       f"--base-port={free_port()}"], timeout=300)
     assert code == 0, out[-3000:]
