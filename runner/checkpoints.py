@@ -68,14 +68,18 @@ class StepInterval:
         self._at: Optional[int] = None  # the step of the last time it was due
 
     def due(self, step: Optional[int]) -> bool:
-        if not self.every or step is None:
-            return False
-        if self._at is None:
+        if self.every and step is not None and self._at is None:
             self._at = step
-        if step // self.every > self._at // self.every:
+        if self.would_be_due(step):
             self._at = step
             return True
         return False
+
+    def would_be_due(self, step: Optional[int]) -> bool:
+        """What ``due(step)`` would answer, without counting the question (a step that has not come yet)."""
+        if not self.every or step is None or self._at is None:
+            return False
+        return step // self.every > self._at // self.every
 
 
 def latest_checkpoint(model_path: str) -> Optional[str]:

@@ -397,12 +397,25 @@ class TrainerController:
         if not self.env.resets_by_itself:
             self._curriculum_checked = check_curriculum_between_resets(
                 self.env, self.trainers, self._curriculum_checked)
-        if self.train and self.save_freq > 0 and self.global_step % self.save_freq == 0:
+        due = self._saves_due(self.global_step, {name: t.get_step for name, t in self.trainers.items()})
+        if due is True:
             self.save_model()
-        elif self.train and self._checkpoint_interval is not None:
-            due = [name for name, t in self.trainers.items() if t.is_learner and self._interval(name).due(t.get_step)]
-            if due:
-                self.save_model(due)
+        elif due:
+            self.save_model(due)
+
+    def _saves_due(self, global_step: int, steps: Mapping[str, int], peek: bool = False) -> Union[bool, List[str]]:
+        """What ``_after_step`` saves at these counts: every behaviour (True, each ``save_freq``
+        environment steps), the behaviours whose ``checkpoint_interval`` has passed, or nothing
+        (False, or no behaviour). ``peek`` asks about counts not reached yet, leaving the intervals' own
+        counts where they are."""
+        if not self.train:
+            return False
+        if self.save_freq > 0 and global_step % self.save_freq == 0:
+            return True
+        if self._checkpoint_interval is None:
+            return False
+        return [name for name, t in self.trainers.items() if t.is_learner
+                and (self._interval(name).would_be_due if peek else self._interval(name).due)(steps[name])]
 
     def _loop_overlapped(self) -> None:
         """Step each environment as soon as its actions are computed (``EnvironmentSet.send``),
@@ -515,10 +528,14 @@ class TrainerController:
 
         Only where nothing of it can change the next action: no curriculum can reset the scenes
         between steps, and every trainer says so for its share (``Trainer.experience_can_wait``: no
-        update, summary or ``max_steps`` can come of it). A save that comes of it writes the same
-        files either way: acting moves no variable and no saved counter of these trainers.
+        update, summary or ``max_steps`` can come of it). Nor where a save comes of it: acting on
+        the next step may move a variable the checkpoint holds (a normaliser's running moments), so
+        the saved files would differ from those of a step learnt from before the next action.
         """
         if not self._waits:
+            return False
+        steps = {name: t.get_step + _deciding(before[name]) for name, t in self.trainers.items()}
+        if self._saves_due(self.global_step + 1, steps, peek=True):
             return False
         for name, t in self.trainers.items():
             collector = self.collectors[name]

@@ -3,7 +3,7 @@
 ppo/Basic and ppo/3DBall (a normaliser) train twice each from the same seed over gRPC, once as
 shipped (most steps' experience waits for the next send, ``TrainerController._experience_can_wait``)
 and once with every step learnt from before the next action: the bytes sent to the scene, the
-summaries, the checkpoints and the final weights must be the same, across updates, summaries,
+summaries, every checkpoint's weights must be the same, across updates, summaries,
 bootstrapped trajectories, a checkpoint interval and ``max_steps``.
 """
 from __future__ import annotations
@@ -34,14 +34,15 @@ def ppo(normalize: bool, hidden: int, layers: int, batch: int, buffer: int, hori
             "reward_signals": {"extrinsic": {"gamma": gamma, "strength": 1.0}}}
 
 
-#: Each scene's block and the steps of its summaries. Basic: no normaliser, a trajectory cut every
-#: 3 steps; 3DBall: a normaliser, so a step that may bootstrap (a trajectory cut every 20 steps, an
-#: episode interrupted) does not wait.
+#: Each scene's block, the steps of its summaries and its checkpoints' count. Basic: no normaliser,
+#: a trajectory cut every 3 steps; 3DBall: a normaliser, so a step that may bootstrap (a trajectory
+#: cut every 20 steps, an episode interrupted) or save does not wait (its checkpoints at the interval
+#: come on steps that could wait otherwise).
 RUNS = {
     "Basic": (ppo(False, 20, 1, batch=32, buffer=256, horizon=3, gamma=0.9, beta=5.0e-3, epochs=3,
-                  max_steps=1500, summary_freq=400, interval=700), ["400", "800", "1200", "1500"]),
+                  max_steps=1500, summary_freq=400, interval=700), ["400", "800", "1200", "1500"], 3),
     "3DBall": (ppo(True, 32, 2, batch=120, buffer=480, horizon=20, gamma=0.99, beta=1.0e-3, epochs=2,
-                   max_steps=2400, summary_freq=600, interval=1000), ["600", "1200", "1800", "2400"]),
+                   max_steps=2400, summary_freq=600, interval=700), ["600", "1200", "1800", "2400"], 4),
 }
 
 
@@ -68,8 +69,10 @@ def train(tmp_path, monkeypatch, scene: str, waits: bool):
     from trainers.tf_utils import tf
 
     folder = tmp_path / "results" / "r"
-    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(folder / "checkpoints")))
-    weights = {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+    weights = {}  # every checkpoint's variables
+    for index in sorted((folder / "checkpoints").glob("*.index")):
+        reader = tf.train.load_checkpoint(str(index)[: -len(".index")])
+        weights.update({(index.name, name): reader.get_tensor(name) for name in reader.get_variable_to_shape_map()})
     summaries = re.findall(r"Step: (\d+)\..*?Mean Reward: (\S+)", out)
     scalars = [(event.step, value.tag, value.simple_value)
                for events in sorted((folder / scene).glob("events.out.tfevents.*"))
@@ -89,14 +92,15 @@ def test_learning_after_the_next_send_sends_summarises_and_saves_the_same(tmp_pa
     assert sent == not_waiting[0]
     assert summaries == not_waiting[1] and [step for step, _ in summaries[0]] == RUNS[scene][1]
     assert {tag for _, tag, _ in summaries[1]} >= {"Policy/Extrinsic Value Estimate", "Losses/Policy Loss"}
-    assert checkpoints == not_waiting[2] and len(checkpoints) == 3  # two at the interval, one at the end
+    assert checkpoints == not_waiting[2] and len(checkpoints) == RUNS[scene][2]  # at the interval, and at the end
     assert weights.keys() == not_waiting[3].keys()
     for name, value in weights.items():
         assert np.array_equal(value, not_waiting[3][name]), name
 
 
-def scripted_run(tmp_path, monkeypatch, waits: bool):
-    """PPO on the scripted environment, whose Academy is done every 5 steps (the set resets it)."""
+def scripted_run(tmp_path, monkeypatch, waits: bool, **saves):
+    """PPO on the scripted environment, whose Academy is done every 5 steps (the set resets it);
+    ``saves``: the controller's ``save_freq`` (0 unless given) and ``checkpoint_interval``."""
     from runner.settings.trainer_config import load_trainer_config
     from tests.unityagents.vector.test_environment_set import ScriptedWorker
     from trainers.trainer.registry import load_registry
@@ -115,7 +119,7 @@ def scripted_run(tmp_path, monkeypatch, waits: bool):
     cfg = load_trainer_config(write(tmp_path / f"c{waits}.yaml", config), load_registry())
     controller = TrainerController(EnvironmentSet.of(worker), cfg, env_name="Scripted",
                                    model_dir=str(tmp_path / f"models{waits}"),
-                                   summary_dir=str(tmp_path / f"summaries{waits}"), save_freq=0)
+                                   summary_dir=str(tmp_path / f"summaries{waits}"), **{"save_freq": 0, **saves})
     controller.start_learning()
     return worker, waited
 
@@ -128,3 +132,34 @@ def test_a_step_that_waits_is_learnt_from_before_its_environment_resets(tmp_path
     assert len(worker.actions) == len(reference.actions) == 20 and len(worker.resets) == len(reference.resets) == 4
     for ours, theirs in zip(worker.actions, reference.actions):
         assert np.array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("saves, saving_steps", [
+    ({"save_freq": 7}, [7, 14]),  # every 7 environment steps
+    ({"checkpoint_interval": 25}, [9, 17]),  # each time 25 agent steps pass (3 agents a step)
+    ({"save_freq": 8, "checkpoint_interval": 25}, [8, 9, 16, 17]),
+])
+def test_a_step_that_saves_does_not_wait(tmp_path, monkeypatch, saves, saving_steps):
+    """Acting on the next step may move a variable the checkpoint holds (a normaliser's moments), so
+    the step a save comes of is learnt from before the next action; the steps around it still wait."""
+    saved_after, saved_while_waiting, counts = [], [], {"acted": 0, "learnt": 0}
+    act, finish, save = TrainerController._act, TrainerController._finish_step, TrainerController.save_model
+
+    def counted(name, method):
+        def wrapper(self, *args):
+            counts[name] += 1
+            return method(self, *args)
+        return wrapper
+
+    def recorded(self, behaviors=None):
+        saved_after.append(self.global_step)
+        saved_while_waiting.append(counts["acted"] > counts["learnt"])  # the next step was acted on first
+        return save(self, behaviors)
+
+    monkeypatch.setattr(TrainerController, "_act", counted("acted", act))
+    monkeypatch.setattr(TrainerController, "_finish_step", counted("learnt", finish))
+    monkeypatch.setattr(TrainerController, "save_model", recorded)
+    worker, waited = scripted_run(tmp_path, monkeypatch, waits=True, **saves)
+    assert saved_after == saving_steps + [20]  # then the save at the end
+    assert not any(saved_while_waiting), (saved_after, saved_while_waiting)
+    assert sum(waited) > len(waited) // 2, waited

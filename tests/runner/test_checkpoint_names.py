@@ -50,3 +50,15 @@ def test_each_learner_is_due_when_its_own_steps_pass_its_own_interval():
         due.append([name for name, step in (("Walker", walker), ("Crawler?team=0", crawler), ("Other", other))
                     if controller._interval(name).due(step)])
     assert due == [[], [], ["Walker", "Crawler?team=0", "Other"], [], ["Walker", "Crawler?team=0", "Other"]]
+
+
+def test_an_interval_answers_a_question_about_a_later_step_without_counting_it():
+    from runner.checkpoints import StepInterval
+
+    interval = StepInterval(100)
+    assert not interval.would_be_due(250)  # nothing is counted before the first step it is asked about
+    assert not interval.due(40)
+    assert [interval.would_be_due(s) for s in (99, 100, 250)] == [False, True, True]
+    assert not interval.due(99) and interval.due(130)  # the questions moved nothing
+    assert not interval.would_be_due(199) and interval.would_be_due(200)
+    assert not StepInterval(0).would_be_due(10**6) and not StepInterval(None).would_be_due(10**6)
