@@ -34,19 +34,36 @@ def ppo(normalize: bool, hidden: int, layers: int, batch: int, buffer: int, hori
             "reward_signals": {"extrinsic": {"gamma": gamma, "strength": 1.0}}}
 
 
-#: Each scene's block, the steps of its summaries and its checkpoints' count. Basic: no normaliser,
-#: a trajectory cut every 3 steps; 3DBall: a normaliser, so a step that may bootstrap (a trajectory
-#: cut every 20 steps, an episode interrupted) or save does not wait (its checkpoints at the interval
-#: come on steps that could wait otherwise).
+def sac(normalize: bool, hidden: int, batch: int, init: int, per_update: float, threaded: bool, max_steps: int,
+        summary_freq: int, interval: int) -> dict:
+    """A Release 22 SAC block with these settings (a replay of 10,000, learning rate 3e-4)."""
+    return {"trainer_type": "sac", "time_horizon": 64, "max_steps": max_steps, "summary_freq": summary_freq,
+            "checkpoint_interval": interval, "threaded": threaded,
+            "hyperparameters": {"batch_size": batch, "buffer_size": 10000, "buffer_init_steps": init,
+                                "steps_per_update": per_update, "learning_rate": 3.0e-4, "init_entcoef": 0.1},
+            "network_settings": {"normalize": normalize, "hidden_units": hidden, "num_layers": 2},
+            "reward_signals": {"extrinsic": {"gamma": 0.99, "strength": 1.0}}}
+
+
+#: Each run's scene, its block, the steps of its summaries and its checkpoints' count. PPO's Basic:
+#: no normaliser, a trajectory cut every 3 steps; PPO's 3DBall: a normaliser, so a step that may
+#: bootstrap (a trajectory cut every 20 steps, an episode interrupted) or save does not wait (its
+#: checkpoints at the interval come on steps that could wait otherwise). SAC's Basic updates once the
+#: next step is sent (``threaded``), every 10 steps; SAC's 3DBall before the next action, every 40
+#: transitions (a step of its 12 agents in three or four), with a normaliser.
 RUNS = {
-    "Basic": (ppo(False, 20, 1, batch=32, buffer=256, horizon=3, gamma=0.9, beta=5.0e-3, epochs=3,
-                  max_steps=1500, summary_freq=400, interval=700), ["400", "800", "1200", "1500"], 3),
-    "3DBall": (ppo(True, 32, 2, batch=120, buffer=480, horizon=20, gamma=0.99, beta=1.0e-3, epochs=2,
-                   max_steps=2400, summary_freq=600, interval=700), ["600", "1200", "1800", "2400"], 4),
+    "ppo-Basic": ("Basic", ppo(False, 20, 1, batch=32, buffer=256, horizon=3, gamma=0.9, beta=5.0e-3, epochs=3,
+                               max_steps=1500, summary_freq=400, interval=700), ["400", "800", "1200", "1500"], 3),
+    "ppo-3DBall": ("3DBall", ppo(True, 32, 2, batch=120, buffer=480, horizon=20, gamma=0.99, beta=1.0e-3, epochs=2,
+                                 max_steps=2400, summary_freq=600, interval=700), ["600", "1200", "1800", "2400"], 4),
+    "sac-Basic": ("Basic", sac(False, 20, batch=32, init=50, per_update=10, threaded=True, max_steps=600,
+                               summary_freq=200, interval=250), ["200", "400", "600"], 3),
+    "sac-3DBall": ("3DBall", sac(True, 16, batch=32, init=100, per_update=40, threaded=False, max_steps=1200,
+                                 summary_freq=300, interval=500), ["600", "900", "1200"], 3),
 }
 
 
-def train(tmp_path, monkeypatch, scene: str, waits: bool):
+def train(tmp_path, monkeypatch, run: str, waits: bool):
     tmp_path.mkdir()
     sent, waited = hashlib.sha256(), [0, 0]
     answer, can_wait = grpc_server.ExchangeServer.answer, TrainerController._experience_can_wait
@@ -62,7 +79,8 @@ def train(tmp_path, monkeypatch, scene: str, waits: bool):
 
     monkeypatch.setattr(grpc_server.ExchangeServer, "answer", hashed)
     monkeypatch.setattr(TrainerController, "_experience_can_wait", counted)
-    config = write(tmp_path / "run.yaml", yaml.safe_dump({"behaviors": {scene: RUNS[scene][0]}}))
+    scene, block = RUNS[run][:2]
+    config = write(tmp_path / "run.yaml", yaml.safe_dump({"behaviors": {scene: block}}))
     code, out = in_process(learn_r22.main, tmp_path, [config, f"--env={scene}", "--run-id=r", "--seed=1",
                                                       f"--base-port={free_port()}"], timeout=300)
     assert code == 0, out[-3000:]
@@ -82,17 +100,17 @@ def train(tmp_path, monkeypatch, scene: str, waits: bool):
     return sent.hexdigest(), (summaries, scalars), checkpoints, weights, waited
 
 
-@pytest.mark.parametrize("scene", list(RUNS))
-def test_learning_after_the_next_send_sends_summarises_and_saves_the_same(tmp_path, monkeypatch, scene):
-    waiting = train(tmp_path / "waiting", monkeypatch, scene, waits=True)
-    not_waiting = train(tmp_path / "not", monkeypatch, scene, waits=False)
+@pytest.mark.parametrize("run", list(RUNS))
+def test_learning_after_the_next_send_sends_summarises_and_saves_the_same(tmp_path, monkeypatch, run):
+    waiting = train(tmp_path / "waiting", monkeypatch, run, waits=True)
+    not_waiting = train(tmp_path / "not", monkeypatch, run, waits=False)
     sent, summaries, checkpoints, weights, (learnt_at_once, waited) = waiting
     assert waited > learnt_at_once > 0, (waited, learnt_at_once)  # most steps waited, not every one
     assert not_waiting[4][1] == 0
     assert sent == not_waiting[0]
-    assert summaries == not_waiting[1] and [step for step, _ in summaries[0]] == RUNS[scene][1]
-    assert {tag for _, tag, _ in summaries[1]} >= {"Policy/Extrinsic Value Estimate", "Losses/Policy Loss"}
-    assert checkpoints == not_waiting[2] and len(checkpoints) == RUNS[scene][2]  # at the interval, and at the end
+    assert summaries == not_waiting[1] and [step for step, _ in summaries[0]] == RUNS[run][2]
+    assert {tag for _, tag, _ in summaries[1]} >= {"Environment/Cumulative Reward", "Losses/Policy Loss"}
+    assert checkpoints == not_waiting[2] and len(checkpoints) == RUNS[run][3]  # at the interval, and at the end
     assert weights.keys() == not_waiting[3].keys()
     for name, value in weights.items():
         assert np.array_equal(value, not_waiting[3][name]), name

@@ -147,23 +147,49 @@ class SACTrainer(SequenceReplay):
             lr *= max(1.0 - self.step / self.get_max_steps, 0.0)
         return lr
 
-    def _due(self, per_update: float) -> int:
-        """Updates due by now: one per ``per_update`` agent steps after ``buffer_init_steps``."""
-        return int(math.floor(max(self.transitions_seen - self.settings.buffer_init_steps, 0) / per_update + 1e-9))
+    def _due(self, per_update: float, more: int = 0) -> int:
+        """Updates due by now (with ``more`` transitions stored): one per ``per_update`` agent steps after
+        ``buffer_init_steps``."""
+        seen = self.transitions_seen + more
+        return int(math.floor(max(seen - self.settings.buffer_init_steps, 0) / per_update + 1e-9))
 
     def _signal_steps(self) -> float:
         value = self.settings.reward_signal_steps_per_update
         return self.settings.steps_per_update if value is None else value
 
-    def _warm(self) -> bool:
-        return (len(self.replay) >= self.settings.batch_size
-                and self.transitions_seen >= self.settings.buffer_init_steps)
+    def _warm(self, more: int = 0) -> bool:
+        return (len(self.replay) + more >= self.settings.batch_size
+                and self.transitions_seen + more >= self.settings.buffer_init_steps)
 
     def is_ready_update(self) -> bool:
-        if not self._warm():
+        return self._ready_with(0)
+
+    def _ready_with(self, more: int) -> bool:
+        """``is_ready_update`` once ``more`` transitions are stored (the counts only grow, so an upper
+        bound on ``more`` gives an answer that is True wherever the exact one is)."""
+        if not self._warm(more):
             return False
-        signals_due = self._trains_signals() and self._due(self._signal_steps()) > self.signal_updates
-        return self._due(self.settings.steps_per_update) > self.gradient_step or signals_due
+        signals_due = self._trains_signals() and self._due(self._signal_steps(), more) > self.signal_updates
+        return self._due(self.settings.steps_per_update, more) > self.gradient_step or signals_due
+
+    # ------------------------------------------------------------------ learning after the next send
+    @property
+    def acts_apart_from_experience(self) -> bool:
+        """Without memory, acting reads the weights and the normaliser, and storing a step reads neither
+        (the reward signals read their inputs in the update); acting moves only the normaliser, which
+        only the update reads. A recurrent policy's memories are forgotten when an episode's end is
+        stored, and the next action reads them."""
+        return not self.use_recurrent
+
+    def experience_can_wait(self, steps: int, deciding: int, bootstraps: bool) -> bool:
+        """Yes when acting and storing are apart (``acts_apart_from_experience``), the count cannot reach
+        a summary or ``max_steps``, and no update comes of the ``steps`` transitions, which it would
+        have to make before the next action. A ``threaded`` trainer updates once the next step is sent
+        either way, on the transitions stored by then, this step's included, so there an update due
+        does not hold the step back. Bootstrap values are the update's own (its target critics)."""
+        if not self.acts_apart_from_experience or not self._count_stays_short(deciding):
+            return False
+        return bool(self.settings.threaded) or not self._ready_with(steps)
 
     def _trains_signals(self) -> bool:
         return any(s.update_op is not None for s in self.reward_signals.values())

@@ -452,6 +452,12 @@ class Trainer(TrainerSummaries):
         """
         return False
 
+    def _count_stays_short(self, deciding: int) -> bool:
+        """Whether counting ``deciding`` more agent steps leaves the count short of ``max_steps`` and of
+        the next summary (``experience_can_wait``'s rule for the count and the summaries)."""
+        step, freq = self.step + deciding, int(self.settings.summary_freq)
+        return step < self.get_max_steps and step // freq <= self._last_summary_step // freq
+
     def update_model(self) -> None:
         raise UnityTrainerException(f"{type(self).__name__} does not implement update_model")
 

@@ -143,9 +143,7 @@ class OnPolicyTrainer(RewardSignalFields, RLTrainer):
             return False
         if bootstraps and self.bootstrap_reads_acting:
             return False
-        step, freq = self.step + deciding, int(self.settings.summary_freq)
-        return (self.update_buffer_steps() + steps < self.settings.buffer_size
-                and step < self.get_max_steps and step // freq <= self._last_summary_step // freq)
+        return self.update_buffer_steps() + steps < self.settings.buffer_size and self._count_stays_short(deciding)
 
     def update_arrays(self) -> Dict[str, np.ndarray]:
         """The update buffer as one array per field of ``update_fields``."""

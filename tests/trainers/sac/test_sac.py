@@ -21,6 +21,7 @@ from trainers.trainer.registry import load_registry
 from trainers.trainer.summaries import summary_tag
 from unityagents.brain import BrainParameters
 
+RECURRENT = {"use_recurrent": True, "memory_size": 8, "sequence_length": 4, "batch_size": 8}
 CONTINUOUS = {"stateSize": 4, "actionSize": 2, "actionSpaceType": 1, "stateSpaceType": 1}
 BRANCHED = {"stateSize": 4, "actionSize": 2, "actionSpaceType": 0, "stateSpaceType": 1,
             "actionBranches": [3, 2], "actionMasks": True}
@@ -398,3 +399,24 @@ def test_the_networks_are_release22s_swish_layers_with_its_initialisation():
     # oneDNN kernel many times slower than the layer on CPU.
     hidden_ops = [op.type for op in trainer.sess.graph.get_operations() if "/hidden/" in op.name]
     assert "Tanh" in hidden_ops and "Sigmoid" not in hidden_ops
+
+
+def test_a_steps_experience_waits_only_where_no_update_summary_or_end_can_come_of_it():
+    """``experience_can_wait``: not where the transitions it may store make a gradient step due
+    before the next action (one per 4 after the first 16: at 20, 24, ...), nor where the count reaches a
+    summary or ``max_steps``; a ``threaded`` trainer updates after the next send either way; a
+    recurrent one never waits (storing an episode's end forgets the memories the next action reads)."""
+    trainer = make_sac(CONTINUOUS, buffer_init_steps=16, steps_per_update=4, summary_freq=100)
+    assert trainer.acts_apart_from_experience
+    assert trainer.experience_can_wait(19, 1, True) and not trainer.experience_can_wait(20, 1, True)
+    trainer.transitions_seen, trainer.gradient_step = 21, 1  # the second gradient step is due at 24
+    trainer.replay.add({"rewards": np.zeros(21, np.float32)})
+    assert trainer.experience_can_wait(2, 1, False) and not trainer.experience_can_wait(3, 1, False)
+    trainer.step = 98
+    assert trainer.experience_can_wait(1, 1, False) and not trainer.experience_can_wait(1, 2, False)  # a summary
+    trainer.step, trainer._last_summary_step = 997, 950
+    assert trainer.experience_can_wait(1, 2, False) and not trainer.experience_can_wait(1, 3, False)  # max_steps
+    threaded = make_sac(CONTINUOUS, buffer_init_steps=16, steps_per_update=4, threaded=True)
+    assert threaded.experience_can_wait(100, 1, False)
+    recurrent = make_sac(CONTINUOUS, threaded=True, **RECURRENT)
+    assert not recurrent.acts_apart_from_experience and not recurrent.experience_can_wait(1, 1, False)
