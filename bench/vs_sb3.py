@@ -13,7 +13,10 @@ summary window first reaches 90, and its agent-steps per second.
     python bench/vs_sb3.py [--seeds 3] [--budget 150000] [--threaded]
 
 ``--threaded`` adds our runs with ``threaded: true``: the update runs on a background thread while
-the trainer keeps acting (each update's data partly from the policy one update old).
+the trainer keeps acting (each update's data partly from the policy one update old). ``--wrapper``
+adds SB3 with its best settings through ``unityagents.bridges.gym.UnityVectorEnv`` on 3DBall
+launched in its own process, over the same socket as ours (what an SB3 user with a build runs; the
+adapter is ``bench/gym_sb3.py``'s), and the ratio of ours' best time to its.
 
 ``--keep DIR`` keeps each run's TensorBoard events in ``DIR/<run>-<seed>`` (SB3's under our reward tag,
 the mean of the episodes finished in each rollout, as our summaries count it); ``--plot PNG`` draws
@@ -193,6 +196,20 @@ def sb3(seed: int, target: float, budget: int, settings: str, keep: str = "",
     return sb3_ppo_to_target(Ball3DVecEnv(seed), seed, target, budget, SB3_SETTINGS[settings], keep, full)
 
 
+def sb3_wrapper(seed: int, target: float, budget: int, settings: str, keep: str = "",
+                full: bool = False) -> Dict[str, Optional[float]]:
+    """SB3 PPO through ``UnityVectorEnv`` on 3DBall in a scene process of its own, over the socket."""
+    sys.modules.setdefault("tensorflow", None)  # as in ``sb3``: TensorBoard without TensorFlow
+    from gym_sb3 import sb3_adapter
+
+    from unityagents import UnityEnvironment
+    from unityagents.bridges.gym import UnityVectorEnv
+
+    env = UnityEnvironment("3DBall", base_port=free_port(), seed=seed)
+    return sb3_ppo_to_target(sb3_adapter(UnityVectorEnv(env)), seed, target, budget, SB3_SETTINGS[settings],
+                             keep, full)
+
+
 def sb3_ppo_to_target(raw, seed: int, target: float, budget: int, settings: Dict[str, Any],
                       keep: str = "", full: bool = False) -> Dict[str, Optional[float]]:
     """SB3 PPO for ``budget`` agent-steps on the SB3 vector env ``raw`` (which lists the rewards of its
@@ -269,6 +286,8 @@ def main() -> None:
         if kind == "ours":
             num_envs, _, threaded = extra.partition(":")
             result = ours(seed, target, int(num_envs), budget, threaded == "threaded", keep)
+        elif kind == "sb3-wrapper":
+            result = sb3_wrapper(seed, target, budget, extra, keep, full)
         else:
             result = sb3(seed, target, budget, extra, keep, full)
         print(json.dumps(result))
@@ -280,6 +299,8 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 2], help="our --num-envs to try")
     parser.add_argument("--threaded", action="store_true",
                         help="also run ours with threaded: true (the update on a background thread beside acting)")
+    parser.add_argument("--wrapper", action="store_true",
+                        help="also run SB3 (its best settings) through UnityVectorEnv over the socket")
     parser.add_argument("--keep", metavar="DIR", help="keep each run's TensorBoard events here")
     parser.add_argument("--plot", metavar="PNG", help="draw seed 0's runs (reward against agent-steps and time)")
     parser.add_argument("--full", action="store_true", help="SB3 runs to --budget rather than stop at the target")
@@ -289,6 +310,10 @@ def main() -> None:
         table_runs = table(args, keep)
         if args.plot:
             draw(table_runs, args.plot, "3DBall, seed 0: ours against Stable-Baselines3")
+
+
+#: The label of SB3's run through the wrapper, over the socket.
+WRAPPED = "SB3 via UnityVectorEnv, its best settings"
 
 
 def folder_name(label: str, seed: int) -> str:
@@ -307,7 +332,7 @@ def table(args, keep: str) -> Dict[str, str]:
     fmt = lambda x, f="{:.0f}": "-" if x is None else f.format(x)  # noqa: E731
     print("| seed | run | agent-steps to 90 | seconds to 90 | agent-steps/s |")
     print("|---|---|---|---|---|")
-    ratios = []
+    ratios, wrapper_ratios = [], []
     for seed in range(args.seeds):
         # Each run in a fresh process: TensorFlow and PyTorch in one process crash on some machines.
         results = {f"ours, --num-envs {n}": run(f"ours, --num-envs {n}", "ours", seed, n) for n in args.num_envs}
@@ -316,20 +341,29 @@ def table(args, keep: str) -> Dict[str, str]:
                                                                    f"{n}:threaded") for n in args.num_envs})
         results["SB3, our settings"] = run("SB3, our settings", "sb3", seed, "same")
         results["SB3, its best settings"] = run("SB3, its best settings", "sb3", seed, "best")
+        if args.wrapper:
+            results[WRAPPED] = run(WRAPPED, "sb3-wrapper", seed, "best")
         if keep and seed == 0:
             seed0 = {name: os.path.join(keep, folder_name(name, 0)) for name in results}
         for name, r in results.items():
             print(f"| {seed} | {name} | {fmt(r['steps'])} | {fmt(r['seconds'], '{:.1f}')} | {fmt(r['rate'])} |")
         best_ours = min((r["seconds"] for k, r in results.items() if k.startswith("ours") and r["seconds"]),
                         default=None)
-        best_sb3 = min((r["seconds"] for k, r in results.items() if k.startswith("SB3") and r["seconds"]),
+        best_sb3 = min((r["seconds"] for k, r in results.items() if k.startswith("SB3,") and r["seconds"]),
                        default=None)
         if best_ours and best_sb3:
             ratios.append(best_ours / best_sb3)
             print(f"| {seed} | time to 90, best ours / best SB3 | | {best_ours / best_sb3:.2f} | |")
+        wrapped = results.get(WRAPPED, {}).get("seconds")
+        if best_ours and wrapped:
+            wrapper_ratios.append(best_ours / wrapped)
+            print(f"| {seed} | time to 90, best ours / {WRAPPED} | | {best_ours / wrapped:.2f} | |")
     if ratios:
         print(f"\nmedian time-to-{args.target:.0f} ratio, best ours / best SB3: {np.median(ratios):.2f} "
               "(target <= 0.5)")
+    if wrapper_ratios:
+        print(f"median time-to-{args.target:.0f} ratio, best ours / {WRAPPED}: {np.median(wrapper_ratios):.2f} "
+              "(target <= 0.3)")
     return seed0
 
 
