@@ -529,8 +529,9 @@ class TrainerController:
         Only where nothing of it can change the next action: no curriculum can reset the scenes
         between steps, and every trainer says so for its share (``Trainer.experience_can_wait``: no
         update, summary or ``max_steps`` can come of it). Nor where a save comes of it: acting on
-        the next step may move a variable the checkpoint holds (a normaliser's running moments), so
-        the saved files would differ from those of a step learnt from before the next action.
+        the next step may move what the checkpoint holds (a normaliser's running moments, a trainer's
+        random generator), so the saved files would differ from those of a step learnt from before
+        the next action.
         """
         if not self._waits:
             return False

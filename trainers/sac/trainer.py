@@ -176,9 +176,9 @@ class SACTrainer(SequenceReplay):
     @property
     def acts_apart_from_experience(self) -> bool:
         """Without memory, acting reads the weights and the normaliser, and storing a step reads neither
-        (the reward signals read their inputs in the update); acting moves only the normaliser, which
-        only the update reads. A recurrent policy's memories are forgotten when an episode's end is
-        stored, and the next action reads them."""
+        (the reward signals read their inputs in the update); acting moves only the normaliser and the
+        random generator, which only the update and a save read. A recurrent policy's memories are
+        forgotten when an episode's end is stored, and the next action reads them."""
         return not self.use_recurrent
 
     def experience_can_wait(self, steps: int, deciding: int, bootstraps: bool) -> bool:
