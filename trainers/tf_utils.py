@@ -11,8 +11,8 @@ settings below are applied before any op is built:
 ``tf`` imports TensorFlow on its first use (``_TensorFlowV1``), not when this module is imported:
 the front ends check a configuration and load every trainer type without it, and the runner
 imports it on a thread of its own while the environments start (``runner.run.import_in_background``).
-TensorFlow itself is imported without the Keras import its ``__init__`` makes eagerly
-(``_import_tensorflow_without_keras``), which is a second or more of every run's start-up.
+TensorFlow itself is imported without the imports its ``__init__`` makes only for Keras
+(``_import_tensorflow_without_keras``), which are a second or more of every run's start-up.
 
 Graphs are built inside an explicit ``tf.Graph().as_default()``, so eager execution never
 touches them.
@@ -30,27 +30,36 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ star
 import numpy as np  # noqa: E402
 
 
-def _import_tensorflow_without_keras():
-    """``tensorflow``, imported without the eager import of Keras that its ``__init__`` makes.
+#: What TensorFlow's ``__init__`` imports only to offer it to Keras, each import inside a ``try`` that
+#: passes over an ``ImportError``: Keras itself (its optimizers, registered for SavedModels), and for
+#: TensorFlow's internal legacy copy of Keras (``tensorflow.python.keras``, which ``tf.compat.v1``'s
+#: layers import) h5py, for saving its models as ``.h5``, and SciPy, for its sparse inputs.
+_SKIPPED_WHILE_IMPORTING = ("keras", "tf_keras", "h5py", "scipy")
 
-    TensorFlow's ``__init__`` imports Keras' optimizers (and with them all of Keras, IPython
-    included) only to register them for SavedModels, inside a ``try`` that passes over an
-    ``ImportError``; that import is about a third of TensorFlow's, a second or more of every run's
-    start-up, and nothing here builds a Keras object. So Keras' package names stand for "not
-    installed" while TensorFlow imports, and are given back at once: ``tf.keras`` and
-    ``import keras`` still import it on first use. Where Keras or TensorFlow is already imported
-    (a user's notebook), the import is left as it is.
+
+def _import_tensorflow_without_keras():
+    """``tensorflow``, imported without the imports its ``__init__`` makes only for Keras.
+
+    Keras' import (all of Keras, IPython included) is about a third of TensorFlow's, a second or
+    more of every run's start-up, and h5py's and SciPy's another 0.1-0.2 s; nothing here builds a
+    Keras object (``_SKIPPED_WHILE_IMPORTING`` says who imports them and why). So these packages'
+    names stand for "not installed" while TensorFlow imports, and are given back at once:
+    ``tf.keras``, ``import keras``, ``import h5py`` and ``import scipy`` still import them on first
+    use. Only the legacy copy keeps the answer it got: its ``.h5`` saving and SciPy sparse inputs
+    are off, which nothing public reaches (``tf.keras`` is the standalone Keras). Where TensorFlow
+    or Keras is already imported (a user's notebook), the import is left as it is, and a package
+    already imported is used as it is.
     """
-    keras_names = ("keras", "tf_keras")
-    if "tensorflow" in sys.modules or any(name in sys.modules for name in keras_names):
+    if "tensorflow" in sys.modules or any(name in sys.modules for name in ("keras", "tf_keras")):
         import tensorflow
         return tensorflow
-    for name in keras_names:
+    skipped = [name for name in _SKIPPED_WHILE_IMPORTING if name not in sys.modules]
+    for name in skipped:
         sys.modules[name] = None  # the import system's "not installed" marker
     try:
         import tensorflow
     finally:
-        for name in keras_names:
+        for name in skipped:
             if sys.modules.get(name, 0) is None:
                 del sys.modules[name]
     return tensorflow

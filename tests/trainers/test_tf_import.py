@@ -1,4 +1,4 @@
-"""TensorFlow is imported once, for graph mode, without the Keras import that its ``__init__`` makes eagerly."""
+"""TensorFlow is imported once, for graph mode, without the imports its ``__init__`` makes only for Keras."""
 import subprocess
 import sys
 import textwrap
@@ -33,3 +33,29 @@ def test_an_earlier_import_is_left_as_it_is(first):
         print("keras" in sys.modules and sys.modules["keras"] is not None)
     """)
     assert out == "True"
+
+
+def test_h5py_and_scipy_are_not_imported_with_tensorflow_and_still_import_after():
+    out = _python("""
+        import sys
+        from trainers.tf_utils import tf
+        tf.Graph
+        print("h5py" in sys.modules, "scipy" in sys.modules)
+        import h5py, scipy.sparse
+        print(h5py.File.__module__.split(".")[0], scipy.sparse.issparse.__module__.split(".")[0])
+    """)
+    assert out.splitlines() == ["False False", "h5py scipy"]
+
+
+def test_a_package_imported_before_tensorflow_is_used_as_it_is():
+    out = _python("""
+        import sys
+        import h5py, scipy.sparse
+        from trainers.tf_utils import tf
+        tf.Graph
+        from tensorflow.python.keras.saving import hdf5_format
+        from tensorflow.python.keras.engine import training_v1
+        print(hdf5_format.h5py is h5py, training_v1.issparse is scipy.sparse.issparse)
+        print(sys.modules["h5py"] is h5py, sys.modules["scipy"] is scipy)
+    """)
+    assert out.splitlines() == ["True True", "True True"]
