@@ -21,6 +21,7 @@ per scene of seed 0's two runs (``bench/plot_runs.py``: reward against agent-ste
 
     python bench/zoo.py [--scenes ppo/Basic ppo/GridWorld ...] [--seeds 3] [--budget 600]
         [--mlagents PATH] [--sb3 PYTHON] [--plots docs/images] [--keep DIR] [--table zoo.md]
+        [--set KEY=VALUE ...]
 
 ``--keep DIR`` keeps seed 0's TensorBoard events (``DIR/ours-<trainer>-<scene>``,
 ``DIR/mlagents-learn-<trainer>-<scene>``); where matplotlib is missing, the script prints the
@@ -29,6 +30,10 @@ per scene of seed 0's two runs (``bench/plot_runs.py``: reward against agent-ste
 ``--sb3 PYTHON`` (an interpreter with stable-baselines3 and torch) also runs SB3's PPO on the single-agent
 scenes (``bench/zoo_sb3.py``): through ``UnityToGymWrapper`` on the same build, and on the scene stepped
 in its own process, with the same seeds; a second table sets our time to the target beside both.
+
+``--set KEY=VALUE`` (repeatable) changes a setting of every chosen scene's block for both trainers, an
+ablation of the scene's settings: ``--set threaded=false`` runs both without ``threaded``; a dotted
+``KEY`` reaches into a section (``--set hyperparameters.num_epoch=6``), and ``VALUE`` is read as YAML.
 
 ``--list`` prints the scenes, their settings' source and targets. Targets are those of the issue's
 table and ML-Agents' own example results; SoccerTwos learns by self-play (its mean reward stays near
@@ -46,7 +51,7 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import yaml
 
@@ -133,10 +138,31 @@ def summary_pattern(behavior: str) -> re.Pattern:
     return re.compile(rf"{re.escape(behavior)}\S*?[.:] Step: (\d+)\..*?Mean Reward: (-?\d+(?:\.\d+)?)")
 
 
-def run_config(key: str, folder: str, summary_freq: int) -> str:
-    """The scene's Release 22 settings as a run config both trainers read; its path."""
-    _, behavior, _, block = ZOO[key]
+def with_settings(block: Dict, assignments: Sequence[str]) -> Dict:
+    """``block`` with each ``KEY=VALUE`` of ``assignments`` set: ``KEY`` a dotted path into it
+    (``hyperparameters.batch_size``), ``VALUE`` read as YAML (``false``, ``256``, ``linear``)."""
     block = copy.deepcopy(block)
+    for assignment in assignments:
+        path, sep, text = assignment.partition("=")
+        if not sep or not path:
+            raise SystemExit(f"--set {assignment!r}: expected KEY=VALUE, e.g. threaded=false or "
+                             "hyperparameters.batch_size=256")
+        *parents, leaf = path.split(".")
+        node = block
+        for i, name in enumerate(parents):
+            node = node.get(name) if isinstance(node, dict) else None
+            if not isinstance(node, dict):
+                raise SystemExit(f"--set {assignment!r}: the settings have no section {'.'.join(parents[:i + 1])!r}; "
+                                 f"its sections are {sorted(k for k, v in block.items() if isinstance(v, dict))}")
+        node[leaf] = yaml.safe_load(text)
+    return block
+
+
+def run_config(key: str, folder: str, summary_freq: int, settings: Sequence[str] = ()) -> str:
+    """The scene's Release 22 settings (with ``settings``, ``KEY=VALUE`` each: ``with_settings``) as a
+    run config both trainers read; its path."""
+    _, behavior, _, block = ZOO[key]
+    block = with_settings(block, settings)
     block.update(max_steps=50_000_000, summary_freq=summary_freq)
     path = os.path.join(folder, f"{key.replace('/', '-')}.yaml")
     with open(path, "w") as f:
@@ -277,6 +303,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--plots", metavar="DIR", help="one PNG per scene of seed 0's runs, zoo-<trainer>-<scene>.png")
     p.add_argument("--keep", metavar="DIR", help="keep seed 0's TensorBoard events here, <trainer>-<scene> per run")
     p.add_argument("--table", metavar="FILE", help="also write the markdown table here")
+    p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                   help="change a setting of every scene's block, for both trainers (repeatable; a dotted KEY "
+                        "reaches into a section: --set threaded=false --set hyperparameters.num_epoch=6)")
     p.add_argument("--list", action="store_true", help="print the zoo and exit")
     args = p.parse_args(argv)
     if args.list:
@@ -296,14 +325,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     for folder in (args.plots, args.keep):
         if folder:
             os.makedirs(folder, exist_ok=True)
+    for key in args.scenes:
+        with_settings(ZOO[key][3], args.settings)  # a bad --set is refused before anything runs
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs; "
-          f"budget {args.budget:g} s per run; seeds {args.seeds}", flush=True)
+          f"budget {args.budget:g} s per run; seeds {args.seeds}"
+          + (f"; settings changed: {' '.join(args.settings)}" if args.settings else ""), flush=True)
     results: Dict[str, Dict[str, List[Dict]]] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for key in args.scenes:
             scene, behavior, target, _ = ZOO[key]
             build = vs_mlagents.make_build(scratch, 0.0, scene)
-            config = run_config(key, scratch, args.summary_freq)
+            config = run_config(key, scratch, args.summary_freq, args.settings)
             per = results.setdefault(key, {"ours": [], "theirs": []})
             with_sb3 = bool(args.sb3) and key in zoo_sb3.SINGLE_AGENT
             folders = {}

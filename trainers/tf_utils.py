@@ -29,7 +29,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ star
 
 import numpy as np  # noqa: E402
 
-
 #: What TensorFlow's ``__init__`` imports only to offer it to Keras, each import inside a ``try`` that
 #: passes over an ``ImportError``: Keras itself (its optimizers, registered for SavedModels), and for
 #: TensorFlow's internal legacy copy of Keras (``tensorflow.python.keras``, which ``tf.compat.v1``'s

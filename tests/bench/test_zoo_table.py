@@ -1,15 +1,19 @@
-"""``bench/zoo.py``'s table: each trainer's means over the seeds, and ours over theirs.
+"""``bench/zoo.py``'s table (each trainer's means over the seeds, and ours over theirs) and its ``--set``.
 
 The zoo's verdicts (the rate, the time and the agent-steps to the target, ours over Unity's trainer) are
-read off this table, so a mean over the wrong runs or a ratio upside down would misstate them.
+read off this table, so a mean over the wrong runs or a ratio upside down would misstate them; ``--set``
+ablations must change the file both trainers read, and only that.
 """
 import os
 import sys
 
+import pytest
+import yaml
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from zoo import table  # noqa: E402
+from zoo import ZOO, run_config, table, with_settings  # noqa: E402
 
 
 def test_the_table_gives_the_means_over_seeds_and_ours_over_theirs():
@@ -38,3 +42,23 @@ def test_without_unitys_trainer_the_table_has_our_columns_only():
     head, _, row = table(results, with_theirs=False).splitlines()
     assert "mlagents-learn" not in head
     assert row == "| ppo/Basic | 0.90 | 500 | - (0/1) |"
+
+
+def test_set_changes_the_scenes_settings_for_both_trainers(tmp_path):
+    path = run_config("ppo/Hallway", str(tmp_path), 2000, ["threaded=false", "hyperparameters.num_epoch=6",
+                                                             "network_settings.memory.memory_size=64"])
+    with open(path) as f:
+        block = yaml.safe_load(f)["behaviors"]["Hallway"]
+    assert block["threaded"] is False
+    assert block["hyperparameters"]["num_epoch"] == 6
+    assert block["network_settings"]["memory"] == {"sequence_length": 64, "memory_size": 64}
+    assert block["summary_freq"] == 2000
+    assert ZOO["ppo/Hallway"][3]["threaded"] is True  # the zoo's own block is left as it is
+    assert with_settings(ZOO["ppo/Basic"][3], []) == ZOO["ppo/Basic"][3]
+
+
+def test_a_bad_set_is_refused_in_one_line():
+    with pytest.raises(SystemExit, match="expected KEY=VALUE"):
+        with_settings(ZOO["ppo/Basic"][3], ["threaded"])
+    with pytest.raises(SystemExit, match="no section 'hyperparams'.*hyperparameters"):
+        with_settings(ZOO["ppo/Basic"][3], ["hyperparams.batch_size=32"])
