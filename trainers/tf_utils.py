@@ -67,7 +67,7 @@ def _import_tensorflow_without_keras():
 class _TensorFlowV1(types.ModuleType):
     """``tensorflow.compat.v1``, imported and configured on first use.
 
-    Importing TensorFlow is most of a run's start-up (about two seconds). Modules of ``trainers``
+    Importing TensorFlow is most of a run's start-up (1.5-2 s). Modules of ``trainers``
     name ``tf`` in function bodies only, so importing them (to read a trainer's settings, to check
     a configuration) costs nothing, and the runner can import TensorFlow on another thread while
     the environments start (``import_tensorflow``). On first use the real module's names are
